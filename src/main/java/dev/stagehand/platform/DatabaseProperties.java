@@ -1,0 +1,29 @@
+package dev.stagehand.platform;
+
+import java.nio.file.Path;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * Where the service keeps its state ({@code stagehand.db.*}, or STAGEHAND_DB_URL / _USER / _PASSWORD).
+ *
+ * @param url          JDBC URL of an existing PostgreSQL database; empty selects the embedded default
+ * @param user         database user for {@code url}
+ * @param password     database password for {@code url}
+ * @param localDir     where the embedded default keeps its private cluster
+ * @param localDatabase database name created in the private cluster
+ * @param poolSize     maximum connections in the pool
+ */
+@ConfigurationProperties("stagehand.db")
+public record DatabaseProperties(
+        String url,
+        String user,
+        String password,
+        @DefaultValue("var/pg") Path localDir,
+        @DefaultValue("stagehand") String localDatabase,
+        @DefaultValue("20") int poolSize) {
+
+    public boolean embedded() {
+        return url == null || url.isBlank();
+    }
+}

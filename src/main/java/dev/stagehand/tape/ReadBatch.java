@@ -1,0 +1,22 @@
+package dev.stagehand.tape;
+
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A read list under way on one drive. Segments are read in the order given; each completes on its own,
+ * so the caller can hand a file on as soon as it is on disk.
+ */
+public interface ReadBatch {
+
+    /** Completes when this segment's bytes are in its target; fails with a {@link TapeFailure}. */
+    CompletableFuture<ReadResult> result(SegmentRead segment);
+
+    /** Drops a segment not yet started (its future is cancelled); a segment being read is abandoned. */
+    void cancel(SegmentRead segment);
+
+    /** Cancels every segment not yet finished; the drive stays mounted. */
+    void cancelAll();
+
+    /** Completes when every segment has completed, failed or been cancelled. */
+    CompletableFuture<Void> done();
+}

@@ -1,0 +1,42 @@
+package dev.stagehand.tape;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The driver SPI: one tape library, shaped for bulk work in the spirit of dCache's nearline-storage SPI.
+ * A volume is mounted on a drive; a whole ordered list of its segments is then read (or files written) in
+ * one call; the drive is dismounted. Every operation is asynchronous, every request cancellable, and
+ * failures arrive typed as {@link TapeFailure} so the caller can retry, try another copy, or disable a
+ * drive or volume.
+ *
+ * <p>Implementations: the simulated library (the embedded default, on an {@code EventClock}) and the
+ * script driver that calls site-provided executables for a real HSM.
+ */
+public interface TapeLibrary {
+
+    /** Drives, accessors and the library's name. */
+    LibraryLayout layout();
+
+    /** Current state of every drive. */
+    List<DriveStatus> drives();
+
+    /**
+     * Moves {@code volume} into {@code drive} and loads it (waiting for a free accessor first). Completes
+     * when the volume is ready to read at BOT; fails with {@link TapeFailure}. Cancelling the future
+     * abandons the mount; the library brings the drive back to a consistent state by itself.
+     */
+    CompletableFuture<Void> mount(String drive, String volume);
+
+    /**
+     * Reads {@code segments} from the volume mounted on {@code drive}, in the order given, each into its
+     * target file. Each segment completes or fails on its own; see {@link ReadBatch}.
+     */
+    ReadBatch read(String drive, List<SegmentRead> segments);
+
+    /** Appends {@code files} to the volume mounted on {@code drive}, in order (the archive path). */
+    WriteBatch write(String drive, List<FileWrite> files);
+
+    /** Unloads the mounted volume and returns it to its slot. */
+    CompletableFuture<Void> dismount(String drive);
+}

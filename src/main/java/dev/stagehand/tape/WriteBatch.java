@@ -1,0 +1,24 @@
+package dev.stagehand.tape;
+
+import java.util.concurrent.CompletableFuture;
+
+/** A write list under way on one drive; each file completes (its segment is known) or fails on its own. */
+public interface WriteBatch {
+
+    /** Completes with where the file landed on the volume; fails with a {@link TapeFailure}. */
+    CompletableFuture<WrittenSegment> result(FileWrite file);
+
+    /** Cancels every file not yet written. */
+    void cancelAll();
+
+    /** Completes when every file has been written, failed or been cancelled. */
+    CompletableFuture<Void> done();
+
+    /**
+     * @param file        what was written
+     * @param volume      the volume it is on
+     * @param offsetBytes its offset on the volume
+     * @param adler32     Adler32 of the bytes written
+     */
+    record WrittenSegment(FileWrite file, String volume, long offsetBytes, long adler32) {}
+}
