@@ -23,7 +23,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
 @ConfigurationProperties("stagehand.tape")
 public record TapeProperties(
         @DefaultValue("simulated") Driver driver,
-        @DefaultValue("scaled") ClockKind clock,
+        @DefaultValue("real") ClockKind clock,
         @DefaultValue("60") double scale,
         @DefaultValue("sim") String library,
         @DefaultValue("4") int drives,

@@ -19,7 +19,7 @@ class TapePropertiesTest {
     void defaultsAreTheReferenceLto9Library() {
         TapeProperties p = bind(Map.of());
         assertThat(p.driver()).isEqualTo(TapeProperties.Driver.SIMULATED);
-        assertThat(p.clock()).isEqualTo(TapeProperties.ClockKind.SCALED);
+        assertThat(p.clock()).isEqualTo(TapeProperties.ClockKind.REAL);
         assertThat(p.scale()).isEqualTo(60);
         assertThat(p.library()).isEqualTo("sim");
         assertThat(p.drives()).isEqualTo(4);
