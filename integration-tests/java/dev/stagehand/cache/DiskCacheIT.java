@@ -45,6 +45,8 @@ class DiskCacheIT {
     @Autowired JdbcClient db;
     @Autowired TransactionTemplate tx;
     @Autowired DataSource dataSource;
+    @Autowired DiskCache applicationCache;
+    @Autowired io.micrometer.core.instrument.MeterRegistry meters;
     @TempDir Path tmp;
 
     final TestClock clock = new TestClock(Instant.parse("2030-01-01T00:00:00Z"));
@@ -257,6 +259,7 @@ class DiskCacheIT {
             assertThat(e.cached()).isTrue();
             assertThat(e.adler32()).isEqualTo(good);
             assertThat(e.path()).isEqualTo(rOk.path());
+            assertThat(e.reservationId()).isNull();
         });
 
         Reservation rBad = cache.reserve(bad, 1000, "t").reservation();
@@ -323,6 +326,7 @@ class DiskCacheIT {
         assertThat(second.outcome()).isEqualTo(Outcome.IN_FLIGHT);
         assertThat(second.reservation().id()).isEqualTo(first.reservation().id());
         assertThat(two.lookup(List.of(f)).get(f).state()).isEqualTo(CacheEntry.State.STAGING);
+        assertThat(two.lookup(List.of(f)).get(f).reservationId()).isEqualTo(first.reservation().id());
 
         long g = catalogFile(500, null);
         List<ReserveResult> batch = one.reserve(List.of(new SpaceRequest(g, 500), new SpaceRequest(g, 500)), "dup");
@@ -421,6 +425,16 @@ class DiskCacheIT {
         assertThatThrownBy(() -> new SpaceRequest(1, -1)).isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> cache.pin(List.of(Long.MAX_VALUE), "r", Duration.ofHours(1)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("unknown files");
+    }
+
+    @Test
+    void theApplicationsCacheStartsOnItsDefaultDirectoryAndReportsMetrics() {
+        Path defaultDir = Path.of("var/cache").toAbsolutePath().normalize();
+        assertThat(applicationCache.usage()).extracting(DirectoryUsage::path).containsExactly(defaultDir);
+        assertThat(applicationCache.usage().getFirst().capacityBytes()).isEqualTo(DataSize.ofGigabytes(50).toBytes());
+        assertThat(meters.get("stagehand.cache.capacity").tag("directory", defaultDir.toString()).gauge().value())
+                .isEqualTo((double) DataSize.ofGigabytes(50).toBytes());
+        assertThat(meters.get("stagehand.cache.reserved").gauge().value()).isGreaterThanOrEqualTo(0);
     }
 
     @Test

@@ -30,6 +30,11 @@ class CacheConfiguration {
     }
 
     @Bean
+    CacheMetrics diskCacheMetrics(DiskCache cache, CacheProperties props) {
+        return new CacheMetrics(cache, props);
+    }
+
+    @Bean
     ApplicationRunner diskCacheStart(DiskCache cache) {
         return args -> cache.start();
     }

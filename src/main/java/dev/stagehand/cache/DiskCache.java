@@ -529,6 +529,16 @@ public class DiskCache {
      * @return copies discarded
      */
     public int recover() {
+        return recoverNode(node);
+    }
+
+    /**
+     * Discards every reservation held by the named node, e.g. an instance that was removed for good and will
+     * not restart to recover its own. Never call it for an instance that is still running.
+     *
+     * @return copies discarded
+     */
+    public int recoverNode(String node) {
         List<Reservation> mine = db.sql("""
                 SELECT r.id, cf.file_id, cf.id AS copy_id, cf.path, r.bytes, r.node, r.created_at
                 FROM cache_reservation r JOIN cache_file cf ON cf.id = r.cache_file_id WHERE r.node = :n""")
@@ -734,11 +744,11 @@ public class DiskCache {
                 .param("ids", fileIds)
                 .query(rs -> {
                     boolean cached = "verified".equals(rs.getString("state"));
-                    long rid = rs.getLong("rid");
+                    Long rid = rs.getObject("rid", Long.class);
                     out.put(rs.getLong("file_id"), new CacheEntry(rs.getLong("file_id"),
                             cached ? CacheEntry.State.CACHED : CacheEntry.State.STAGING, Path.of(rs.getString("path")),
                             rs.getLong("size_bytes"), cached ? rs.getString("adler32") : null,
-                            rs.wasNull() ? null : rid, rs.getObject("last_access", OffsetDateTime.class).toInstant()));
+                            rid, rs.getObject("last_access", OffsetDateTime.class).toInstant()));
                 });
         return out;
     }
