@@ -16,6 +16,7 @@ import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -353,6 +354,36 @@ class DiskCacheIT {
         ReserveResult third = two.reserve(f, 1000, "request 3");
         assertThat(third.outcome()).isEqualTo(Outcome.CACHED);
         assertThat(third.cached().path()).isEqualTo(first.reservation().path());
+    }
+
+    @Test
+    void instancesRacingOnOverlappingBatchesInOppositeOrderEachFileIsReadOnce() throws Exception {
+        DiskCache one = cache("r1", tmp.resolve("r1"), 1_000_000);
+        DiskCache two = cache("r2", tmp.resolve("r2"), 1_000_000);
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        for (int round = 0; round < 5; round++) {
+            List<SpaceRequest> up = new ArrayList<>();
+            for (int i = 0; i < 30; i++) up.add(new SpaceRequest(catalogFile(100, null), 100));
+            List<SpaceRequest> down = new ArrayList<>(up);
+            Collections.reverse(down);
+            CountDownLatch go = new CountDownLatch(1);
+            Future<List<ReserveResult>> a = pool.submit(() -> {
+                go.await();
+                return one.reserve(up, "up");
+            });
+            Future<List<ReserveResult>> b = pool.submit(() -> {
+                go.await();
+                return two.reserve(down, "down");
+            });
+            go.countDown();
+            List<ReserveResult> all = new ArrayList<>(a.get(60, TimeUnit.SECONDS));
+            all.addAll(b.get(60, TimeUnit.SECONDS));
+            assertThat(all).extracting(ReserveResult::outcome).containsOnly(Outcome.RESERVED, Outcome.IN_FLIGHT);
+            assertThat(all.stream().filter(ReserveResult::reserved).map(ReserveResult::fileId))
+                    .doesNotHaveDuplicates()
+                    .containsExactlyInAnyOrderElementsOf(up.stream().map(SpaceRequest::fileId).toList());
+        }
+        pool.shutdown();
     }
 
     @Test

@@ -24,7 +24,9 @@ import java.util.Set;
 import java.util.TreeSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import java.util.concurrent.ThreadLocalRandom;
 import org.springframework.context.ApplicationEventPublisher;
+import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.transaction.support.TransactionTemplate;
 
@@ -128,7 +130,9 @@ public class DiskCache {
         String why = purpose == null || purpose.isBlank() ? "unspecified" : purpose;
         List<Path> evicted = new ArrayList<>();
         List<Long> evictedFiles = new ArrayList<>();
-        List<ReserveResult> results = tx.execute(status -> {
+        List<ReserveResult> results = inTransaction(() -> {
+            evicted.clear();
+            evictedFiles.clear();
             Instant now = clock.instant();
             Map<Integer, Dir> dirs = lockDirectories(directories.keySet());
             Long[] fileIds = requests.stream().map(SpaceRequest::fileId).distinct().toArray(Long[]::new);
@@ -276,7 +280,7 @@ public class DiskCache {
                     "reservation " + reservationId + " does not exist (aborted or discarded)");
         }
         long onDisk = sizeOf(r.path());
-        CommitResult result = tx.execute(status -> {
+        CommitResult result = inTransaction(() -> {
             Instant now = clock.instant();
             Integer dirId = lockCopyDirectory(r.copyId());
             if (dirId == null) return unknown(r, measured);
@@ -338,7 +342,7 @@ public class DiskCache {
     public boolean abort(long reservationId, String reason) {
         Reservation r = reservation(reservationId);
         if (r == null) return false;
-        boolean done = Boolean.TRUE.equals(tx.execute(status -> discardOpen(r.copyId(), "aborted: " + reason)));
+        boolean done = Boolean.TRUE.equals(inTransaction(() -> discardOpen(r.copyId(), "aborted: " + reason)));
         if (done) {
             deleteFiles(List.of(r.path()));
             events.publishEvent(new CacheChanged(CacheChanged.Kind.DISCARDED, List.of(r.fileId())));
@@ -360,7 +364,7 @@ public class DiskCache {
     public boolean discardCopy(long fileId, String reason) {
         CacheEntry e = lookup(List.of(fileId)).get(fileId);
         if (e == null || !e.cached()) return false;
-        boolean done = Boolean.TRUE.equals(tx.execute(status -> {
+        boolean done = Boolean.TRUE.equals(inTransaction(() -> {
             Integer dirId = lockCopyDirectory(copyIdOf(fileId));
             if (dirId == null) return false;
             Long size = db.sql("UPDATE cache_file SET state = 'corrupt', reason = :why, ended_at = :now "
@@ -413,7 +417,7 @@ public class DiskCache {
         }
         if (fileIds.isEmpty()) return Set.of();
         Long[] ids = new TreeSet<>(fileIds).toArray(Long[]::new);
-        return tx.execute(status -> {
+        return inTransaction(() -> {
             Instant now = clock.instant();
             List<Long> known = db.sql("SELECT id FROM file WHERE id = ANY(:ids)").param("ids", ids).query(Long.class).list();
             if (known.size() != ids.length) {
@@ -549,7 +553,7 @@ public class DiskCache {
                 .list();
         List<Long> files = new ArrayList<>();
         for (Reservation r : mine) {
-            if (Boolean.TRUE.equals(tx.execute(s -> discardOpen(r.copyId(), "discarded on restart of node " + node)))) {
+            if (Boolean.TRUE.equals(inTransaction(() -> discardOpen(r.copyId(), "discarded on restart of node " + node)))) {
                 deleteFiles(List.of(r.path()));
                 files.add(r.fileId());
             }
@@ -563,9 +567,9 @@ public class DiskCache {
 
     /** Recomputes the directories' used and reserved bytes from the copies and reservations. */
     void reconcile() {
-        tx.executeWithoutResult(s -> {
+        inTransaction(() -> {
             lockDirectories(directories.keySet());
-            db.sql("""
+            return db.sql("""
                     UPDATE cache_directory d SET
                         used_bytes = (SELECT coalesce(sum(size_bytes), 0) FROM cache_file
                                       WHERE directory_id = d.id AND state = 'verified'),
@@ -621,6 +625,27 @@ public class DiskCache {
 
         long free() {
             return capacity - used - reserved;
+        }
+    }
+
+    /**
+     * Runs {@code work} in a transaction, again if PostgreSQL broke a deadlock by aborting it: instances with
+     * different directories may insert the same files in different orders, and the loser simply retries.
+     */
+    private <T> T inTransaction(java.util.function.Supplier<T> work) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return tx.execute(status -> work.get());
+            } catch (PessimisticLockingFailureException e) {
+                if (attempt >= 5) throw e;
+                log.debug("cache transaction retried after {}", e.toString());
+                try {
+                    Thread.sleep(ThreadLocalRandom.current().nextInt(5, 20 * attempt));
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
         }
     }
 
