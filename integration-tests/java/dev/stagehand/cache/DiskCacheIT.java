@@ -180,6 +180,24 @@ class DiskCacheIT {
     }
 
     @Test
+    void aBatchEvictsOnceForAllItsFilesAndNoMoreThanNeeded() throws Exception {
+        DiskCache cache = cache("n", tmp.resolve("c"), 500);
+        List<Long> old = new ArrayList<>();
+        for (int i = 0; i < 5; i++) old.add(staged(cache, 100));
+        long x = catalogFile(100, null);
+        long y = catalogFile(150, null);
+        List<ReserveResult> out = cache.reserve(List.of(new SpaceRequest(x, 100), new SpaceRequest(y, 150),
+                new SpaceRequest(x, 100)), "batch");
+        assertThat(out).extracting(ReserveResult::outcome).containsExactly(Outcome.RESERVED, Outcome.RESERVED, Outcome.IN_FLIGHT);
+        // 250 bytes needed: the three least recently used copies go, the two newest stay.
+        assertThat(cache.lookup(old).keySet()).containsExactlyInAnyOrder(old.get(3), old.get(4));
+        assertThat(events).filteredOn(ev -> ev.kind() == CacheChanged.Kind.EVICTED).hasSize(1)
+                .first().satisfies(ev -> assertThat(ev.fileIds()).containsExactly(old.get(0), old.get(1), old.get(2)));
+        DirectoryUsage u = cache.usage().getFirst();
+        assertThat(u.usedBytes() + u.reservedBytes()).isEqualTo(450);
+    }
+
+    @Test
     void expiredPinsNoLongerHoldFiles() throws Exception {
         DiskCache cache = cache("n", tmp.resolve("c"), 200);
         long a = staged(cache, 100);

@@ -55,7 +55,7 @@ import org.springframework.transaction.support.TransactionTemplate;
 public class DiskCache {
 
     private static final Logger log = LoggerFactory.getLogger(DiskCache.class);
-    private static final int EVICTION_BATCH = 64;
+    private static final int EVICTION_BATCH = 500;
     private static final String LIVE = "('reserved', 'writing', 'verified')";
 
     private final JdbcClient db;
@@ -144,8 +144,20 @@ public class DiskCache {
             List<Long> touched = new ArrayList<>();
             List<Long> ids = null;
             int nextId = 0;
+            // Bytes still to place, so one eviction pass frees room for the rest of the batch at once.
+            long pending = 0;
+            boolean[] counted = new boolean[requests.size()];
+            Set<Long> seen = new HashSet<>();
+            for (int i = 0; i < requests.size(); i++) {
+                SpaceRequest r = requests.get(i);
+                counted[i] = known.contains(r.fileId()) && !live.containsKey(r.fileId()) && r.sizeBytes() <= largest
+                        && seen.add(r.fileId());
+                if (counted[i]) pending += r.sizeBytes();
+            }
             List<ReserveResult> out = new ArrayList<>(requests.size());
-            for (SpaceRequest r : requests) {
+            for (int i = 0; i < requests.size(); i++) {
+                SpaceRequest r = requests.get(i);
+                if (counted[i]) pending -= r.sizeBytes(); // now: bytes of the requests after this one
                 long f = r.fileId();
                 CacheEntry existing = live.get(f);
                 if (!known.contains(f)) {
@@ -166,7 +178,11 @@ public class DiskCache {
                         target = dirs.values().stream()
                                 .filter(d -> d.free() + ev.getOrDefault(d.id, 0L) >= r.sizeBytes())
                                 .max(Comparator.comparingLong(d -> d.free() + ev.getOrDefault(d.id, 0L))).orElse(null);
-                        if (target != null && !evict(target, r.sizeBytes(), now, evicted, evictedFiles, ev)) target = null;
+                        if (target != null) {
+                            long goal = Math.min(r.sizeBytes() + pending, target.free() + ev.getOrDefault(target.id, 0L));
+                            evict(target, goal, now, evicted, evictedFiles, ev);
+                            if (target.free() < r.sizeBytes()) target = null;
+                        }
                     }
                     if (target == null) {
                         out.add(new ReserveResult(f, ReserveResult.Outcome.NO_SPACE, null, null));
