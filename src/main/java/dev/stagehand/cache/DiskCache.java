@@ -121,6 +121,11 @@ public class DiskCache {
      * the directory with most free space, evicting unpinned copies least recently used first when none has
      * enough free space. What does not fit answers {@code NO_SPACE}: nothing is held, retry later.
      *
+     * <p>Pin a request's files ({@link #pin}) before reserving them: a pin may precede the file's arrival,
+     * and it keeps a {@code CACHED} answer on disk until the request has used it. An {@code IN_FLIGHT} file
+     * is joined by waiting for {@link CacheChanged.Kind#CACHED} (or polling {@link #lookup}); if that stage
+     * ends {@code CORRUPT} or {@code DISCARDED} instead, reserve the file again.
+     *
      * @param purpose who asks and why (kept with the reservation), e.g. "recall L00001 mount 17"
      * @return one result per request, in the same order
      */
