@@ -1,0 +1,194 @@
+package dev.stagehand.bench;
+
+import dev.stagehand.StagehandApplication;
+import dev.stagehand.cache.CacheProperties;
+import dev.stagehand.cache.Checksums;
+import dev.stagehand.cache.DiskCache;
+import dev.stagehand.cache.ReserveResult;
+import dev.stagehand.cache.SpaceRequest;
+import java.io.ByteArrayInputStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.util.FileSystemUtils;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * Disk cache accounting on the real database: (1) staging throughput (reserve, write, commit with Adler32,
+ * evicting least recently used copies) with bulk reservations against one reservation per file, and
+ * (2) how long a release takes while stage threads keep the cache busy and full.
+ *
+ * <p>Arguments: files threads batch (default 10000 4 100).
+ */
+public final class CacheBench {
+
+    static final int FILE_SIZE = 4096;
+
+    public static void main(String[] args) throws Exception {
+        int files = args.length > 0 ? Integer.parseInt(args[0]) : 10_000;
+        int threads = args.length > 1 ? Integer.parseInt(args[1]) : 4;
+        int batch = args.length > 2 ? Integer.parseInt(args[2]) : 100;
+        Path work = Path.of("target/bench-cache").toAbsolutePath();
+        FileSystemUtils.deleteRecursively(work);
+        try (ConfigurableApplicationContext ctx = new SpringApplicationBuilder(StagehandApplication.class)
+                .web(WebApplicationType.NONE)
+                .properties("stagehand.db.local-dir=target/pg", "stagehand.db.local-database=stagehand_bench",
+                        "stagehand.cache.directories[0].path=" + work.resolve("default"), "logging.level.root=WARN")
+                .run()) {
+            JdbcClient db = ctx.getBean(JdbcClient.class);
+            TransactionTemplate tx = ctx.getBean(TransactionTemplate.class);
+            System.out.printf("disk cache bench: %d files of %d bytes, %d threads, cache holds a quarter of them%n",
+                    files, FILE_SIZE, threads);
+            double bulk = stage(db, tx, work.resolve("bulk"), files, threads, batch);
+            double single = stage(db, tx, work.resolve("single"), files, threads, 1);
+            System.out.printf("%-58s %10s%n", "staging (reserve + write + Adler32 commit + LRU eviction)", "files/s");
+            System.out.printf("%-58s %10.0f%n", "  Stagehand, bulk reserve of " + batch + " files per call", bulk);
+            System.out.printf("%-58s %10.0f%n", "  baseline: one reservation per file (per-file HSM call)", single);
+            releaseUnderPressure(db, tx, work.resolve("release"), threads);
+        }
+    }
+
+    static double stage(JdbcClient db, TransactionTemplate tx, Path dir, int files, int threads, int batch) throws Exception {
+        DiskCache cache = cache(db, tx, dir, (long) files * FILE_SIZE / 4, "bench-" + dir.getFileName());
+        long[] ids = catalog(db, files);
+        byte[] content = new byte[FILE_SIZE];
+        Arrays.fill(content, (byte) 7);
+        AtomicLong staged = new AtomicLong();
+        AtomicLong reserveNanos = new AtomicLong();
+        AtomicLong commitNanos = new AtomicLong();
+        long t0 = System.nanoTime();
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        List<Future<?>> work = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int from = files * t / threads, to = files * (t + 1) / threads;
+            work.add(pool.submit(() -> {
+                for (int i = from; i < to; i += batch) {
+                    List<SpaceRequest> reqs = new ArrayList<>();
+                    for (int k = i; k < Math.min(to, i + batch); k++) reqs.add(new SpaceRequest(ids[k], FILE_SIZE));
+                    long r0 = System.nanoTime();
+                    List<ReserveResult> got = cache.reserve(reqs, "bench");
+                    reserveNanos.addAndGet(System.nanoTime() - r0);
+                    for (ReserveResult r : got) {
+                        if (!r.reserved()) throw new IllegalStateException("unexpected " + r.outcome());
+                        String sum;
+                        try (OutputStream out = Files.newOutputStream(r.reservation().path())) {
+                            sum = Checksums.copyWithAdler32(new ByteArrayInputStream(content), out).adler32();
+                        }
+                        long c0 = System.nanoTime();
+                        if (!cache.commit(r.reservation(), sum).verified()) throw new IllegalStateException("not verified");
+                        commitNanos.addAndGet(System.nanoTime() - c0);
+                        staged.incrementAndGet();
+                    }
+                }
+                return null;
+            }));
+        }
+        for (Future<?> f : work) f.get();
+        pool.shutdown();
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        var u = cache.usage().getFirst();
+        if (u.usedBytes() > u.capacityBytes()) throw new IllegalStateException("overfilled " + u);
+        System.out.printf("  [batch %d] per file: %.2f ms in reserve, %.2f ms in commit (thread time)%n", batch,
+                reserveNanos.get() / 1e6 / files, commitNanos.get() / 1e6 / files);
+        return staged.get() / seconds;
+    }
+
+    /** Cache full of pinned copies; stage threads keep asking for space while pins are released. */
+    static void releaseUnderPressure(JdbcClient db, TransactionTemplate tx, Path dir, int threads) throws Exception {
+        int n = 2000;
+        DiskCache cache = cache(db, tx, dir, (long) n * FILE_SIZE, "bench-release");
+        long[] ids = catalog(db, n);
+        byte[] content = new byte[FILE_SIZE];
+        for (int i = 0; i < n; i += 100) {
+            List<SpaceRequest> reqs = new ArrayList<>();
+            for (int k = i; k < i + 100; k++) reqs.add(new SpaceRequest(ids[k], FILE_SIZE));
+            for (ReserveResult r : cache.reserve(reqs, "fill")) {
+                Files.write(r.reservation().path(), content);
+                cache.commit(r.reservation(), Checksums.adler32Of(r.reservation().path()));
+            }
+        }
+        List<Long> all = Arrays.stream(ids).boxed().toList();
+        cache.pin(all, "owner", Duration.ofDays(1));
+        long[] waiting = catalog(db, 20_000);
+        long idle = median(timeReleases(cache, all.subList(0, 500)));
+        cache.pin(all, "owner", Duration.ofDays(1));
+
+        AtomicBoolean run = new AtomicBoolean(true);
+        AtomicLong stageCalls = new AtomicLong();
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        for (int t = 0; t < threads; t++) {
+            int off = t;
+            pool.submit(() -> {
+                int i = off * 5000;
+                while (run.get() && i + 100 <= (off + 1) * 5000) {
+                    List<SpaceRequest> reqs = new ArrayList<>();
+                    for (int k = i; k < i + 100; k++) reqs.add(new SpaceRequest(waiting[k], FILE_SIZE));
+                    for (ReserveResult r : cache.reserve(reqs, "pressure")) {
+                        if (r.reserved()) cache.abort(r.reservation(), "bench");
+                    }
+                    stageCalls.incrementAndGet();
+                }
+                return null;
+            });
+        }
+        Thread.sleep(300);
+        long[] busy = timeReleases(cache, all);
+        run.set(false);
+        pool.shutdown();
+        pool.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES);
+        Arrays.sort(busy);
+        System.out.printf("%-58s %10s%n", "release of 10 pins (one call)", "ms");
+        System.out.printf("%-58s %10.2f%n", "  Stagehand, idle cache (median)", idle / 1e6);
+        System.out.printf("%-58s %10.2f%n", "  Stagehand, full cache, " + threads + " threads staging (median)", median(busy) / 1e6);
+        System.out.printf("%-58s %10.2f%n", "  Stagehand, full cache, " + threads + " threads staging (p99)",
+                busy[(int) (busy.length * 0.99)] / 1e6);
+        System.out.printf("%-58s %10s%n", "  dCache bulk service: releases queue behind stage threads", "unbounded");
+        System.out.printf("  (%d bulk reserve calls of 100 files ran meanwhile)%n", stageCalls.get());
+    }
+
+    static long[] timeReleases(DiskCache cache, List<Long> files) {
+        long[] out = new long[files.size() / 10];
+        for (int i = 0; i < out.length; i++) {
+            long t = System.nanoTime();
+            cache.release(files.subList(i * 10, i * 10 + 10), "owner");
+            out[i] = System.nanoTime() - t;
+        }
+        return out;
+    }
+
+    static long median(long[] v) {
+        long[] c = v.clone();
+        Arrays.sort(c);
+        return c[c.length / 2];
+    }
+
+    static DiskCache cache(JdbcClient db, TransactionTemplate tx, Path dir, long capacity, String node) {
+        DiskCache c = new DiskCache(db, tx, new CacheProperties(
+                List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(capacity))), node), Clock.systemUTC(), null);
+        c.start();
+        return c;
+    }
+
+    static long[] catalog(JdbcClient db, int n) {
+        String prefix = "/bench/cache/" + System.nanoTime() + "/";
+        return db.sql("INSERT INTO file (name, size_bytes, experiment) SELECT :p || g, :s, 'bench' "
+                        + "FROM generate_series(1, :n) g RETURNING id")
+                .param("p", prefix).param("s", FILE_SIZE).param("n", n)
+                .query(Long.class).list().stream().mapToLong(Long::longValue).toArray();
+    }
+}

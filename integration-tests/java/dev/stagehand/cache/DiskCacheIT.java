@@ -1,0 +1,579 @@
+package dev.stagehand.cache;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+import dev.stagehand.cache.ReserveResult.Outcome;
+import java.io.ByteArrayInputStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.zip.Adler32;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.util.unit.DataSize;
+
+/** The disk cache on the real PostgreSQL database, with real files in temporary cache directories. */
+@SpringBootTest
+class DiskCacheIT {
+
+    @Autowired JdbcClient db;
+    @Autowired TransactionTemplate tx;
+    @Autowired DataSource dataSource;
+    @Autowired DiskCache applicationCache;
+    @Autowired io.micrometer.core.instrument.MeterRegistry meters;
+    @TempDir Path tmp;
+
+    final TestClock clock = new TestClock(Instant.parse("2030-01-01T00:00:00Z"));
+    final List<CacheChanged> events = new CopyOnWriteArrayList<>();
+
+    // ---------------------------------------------------------------------------------------------------
+
+    @Test
+    void concurrentReserversCommittersAndEvictionNeverOverfill() throws Exception {
+        Path dir = tmp.resolve("shared");
+        long capacity = 1_000_000;
+        // Two service instances share one directory; each has three threads staging files.
+        DiskCache a = cache("node-a", dir, capacity);
+        DiskCache b = cache("node-b", dir, capacity);
+        Random sizes = new Random(42);
+        List<Long> files = new ArrayList<>();
+        List<Long> fileSizes = new ArrayList<>();
+        for (int i = 0; i < 180; i++) {
+            long size = 10_000 + sizes.nextInt(50_000);
+            files.add(catalogFile(size, null));
+            fileSizes.add(size);
+        }
+        AtomicBoolean running = new AtomicBoolean(true);
+        AtomicReference<String> violation = new AtomicReference<>();
+        Thread checker = Thread.ofVirtual().start(() -> {
+            while (running.get()) {
+                DirectoryUsage u = a.usage().getFirst();
+                if (u.usedBytes() + u.reservedBytes() > capacity) violation.set("overfilled: " + u);
+                try {
+                    Thread.sleep(5);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        });
+        List<Long> reservedBytes = new CopyOnWriteArrayList<>();
+        List<Integer> noSpace = new CopyOnWriteArrayList<>();
+        ExecutorService pool = Executors.newFixedThreadPool(6);
+        List<Future<?>> work = new ArrayList<>();
+        for (int t = 0; t < 6; t++) {
+            DiskCache cache = t % 2 == 0 ? a : b;
+            int first = t * 30;
+            work.add(pool.submit(() -> {
+                for (int batch = 0; batch < 6; batch++) {
+                    List<SpaceRequest> reqs = new ArrayList<>();
+                    for (int k = 0; k < 5; k++) {
+                        int i = first + batch * 5 + k;
+                        reqs.add(new SpaceRequest(files.get(i), fileSizes.get(i)));
+                    }
+                    for (ReserveResult r : cache.reserve(reqs, "test")) {
+                        if (r.outcome() == Outcome.NO_SPACE) {
+                            noSpace.add(1);
+                            continue;
+                        }
+                        assertThat(r.outcome()).isEqualTo(Outcome.RESERVED);
+                        reservedBytes.add(r.reservation().sizeBytes());
+                        String sum = write(r.reservation().path(), r.reservation().sizeBytes(), r.fileId());
+                        assertThat(cache.commit(r.reservation(), sum).verified()).isTrue();
+                    }
+                }
+                return null;
+            }));
+        }
+        for (Future<?> f : work) f.get(120, TimeUnit.SECONDS);
+        pool.shutdown();
+        running.set(false);
+        checker.join();
+        assertThat(violation.get()).isNull();
+
+        // Demand was 6x the capacity: most files went in by evicting older ones, and the counters agree
+        // with the rows.
+        assertThat(reservedBytes.stream().mapToLong(Long::longValue).sum()).isGreaterThan(3 * capacity);
+        DirectoryUsage u = a.usage().getFirst();
+        long rowsUsed = db.sql("SELECT coalesce(sum(size_bytes), 0) FROM cache_file cf JOIN cache_directory d "
+                        + "ON d.id = cf.directory_id WHERE d.path = :p AND cf.state = 'verified'")
+                .param("p", dir.toString()).query(Long.class).single();
+        assertThat(u.usedBytes()).isEqualTo(rowsUsed).isLessThanOrEqualTo(capacity);
+        assertThat(u.reservedBytes()).isZero();
+        long onDisk;
+        try (var s = Files.walk(dir)) {
+            onDisk = s.filter(Files::isRegularFile).mapToLong(p -> p.toFile().length()).sum();
+        }
+        assertThat(onDisk).isEqualTo(rowsUsed);
+        // Every cached copy still holds the bytes that were verified.
+        for (CacheEntry e : a.lookup(files).values()) {
+            assertThat(Checksums.adler32Of(e.path())).isEqualTo(e.adler32());
+        }
+    }
+
+    @Test
+    void noSpaceWaitsAndSucceedsOnceSpaceIsReleased() throws Exception {
+        DiskCache cache = cache("n", tmp.resolve("c"), 300);
+        List<Long> full = List.of(staged(cache, 100), staged(cache, 100), staged(cache, 100));
+        cache.pin(full, "req-1", Duration.ofHours(1));
+        long d = catalogFile(100, null);
+
+        ReserveResult waiting = cache.reserve(d, 100, "recall");
+        assertThat(waiting.outcome()).isEqualTo(Outcome.NO_SPACE);
+        assertThat(cache.lookup(List.of(d))).isEmpty();
+        assertThat(cache.reservableBytes()).isZero();
+        assertThat(cache.usage().getFirst().reservedBytes()).isZero();
+
+        assertThat(cache.release(full, "req-1")).isEqualTo(3);
+        assertThat(cache.reservableBytes()).isEqualTo(300);
+        ReserveResult retried = cache.reserve(d, 100, "recall");
+        assertThat(retried.outcome()).isEqualTo(Outcome.RESERVED);
+        assertThat(cache.lookup(full)).hasSize(2).doesNotContainKey(full.getFirst()); // the oldest went
+    }
+
+    @Test
+    void evictionIsLeastRecentlyUsedFirstAndSkipsPinnedFiles() throws Exception {
+        DiskCache cache = cache("n", tmp.resolve("c"), 400);
+        long a = staged(cache, 100);
+        long b = staged(cache, 100);
+        long c = staged(cache, 100);
+        long d = staged(cache, 100);
+        Path pathB = cache.lookup(List.of(b)).get(b).path();
+        clock.advance(Duration.ofMinutes(1));
+        cache.touch(List.of(a)); // a mover read a: now the LRU order is b, c, d, a
+        cache.pin(List.of(c), "req-c", Duration.ofHours(1));
+        assertThat(cache.usage().getFirst().pinnedBytes()).isEqualTo(100);
+        assertThat(cache.usage().getFirst().evictableBytes()).isEqualTo(300);
+
+        long e = catalogFile(200, null);
+        assertThat(cache.reserve(e, 200, "recall").outcome()).isEqualTo(Outcome.RESERVED);
+
+        assertThat(cache.lookup(List.of(a, b, c, d)).keySet()).containsExactlyInAnyOrder(a, c);
+        assertThat(pathB).doesNotExist();
+        assertThat(events).anyMatch(ev -> ev.kind() == CacheChanged.Kind.EVICTED && ev.fileIds().containsAll(List.of(b, d)));
+    }
+
+    @Test
+    void aBatchEvictsOnceForAllItsFilesAndNoMoreThanNeeded() throws Exception {
+        DiskCache cache = cache("n", tmp.resolve("c"), 500);
+        List<Long> old = new ArrayList<>();
+        for (int i = 0; i < 5; i++) old.add(staged(cache, 100));
+        long x = catalogFile(100, null);
+        long y = catalogFile(150, null);
+        List<ReserveResult> out = cache.reserve(List.of(new SpaceRequest(x, 100), new SpaceRequest(y, 150),
+                new SpaceRequest(x, 100)), "batch");
+        assertThat(out).extracting(ReserveResult::outcome).containsExactly(Outcome.RESERVED, Outcome.RESERVED, Outcome.IN_FLIGHT);
+        // 250 bytes needed: the three least recently used copies go, the two newest stay.
+        assertThat(cache.lookup(old).keySet()).containsExactlyInAnyOrder(old.get(3), old.get(4));
+        assertThat(events).filteredOn(ev -> ev.kind() == CacheChanged.Kind.EVICTED).hasSize(1)
+                .first().satisfies(ev -> assertThat(ev.fileIds()).containsExactly(old.get(0), old.get(1), old.get(2)));
+        DirectoryUsage u = cache.usage().getFirst();
+        assertThat(u.usedBytes() + u.reservedBytes()).isEqualTo(450);
+    }
+
+    @Test
+    void expiredPinsNoLongerHoldFiles() throws Exception {
+        DiskCache cache = cache("n", tmp.resolve("c"), 200);
+        long a = staged(cache, 100);
+        long b = staged(cache, 100);
+        assertThat(cache.pin(List.of(a, b), "req", Duration.ofHours(1))).containsExactlyInAnyOrder(a, b);
+        cache.pin(List.of(b), "req-2", Duration.ofHours(3)); // several pins on one file
+        assertThat(cache.pins(b)).containsOnlyKeys("req", "req-2");
+        long c = catalogFile(100, null);
+        assertThat(cache.reserve(c, 100, "recall").outcome()).isEqualTo(Outcome.NO_SPACE);
+
+        clock.advance(Duration.ofHours(2)); // req's pins expired, req-2's still holds b
+        assertThat(cache.pins(a)).isEmpty();
+        assertThat(cache.reserve(c, 100, "recall").outcome()).isEqualTo(Outcome.RESERVED);
+        assertThat(cache.lookup(List.of(a, b)).keySet()).containsExactly(b);
+        assertThat(cache.purgeExpiredPins()).isGreaterThanOrEqualTo(2); // the table is shared with other tests
+        assertThat(db.sql("SELECT owner FROM cache_pin WHERE file_id IN (:a, :b)").param("a", a).param("b", b)
+                .query(String.class).list()).containsExactly("req-2");
+        assertThat(cache.pins(b)).containsOnlyKeys("req-2");
+    }
+
+    @Test
+    void releasesAreNotBlockedByStageWorkHoldingTheCache() throws Exception {
+        Path dir = tmp.resolve("c");
+        DiskCache cache = cache("n", dir, 200);
+        long a = staged(cache, 100);
+        long b = staged(cache, 100);
+        cache.pin(List.of(a, b), "req", Duration.ofHours(1));
+        long c = catalogFile(100, null);
+
+        // Another instance is in the middle of a long reservation: it holds the directory lock.
+        CountDownLatch locked = new CountDownLatch(1);
+        CountDownLatch finish = new CountDownLatch(1);
+        Thread holder = Thread.ofPlatform().start(() -> {
+            try (Connection con = dataSource.getConnection()) {
+                con.setAutoCommit(false);
+                try (var st = con.prepareStatement("SELECT id FROM cache_directory WHERE path = ? FOR UPDATE")) {
+                    st.setString(1, dir.toString());
+                    st.executeQuery().close();
+                }
+                locked.countDown();
+                finish.await();
+                con.commit();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        locked.await();
+        // A stage waits behind it; the release goes through meanwhile.
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        Future<ReserveResult> stage = pool.submit(() -> cache.reserve(c, 100, "recall"));
+        Thread.sleep(200);
+        assertThat(stage.isDone()).isFalse();
+        int released = assertTimeoutPreemptively(Duration.ofSeconds(20), () -> cache.release(List.of(a, b), "req"));
+        assertThat(released).isEqualTo(2);
+        assertThat(stage.isDone()).isFalse();
+        finish.countDown();
+        holder.join();
+        // The waiting stage then finds the released space.
+        assertThat(stage.get(20, TimeUnit.SECONDS).outcome()).isEqualTo(Outcome.RESERVED);
+        pool.shutdown();
+    }
+
+    @Test
+    void commitVerifiesAgainstTheCatalogAndNeverShowsCorruptCopies() throws Exception {
+        DiskCache cache = cache("n", tmp.resolve("c"), 10_000);
+        byte[] content = bytes(1000, 7);
+        String good = adler(content);
+        long ok = catalogFile(1000, good);
+        long bad = catalogFile(1000, good);
+        long unknownSum = catalogFile(1000, null);
+        long truncated = catalogFile(1000, good);
+
+        Reservation rOk = cache.reserve(ok, 1000, "t").reservation();
+        Files.write(rOk.path(), content);
+        CommitResult cOk = cache.commit(rOk, good);
+        assertThat(cOk.outcome()).isEqualTo(CommitResult.Outcome.VERIFIED);
+        assertThat(cache.lookup(List.of(ok)).get(ok)).satisfies(e -> {
+            assertThat(e.cached()).isTrue();
+            assertThat(e.adler32()).isEqualTo(good);
+            assertThat(e.path()).isEqualTo(rOk.path());
+            assertThat(e.reservationId()).isNull();
+        });
+
+        Reservation rBad = cache.reserve(bad, 1000, "t").reservation();
+        byte[] flipped = content.clone();
+        flipped[500] ^= 1;
+        String measured = write(rBad.path(), flipped);
+        CommitResult cBad = cache.commit(rBad, measured);
+        assertThat(cBad.outcome()).isEqualTo(CommitResult.Outcome.CORRUPT);
+        assertThat(cBad.reason()).contains("Adler32 mismatch").contains(good).contains(measured);
+        assertThat(cache.lookup(List.of(bad))).isEmpty();
+        assertThat(rBad.path()).doesNotExist();
+        assertThat(db.sql("SELECT state FROM cache_file WHERE id = :c").param("c", rBad.copyId()).query(String.class).single())
+                .isEqualTo("corrupt");
+        assertThat(events).anyMatch(ev -> ev.kind() == CacheChanged.Kind.CORRUPT && ev.fileIds().equals(List.of(bad)));
+
+        Reservation rNew = cache.reserve(unknownSum, 1000, "t").reservation();
+        String sum = write(rNew.path(), content);
+        assertThat(cache.commit(rNew, sum.toUpperCase()).outcome()).isEqualTo(CommitResult.Outcome.VERIFIED_RECORDED);
+        assertThat(db.sql("SELECT adler32 FROM file WHERE id = :f").param("f", unknownSum).query(String.class).single())
+                .isEqualTo(good);
+
+        Reservation rShort = cache.reserve(truncated, 1000, "t").reservation();
+        Files.write(rShort.path(), bytes(600, 7));
+        CommitResult cShort = cache.commit(rShort, good);
+        assertThat(cShort.outcome()).isEqualTo(CommitResult.Outcome.CORRUPT);
+        assertThat(cShort.reason()).contains("size on disk 600");
+        assertThat(cache.lookup(List.of(truncated))).isEmpty();
+
+        // Space of refused copies came back; only the two good copies count.
+        DirectoryUsage u = cache.usage().getFirst();
+        assertThat(u.usedBytes()).isEqualTo(2000);
+        assertThat(u.reservedBytes()).isZero();
+        assertThat(u.cachedFiles()).isEqualTo(2);
+        // The corrupt file may be staged again (from another tape copy).
+        assertThat(cache.reserve(bad, 1000, "retry").outcome()).isEqualTo(Outcome.RESERVED);
+        assertThatThrownBy(() -> cache.commit(rOk, "not-hex")).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void abortReturnsSpaceAndDeletesThePartialFile() throws Exception {
+        DiskCache cache = cache("n", tmp.resolve("c"), 1000);
+        long f = catalogFile(1000, null);
+        Reservation r = cache.reserve(f, 1000, "t").reservation();
+        assertThat(cache.startWriting(r.id())).isTrue();
+        Files.write(r.path(), bytes(300, 1));
+        assertThat(cache.abort(r, "tape read error")).isTrue();
+        assertThat(r.path()).doesNotExist();
+        assertThat(cache.usage().getFirst().reservedBytes()).isZero();
+        assertThat(cache.lookup(List.of(f))).isEmpty();
+        assertThat(cache.abort(r, "again")).isFalse();
+        assertThat(cache.startWriting(r.id())).isFalse();
+        assertThat(cache.commit(r, "00000001").outcome()).isEqualTo(CommitResult.Outcome.UNKNOWN_RESERVATION);
+        assertThat(cache.reserve(f, 1000, "retry").outcome()).isEqualTo(Outcome.RESERVED);
+    }
+
+    @Test
+    void aStageInFlightIsJoinedNotRepeated() throws Exception {
+        DiskCache one = cache("n1", tmp.resolve("c1"), 10_000);
+        DiskCache two = cache("n2", tmp.resolve("c2"), 10_000); // another instance with its own directory
+        long f = catalogFile(1000, null);
+        ReserveResult first = one.reserve(f, 1000, "request 1");
+        assertThat(first.outcome()).isEqualTo(Outcome.RESERVED);
+        ReserveResult second = two.reserve(f, 1000, "request 2");
+        assertThat(second.outcome()).isEqualTo(Outcome.IN_FLIGHT);
+        assertThat(second.reservation().id()).isEqualTo(first.reservation().id());
+        assertThat(two.lookup(List.of(f)).get(f).state()).isEqualTo(CacheEntry.State.STAGING);
+        assertThat(two.lookup(List.of(f)).get(f).reservationId()).isEqualTo(first.reservation().id());
+
+        long g = catalogFile(500, null);
+        List<ReserveResult> batch = one.reserve(List.of(new SpaceRequest(g, 500), new SpaceRequest(g, 500)), "dup");
+        assertThat(batch).extracting(ReserveResult::outcome).containsExactly(Outcome.RESERVED, Outcome.IN_FLIGHT);
+
+        // Many concurrent stages of one file from two instances with different directories: one reads it.
+        long h = catalogFile(800, null);
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        List<Future<ReserveResult>> racing = new ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            DiskCache c = i % 2 == 0 ? one : two;
+            racing.add(pool.submit(() -> c.reserve(h, 800, "race")));
+        }
+        List<ReserveResult> raced = new ArrayList<>();
+        for (Future<ReserveResult> r : racing) raced.add(r.get(60, TimeUnit.SECONDS));
+        pool.shutdown();
+        assertThat(raced).filteredOn(ReserveResult::reserved).hasSize(1);
+        assertThat(raced).filteredOn(r -> r.outcome() == Outcome.IN_FLIGHT).hasSize(15);
+        assertThat(db.sql("SELECT count(*) FROM cache_file WHERE file_id = :f").param("f", h).query(Long.class).single())
+                .isEqualTo(1);
+
+        String sum = write(first.reservation().path(), 1000, f);
+        assertThat(one.commit(first.reservation(), sum).verified()).isTrue();
+        ReserveResult third = two.reserve(f, 1000, "request 3");
+        assertThat(third.outcome()).isEqualTo(Outcome.CACHED);
+        assertThat(third.cached().path()).isEqualTo(first.reservation().path());
+    }
+
+    @Test
+    void instancesRacingOnOverlappingBatchesInOppositeOrderEachFileIsReadOnce() throws Exception {
+        DiskCache one = cache("r1", tmp.resolve("r1"), 1_000_000);
+        DiskCache two = cache("r2", tmp.resolve("r2"), 1_000_000);
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        for (int round = 0; round < 5; round++) {
+            List<SpaceRequest> up = new ArrayList<>();
+            for (int i = 0; i < 30; i++) up.add(new SpaceRequest(catalogFile(100, null), 100));
+            List<SpaceRequest> down = new ArrayList<>(up);
+            Collections.reverse(down);
+            CountDownLatch go = new CountDownLatch(1);
+            Future<List<ReserveResult>> a = pool.submit(() -> {
+                go.await();
+                return one.reserve(up, "up");
+            });
+            Future<List<ReserveResult>> b = pool.submit(() -> {
+                go.await();
+                return two.reserve(down, "down");
+            });
+            go.countDown();
+            List<ReserveResult> all = new ArrayList<>(a.get(60, TimeUnit.SECONDS));
+            all.addAll(b.get(60, TimeUnit.SECONDS));
+            assertThat(all).extracting(ReserveResult::outcome).containsOnly(Outcome.RESERVED, Outcome.IN_FLIGHT);
+            assertThat(all.stream().filter(ReserveResult::reserved).map(ReserveResult::fileId))
+                    .doesNotHaveDuplicates()
+                    .containsExactlyInAnyOrderElementsOf(up.stream().map(SpaceRequest::fileId).toList());
+        }
+        pool.shutdown();
+    }
+
+    @Test
+    void halfWrittenCopiesAreDiscardedWhenTheNodeRestarts() throws Exception {
+        Path dir = tmp.resolve("c");
+        DiskCache before = cache("crashy", dir, 10_000);
+        DiskCache other = cache("survivor", dir, 10_000);
+        long x = catalogFile(1000, null);
+        long y = catalogFile(2000, null);
+        long z = catalogFile(500, null);
+        long kept = staged(before, 700);
+        Reservation rx = before.reserve(x, 1000, "t").reservation();
+        Reservation ry = before.reserve(y, 2000, "t").reservation();
+        Reservation rz = other.reserve(z, 500, "t").reservation();
+        before.startWriting(rx.id());
+        Files.write(rx.path(), bytes(400, 3)); // the tape read was half done when the node died
+        Path stray = Files.createDirectories(dir.resolve("ab")).resolve("171.999999");
+        Files.write(stray, bytes(10, 1)); // a file whose eviction committed but whose delete never ran
+
+        DiskCache after = cache("crashy", dir, 10_000); // start() recovers
+        assertThat(after.lookup(List.of(x, y))).isEmpty();
+        assertThat(rx.path()).doesNotExist();
+        assertThat(stray).doesNotExist();
+        assertThat(after.lookup(List.of(z, kept)).keySet()).containsExactlyInAnyOrder(z, kept);
+        assertThat(db.sql("SELECT state FROM cache_file WHERE id = :c").param("c", ry.copyId()).query(String.class).single())
+                .isEqualTo("discarded");
+        DirectoryUsage u = after.usage().getFirst();
+        assertThat(u.reservedBytes()).isEqualTo(500);
+        assertThat(u.usedBytes()).isEqualTo(700);
+        assertThat(after.commit(rx, "00000001").outcome()).isEqualTo(CommitResult.Outcome.UNKNOWN_RESERVATION);
+        assertThat(after.reserve(x, 1000, "again").outcome()).isEqualTo(Outcome.RESERVED);
+        assertThat(other.reservation(rz.id())).isNotNull();
+    }
+
+    @Test
+    void severalDirectoriesAreFilledAndReportedSeparately() throws Exception {
+        Path d1 = tmp.resolve("d1");
+        Path d2 = tmp.resolve("d2");
+        DiskCache cache = new DiskCache(db, tx, new CacheProperties(List.of(
+                new CacheProperties.Directory(d1, DataSize.ofBytes(300)),
+                new CacheProperties.Directory(d2, DataSize.ofBytes(250))), "multi"), clock, e -> events.add((CacheChanged) e));
+        cache.start();
+        List<SpaceRequest> reqs = new ArrayList<>();
+        for (int i = 0; i < 5; i++) reqs.add(new SpaceRequest(catalogFile(100, null), 100));
+        long big = catalogFile(260, null);
+        long huge = catalogFile(301, null);
+        reqs.add(new SpaceRequest(big, 260));
+        reqs.add(new SpaceRequest(huge, 301));
+        reqs.add(new SpaceRequest(Long.MAX_VALUE, 1));
+        List<ReserveResult> out = cache.reserve(reqs, "t");
+        assertThat(out).extracting(ReserveResult::outcome).containsExactly(Outcome.RESERVED, Outcome.RESERVED,
+                Outcome.RESERVED, Outcome.RESERVED, Outcome.RESERVED, Outcome.NO_SPACE, Outcome.TOO_LARGE,
+                Outcome.UNKNOWN_FILE);
+        assertThat(out.stream().filter(ReserveResult::reserved).map(r -> r.reservation().path().getParent().getParent()))
+                .containsOnly(d1, d2);
+        Map<Path, DirectoryUsage> usage = new java.util.HashMap<>();
+        cache.usage().forEach(u -> usage.put(u.path(), u));
+        assertThat(usage.get(d1).reservedBytes()).isEqualTo(300);
+        assertThat(usage.get(d2).reservedBytes()).isEqualTo(200);
+        assertThat(usage.get(d2).freeBytes()).isEqualTo(50);
+        assertThat(usage.get(d1).stagingFiles() + usage.get(d2).stagingFiles()).isEqualTo(5);
+        assertThat(cache.largestReservable()).isEqualTo(50);
+        assertThat(cache.reservableBytes()).isEqualTo(50);
+
+        // Abort one in d1: the 260-byte file still does not fit anywhere, a 100-byte one goes to d1.
+        ReserveResult inD1 = out.stream().filter(r -> r.reserved() && r.reservation().path().startsWith(d1)).findFirst().orElseThrow();
+        cache.abort(inD1.reservation(), "cancelled");
+        assertThat(cache.reserve(big, 260, "t").outcome()).isEqualTo(Outcome.NO_SPACE);
+        assertThat(cache.reserve(catalogFile(100, null), 100, "t").reservation().path().startsWith(d1)).isTrue();
+        assertThatThrownBy(() -> new SpaceRequest(1, -1)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> cache.pin(List.of(Long.MAX_VALUE), "r", Duration.ofHours(1)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("unknown files");
+    }
+
+    @Test
+    void theApplicationsCacheStartsOnItsDefaultDirectoryAndReportsMetrics() {
+        Path defaultDir = Path.of("var/cache").toAbsolutePath().normalize();
+        assertThat(applicationCache.usage()).extracting(DirectoryUsage::path).containsExactly(defaultDir);
+        assertThat(applicationCache.usage().getFirst().capacityBytes()).isEqualTo(DataSize.ofGigabytes(50).toBytes());
+        assertThat(meters.get("stagehand.cache.capacity").tag("directory", defaultDir.toString()).gauge().value())
+                .isEqualTo((double) DataSize.ofGigabytes(50).toBytes());
+        assertThat(meters.get("stagehand.cache.reserved").gauge().value()).isGreaterThanOrEqualTo(0);
+    }
+
+    @Test
+    void checksumHelperStreamsAdler32() throws Exception {
+        byte[] data = bytes(3_000_000, 9);
+        var out = new java.io.ByteArrayOutputStream();
+        Checksums.Copied copied = Checksums.copyWithAdler32(new ByteArrayInputStream(data), out);
+        assertThat(copied.bytes()).isEqualTo(data.length);
+        assertThat(out.toByteArray()).isEqualTo(data);
+        assertThat(copied.adler32()).isEqualTo(adler(data));
+        assertThat(Checksums.hex(1)).isEqualTo("00000001");
+        assertThat(Checksums.normalise("0xABC")).isEqualTo("00000abc");
+        assertThatThrownBy(() -> Checksums.normalise("123456789")).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+
+    DiskCache cache(String node, Path dir, long capacity) {
+        DiskCache c = new DiskCache(db, tx, new CacheProperties(
+                List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(capacity))), node + "-" + dir.hashCode()),
+                clock, e -> events.add((CacheChanged) e));
+        c.start();
+        return c;
+    }
+
+    long catalogFile(long size, String adler32) {
+        return db.sql("INSERT INTO file (name, size_bytes, adler32, experiment) VALUES (:n, :s, :a, 'test') RETURNING id")
+                .param("n", "/test/cache/" + UUID.randomUUID()).param("s", size).param("a", adler32)
+                .query(Long.class).single();
+    }
+
+    /** A file staged and verified in the cache; each one a second later than the one before. */
+    long staged(DiskCache cache, long size) throws Exception {
+        clock.advance(Duration.ofSeconds(1));
+        long f = catalogFile(size, null);
+        ReserveResult r = cache.reserve(f, size, "setup");
+        assertThat(r.outcome()).isEqualTo(Outcome.RESERVED);
+        String sum = write(r.reservation().path(), size, f);
+        assertThat(cache.commit(r.reservation(), sum).verified()).isTrue();
+        return f;
+    }
+
+    static String write(Path path, long size, long seed) throws Exception {
+        return write(path, bytes((int) size, seed));
+    }
+
+    /** Writes like a mover does: streaming, with Adler32 computed on the way. */
+    static String write(Path path, byte[] content) throws Exception {
+        try (OutputStream out = Files.newOutputStream(path)) {
+            return Checksums.copyWithAdler32(new ByteArrayInputStream(content), out).adler32();
+        }
+    }
+
+    static byte[] bytes(int n, long seed) {
+        byte[] b = new byte[n];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    static String adler(byte[] b) {
+        Adler32 a = new Adler32();
+        a.update(b);
+        return Checksums.hex(a.getValue());
+    }
+
+    /** A clock the test moves by hand. */
+    static final class TestClock extends Clock {
+        private final AtomicReference<Instant> now;
+
+        TestClock(Instant start) {
+            now = new AtomicReference<>(start);
+        }
+
+        void advance(Duration d) {
+            now.updateAndGet(i -> i.plus(d));
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public Instant instant() {
+            return now.get();
+        }
+    }
+}

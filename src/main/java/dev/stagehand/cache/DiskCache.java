@@ -1,0 +1,856 @@
+package dev.stagehand.cache;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import java.util.concurrent.ThreadLocalRandom;
+import org.springframework.context.ApplicationEventPublisher;
+import org.springframework.dao.PessimisticLockingFailureException;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * The disk cache: space reservations, verified copies, pins and least-recently-used eviction over one or
+ * more cache directories, with all accounting in PostgreSQL.
+ *
+ * <h2>Concurrency</h2>
+ * Space changes (reserve, commit, abort, evict, recovery) take {@code SELECT ... FOR UPDATE} on the
+ * {@code cache_directory} rows involved, always in id order, then the copy rows; so any number of threads
+ * and service instances sharing a directory keep its counters exact and never overfill it. Eviction locks
+ * candidate copies with {@code SKIP LOCKED} and re-reads their pins after locking; {@link #pin} locks the
+ * copy before adding its pin, so a copy being pinned is never evicted under it.
+ *
+ * <h2>Releases before stages</h2>
+ * {@link #release} and {@link #releaseAll} only delete pin rows: they take no directory lock and never wait
+ * for space, so no amount of waiting or running stage work can hold them up (dCache's bulk service starves
+ * releases behind stages, issue 7632). A reservation that does not fit returns {@code NO_SPACE} at once and
+ * holds neither a thread nor a lock; released copies become evictable immediately and the next reservation
+ * evicts them. The scheduler should apply releases before it asks for space in each round.
+ *
+ * <h2>Nothing corrupt is visible</h2>
+ * Only copies in state {@code verified} are returned by {@link #lookup}; a copy reaches that state only in
+ * {@link #commit} after its size and Adler32 matched the catalog.
+ */
+public class DiskCache {
+
+    private static final Logger log = LoggerFactory.getLogger(DiskCache.class);
+    private static final int EVICTION_BATCH = 500;
+    private static final String LIVE = "('reserved', 'writing', 'verified')";
+
+    private final JdbcClient db;
+    private final TransactionTemplate tx;
+    private final Clock clock;
+    private final String node;
+    private final List<CacheProperties.Directory> configured;
+    private final ApplicationEventPublisher events;
+    private volatile Map<Integer, Path> directories = Map.of(); // id -> path, set by start()
+
+    public DiskCache(JdbcClient db, TransactionTemplate tx, CacheProperties props, Clock clock,
+                     ApplicationEventPublisher events) {
+        this.db = db;
+        this.tx = tx;
+        this.clock = clock;
+        this.node = props.node().isEmpty() ? hostName() : props.node();
+        this.configured = props.directories();
+        this.events = events != null ? events : e -> {};
+    }
+
+    /** The name this instance's reservations carry. */
+    public String node() {
+        return node;
+    }
+
+    /**
+     * Registers the configured directories (creating them on disk, updating capacities), then recovers:
+     * reservations this node held before a restart are discarded (their half-written files deleted, their
+     * space returned), and the directories' counters are recomputed from the copies. Idempotent.
+     */
+    public synchronized void start() {
+        Map<Integer, Path> ids = new LinkedHashMap<>();
+        for (CacheProperties.Directory d : configured) {
+            try {
+                Files.createDirectories(d.path());
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot create cache directory " + d.path(), e);
+            }
+            if (!Files.isWritable(d.path())) throw new IllegalStateException("cache directory not writable: " + d.path());
+            Integer id = db.sql("""
+                    INSERT INTO cache_directory (path, capacity_bytes) VALUES (:path, :cap)
+                    ON CONFLICT (path) DO UPDATE SET capacity_bytes = EXCLUDED.capacity_bytes, updated_at = now()
+                    RETURNING id""")
+                    .param("path", d.path().toString()).param("cap", d.capacity().toBytes())
+                    .query(Integer.class).single();
+            ids.put(id, d.path());
+        }
+        directories = Map.copyOf(ids);
+        int discarded = recover();
+        reconcile();
+        removeOrphans();
+        log.info("disk cache on {} directories ({}), node {}; {} half-written copies discarded",
+                ids.size(), configured, node, discarded);
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // Reservations
+
+    /**
+     * Reserves space for files about to be read from tape, atomically against each directory's capacity:
+     * a directory is never overfilled. For each file, in order: an already verified copy answers
+     * {@code CACHED}; a copy being written answers {@code IN_FLIGHT} (join it); otherwise space is taken in
+     * the directory with most free space, evicting unpinned copies least recently used first when none has
+     * enough free space. What does not fit answers {@code NO_SPACE}: nothing is held, retry later.
+     *
+     * <p>Pin a request's files ({@link #pin}) before reserving them: a pin may precede the file's arrival,
+     * and it keeps a {@code CACHED} answer on disk until the request has used it. An {@code IN_FLIGHT} file
+     * is joined by waiting for {@link CacheChanged.Kind#CACHED} (or polling {@link #lookup}); if that stage
+     * ends {@code CORRUPT} or {@code DISCARDED} instead, reserve the file again.
+     *
+     * @param purpose who asks and why (kept with the reservation), e.g. "recall L00001 mount 17"
+     * @return one result per request, in the same order
+     */
+    public List<ReserveResult> reserve(List<SpaceRequest> requests, String purpose) {
+        if (requests.isEmpty()) return List.of();
+        requireStarted();
+        String why = purpose == null || purpose.isBlank() ? "unspecified" : purpose;
+        List<Path> evicted = new ArrayList<>();
+        List<Long> evictedFiles = new ArrayList<>();
+        List<ReserveResult> results = inTransaction(() -> {
+            evicted.clear();
+            evictedFiles.clear();
+            Instant now = clock.instant();
+            Map<Integer, Dir> dirs = lockDirectories(directories.keySet());
+            Long[] fileIds = requests.stream().map(SpaceRequest::fileId).distinct().toArray(Long[]::new);
+            Set<Long> known = new HashSet<>(db.sql("SELECT id FROM file WHERE id = ANY(:ids)")
+                    .param("ids", fileIds).query(Long.class).list());
+            Map<Long, CacheEntry> live = new HashMap<>(lookupIn(fileIds));
+            long largest = dirs.values().stream().mapToLong(d -> d.capacity).max().orElse(0);
+            Map<Integer, Long> evictable = null; // computed the first time something does not fit
+            List<Long> touched = new ArrayList<>();
+            List<Long> ids = null;
+            int nextId = 0;
+            // Bytes still to place, so one eviction pass frees room for the rest of the batch at once.
+            long pending = 0;
+            boolean[] counted = new boolean[requests.size()];
+            Set<Long> seen = new HashSet<>();
+            for (int i = 0; i < requests.size(); i++) {
+                SpaceRequest r = requests.get(i);
+                counted[i] = known.contains(r.fileId()) && !live.containsKey(r.fileId()) && r.sizeBytes() <= largest
+                        && seen.add(r.fileId());
+                if (counted[i]) pending += r.sizeBytes();
+            }
+            List<ReserveResult> out = new ArrayList<>(requests.size());
+            for (int i = 0; i < requests.size(); i++) {
+                SpaceRequest r = requests.get(i);
+                if (counted[i]) pending -= r.sizeBytes(); // now: bytes of the requests after this one
+                long f = r.fileId();
+                CacheEntry existing = live.get(f);
+                if (!known.contains(f)) {
+                    out.add(new ReserveResult(f, ReserveResult.Outcome.UNKNOWN_FILE, null, null));
+                } else if (existing != null && existing.cached()) {
+                    touched.add(f);
+                    out.add(new ReserveResult(f, ReserveResult.Outcome.CACHED, null, existing));
+                } else if (existing != null) {
+                    out.add(new ReserveResult(f, ReserveResult.Outcome.IN_FLIGHT, reservation(existing.reservationId()), null));
+                } else if (r.sizeBytes() > largest) {
+                    out.add(new ReserveResult(f, ReserveResult.Outcome.TOO_LARGE, null, null));
+                } else {
+                    Dir target = dirs.values().stream().filter(d -> d.free() >= r.sizeBytes())
+                            .max(Comparator.comparingLong(Dir::free)).orElse(null);
+                    if (target == null) {
+                        if (evictable == null) evictable = evictableBytes(dirs.keySet(), now);
+                        Map<Integer, Long> ev = evictable;
+                        target = dirs.values().stream()
+                                .filter(d -> d.free() + ev.getOrDefault(d.id, 0L) >= r.sizeBytes())
+                                .max(Comparator.comparingLong(d -> d.free() + ev.getOrDefault(d.id, 0L))).orElse(null);
+                        if (target != null) {
+                            long goal = Math.min(r.sizeBytes() + pending, target.free() + ev.getOrDefault(target.id, 0L));
+                            evict(target, goal, now, evicted, evictedFiles, ev);
+                            if (target.free() < r.sizeBytes()) target = null;
+                        }
+                    }
+                    if (target == null) {
+                        out.add(new ReserveResult(f, ReserveResult.Outcome.NO_SPACE, null, null));
+                        continue;
+                    }
+                    if (ids == null || nextId == ids.size()) {
+                        ids = db.sql("SELECT nextval(pg_get_serial_sequence('cache_file', 'id')) FROM generate_series(1, :n)")
+                                .param("n", Math.max(1, requests.size() - out.size())).query(Long.class).list();
+                        nextId = 0;
+                    }
+                    long copyId = ids.get(nextId++);
+                    Path path = target.path.resolve(String.format("%02x", f & 0xff)).resolve(f + "." + copyId);
+                    int inserted = db.sql("INSERT INTO cache_file (id, file_id, directory_id, path, size_bytes, state, "
+                                    + "created_at, last_access) VALUES (:id, :f, :d, :p, :s, 'reserved', :now, :now) "
+                                    + "ON CONFLICT (file_id) WHERE state IN " + LIVE + " DO NOTHING")
+                            .param("id", copyId).param("f", f).param("d", target.id).param("p", path.toString())
+                            .param("s", r.sizeBytes()).param("now", ts(now)).update();
+                    if (inserted == 0) {
+                        // Another instance with other directories staged it meanwhile: join that copy.
+                        CacheEntry other = lookupIn(new Long[] {f}).get(f);
+                        live.put(f, other);
+                        out.add(other.cached()
+                                ? new ReserveResult(f, ReserveResult.Outcome.CACHED, null, other)
+                                : new ReserveResult(f, ReserveResult.Outcome.IN_FLIGHT, reservation(other.reservationId()), null));
+                        continue;
+                    }
+                    long resId = db.sql("INSERT INTO cache_reservation (cache_file_id, directory_id, bytes, node, purpose, "
+                                    + "created_at) VALUES (:c, :d, :b, :n, :p, :now) RETURNING id")
+                            .param("c", copyId).param("d", target.id).param("b", r.sizeBytes()).param("n", node)
+                            .param("p", why).param("now", ts(now)).query(Long.class).single();
+                    target.reserved += r.sizeBytes();
+                    target.changed = true;
+                    Reservation res = new Reservation(resId, f, copyId, path, r.sizeBytes(), node, now);
+                    live.put(f, new CacheEntry(f, CacheEntry.State.STAGING, path, r.sizeBytes(), null, resId, now));
+                    out.add(new ReserveResult(f, ReserveResult.Outcome.RESERVED, res, null));
+                }
+            }
+            saveCounters(dirs.values());
+            if (!touched.isEmpty()) touchAt(touched, now);
+            return out;
+        });
+        deleteFiles(evicted);
+        if (!evictedFiles.isEmpty()) events.publishEvent(new CacheChanged(CacheChanged.Kind.EVICTED, evictedFiles));
+        for (ReserveResult r : results) {
+            if (r.reserved()) createParent(r.reservation().path());
+        }
+        return results;
+    }
+
+    /** Convenience for one file. */
+    public ReserveResult reserve(long fileId, long sizeBytes, String purpose) {
+        return reserve(List.of(new SpaceRequest(fileId, sizeBytes)), purpose).getFirst();
+    }
+
+    /**
+     * Bytes that could be reserved now (free plus evictable over all directories), so the scheduler mounts
+     * a volume only when a useful batch of its files fits. A single file also needs
+     * {@link #largestReservable()} to be at least its size.
+     */
+    public long reservableBytes() {
+        return usage().stream().mapToLong(DirectoryUsage::reservableBytes).sum();
+    }
+
+    /** The largest single file that could be reserved now (files do not span directories). */
+    public long largestReservable() {
+        return usage().stream().mapToLong(DirectoryUsage::reservableBytes).max().orElse(0);
+    }
+
+    /**
+     * Marks a reservation's copy as being written (reserved &rarr; writing), for the console.
+     *
+     * @return false if the reservation no longer exists (aborted or recovered): stop writing
+     */
+    public boolean startWriting(long reservationId) {
+        return db.sql("UPDATE cache_file SET state = 'writing' WHERE state = 'reserved' AND id = "
+                        + "(SELECT cache_file_id FROM cache_reservation WHERE id = :r)")
+                .param("r", reservationId).update() == 1
+                || db.sql("SELECT count(*) FROM cache_reservation WHERE id = :r").param("r", reservationId)
+                .query(Long.class).single() == 1;
+    }
+
+    /** The open reservation with this id, or null. */
+    public Reservation reservation(long reservationId) {
+        return db.sql("""
+                SELECT r.id, cf.file_id, cf.id AS copy_id, cf.path, r.bytes, r.node, r.created_at
+                FROM cache_reservation r JOIN cache_file cf ON cf.id = r.cache_file_id WHERE r.id = :r""")
+                .param("r", reservationId)
+                .query((rs, n) -> new Reservation(rs.getLong("id"), rs.getLong("file_id"), rs.getLong("copy_id"),
+                        Path.of(rs.getString("path")), rs.getLong("bytes"), rs.getString("node"),
+                        rs.getObject("created_at", OffsetDateTime.class).toInstant()))
+                .optional().orElse(null);
+    }
+
+    /** @see #commit(long, String) */
+    public CommitResult commit(Reservation reservation, String measuredAdler32) {
+        return commit(reservation.id(), measuredAdler32);
+    }
+
+    /**
+     * Ends a write: the copy becomes cached only if its size on disk is the reserved size and its Adler32
+     * matches the catalog's (if the catalog has none, the measured one is recorded there). Otherwise the
+     * copy is deleted, its space returned, and {@code CORRUPT} says why; it was never visible as cached.
+     *
+     * @param measuredAdler32 what the writer computed while writing (hex, see {@link Checksums})
+     */
+    public CommitResult commit(long reservationId, String measuredAdler32) {
+        String measured = Checksums.normalise(measuredAdler32);
+        Reservation r = reservation(reservationId);
+        if (r == null) {
+            return new CommitResult(-1, CommitResult.Outcome.UNKNOWN_RESERVATION, null, null, measured,
+                    "reservation " + reservationId + " does not exist (aborted or discarded)");
+        }
+        long onDisk = sizeOf(r.path());
+        CommitResult result = inTransaction(() -> {
+            Instant now = clock.instant();
+            Integer dirId = lockCopyDirectory(r.copyId());
+            if (dirId == null) return unknown(r, measured);
+            boolean open = db.sql("SELECT 1 FROM cache_file WHERE id = :c AND state IN ('reserved', 'writing') FOR UPDATE")
+                    .param("c", r.copyId()).query(Integer.class).optional().isPresent();
+            if (!open) return unknown(r, measured);
+            String expected = db.sql("SELECT adler32 FROM file WHERE id = :f FOR NO KEY UPDATE").param("f", r.fileId())
+                    .query(String.class).optional().orElse(null);
+            String reason = null;
+            CommitResult.Outcome outcome;
+            if (onDisk != r.sizeBytes()) {
+                reason = onDisk < 0 ? "copy missing on disk at " + r.path()
+                        : "size on disk " + onDisk + " bytes, expected " + r.sizeBytes();
+                outcome = CommitResult.Outcome.CORRUPT;
+            } else if (expected == null) {
+                db.sql("UPDATE file SET adler32 = :a WHERE id = :f").param("a", measured).param("f", r.fileId()).update();
+                outcome = CommitResult.Outcome.VERIFIED_RECORDED;
+            } else if (expected.equals(measured)) {
+                outcome = CommitResult.Outcome.VERIFIED;
+            } else {
+                reason = "Adler32 mismatch: measured " + measured + ", catalog " + expected;
+                outcome = CommitResult.Outcome.CORRUPT;
+            }
+            if (outcome == CommitResult.Outcome.CORRUPT) {
+                db.sql("UPDATE cache_file SET state = 'corrupt', adler32 = :a, reason = :why, ended_at = :now WHERE id = :c")
+                        .param("a", measured).param("why", reason).param("now", ts(now)).param("c", r.copyId()).update();
+                db.sql("UPDATE cache_directory SET reserved_bytes = reserved_bytes - :b, updated_at = now() WHERE id = :d")
+                        .param("b", r.sizeBytes()).param("d", dirId).update();
+            } else {
+                db.sql("UPDATE cache_file SET state = 'verified', adler32 = :a, verified_at = :now, last_access = :now "
+                                + "WHERE id = :c")
+                        .param("a", measured).param("now", ts(now)).param("c", r.copyId()).update();
+                db.sql("UPDATE cache_directory SET reserved_bytes = reserved_bytes - :b, used_bytes = used_bytes + :b, "
+                                + "updated_at = now() WHERE id = :d")
+                        .param("b", r.sizeBytes()).param("d", dirId).update();
+            }
+            db.sql("DELETE FROM cache_reservation WHERE id = :r").param("r", r.id()).update();
+            return new CommitResult(r.fileId(), outcome, r.path(), expected, measured, reason);
+        });
+        switch (result.outcome()) {
+            case CORRUPT -> {
+                log.warn("file {}: staged copy refused: {}", r.fileId(), result.reason());
+                deleteFiles(List.of(r.path()));
+                events.publishEvent(new CacheChanged(CacheChanged.Kind.CORRUPT, List.of(r.fileId())));
+            }
+            case VERIFIED, VERIFIED_RECORDED ->
+                    events.publishEvent(new CacheChanged(CacheChanged.Kind.CACHED, List.of(r.fileId())));
+            case UNKNOWN_RESERVATION -> { }
+        }
+        return result;
+    }
+
+    /**
+     * Gives up a reservation (tape read failed or cancelled): the partial file is deleted and the space
+     * returned. Joined stages see {@link CacheChanged.Kind#DISCARDED} and the file no longer in flight.
+     *
+     * @return false if the reservation did not exist (already committed, aborted or recovered)
+     */
+    public boolean abort(long reservationId, String reason) {
+        Reservation r = reservation(reservationId);
+        if (r == null) return false;
+        boolean done = Boolean.TRUE.equals(inTransaction(() -> discardOpen(r.copyId(), "aborted: " + reason)));
+        if (done) {
+            deleteFiles(List.of(r.path()));
+            events.publishEvent(new CacheChanged(CacheChanged.Kind.DISCARDED, List.of(r.fileId())));
+        }
+        return done;
+    }
+
+    /** @see #abort(long, String) */
+    public boolean abort(Reservation reservation, String reason) {
+        return abort(reservation.id(), reason);
+    }
+
+    /**
+     * Removes a verified copy found bad after the fact (e.g. a mover's read failed its checksum), so it is
+     * never handed out again. Pins stay: the file may be staged again.
+     *
+     * @return false if the file had no verified copy
+     */
+    public boolean discardCopy(long fileId, String reason) {
+        CacheEntry e = lookup(List.of(fileId)).get(fileId);
+        if (e == null || !e.cached()) return false;
+        boolean done = Boolean.TRUE.equals(inTransaction(() -> {
+            Integer dirId = lockCopyDirectory(copyIdOf(fileId));
+            if (dirId == null) return false;
+            Long size = db.sql("UPDATE cache_file SET state = 'corrupt', reason = :why, ended_at = :now "
+                            + "WHERE file_id = :f AND state = 'verified' RETURNING size_bytes")
+                    .param("why", reason).param("now", ts(clock.instant())).param("f", fileId)
+                    .query(Long.class).optional().orElse(null);
+            if (size == null) return false;
+            db.sql("UPDATE cache_directory SET used_bytes = used_bytes - :b, updated_at = now() WHERE id = :d")
+                    .param("b", size).param("d", dirId).update();
+            return true;
+        }));
+        if (done) {
+            deleteFiles(List.of(e.path()));
+            events.publishEvent(new CacheChanged(CacheChanged.Kind.CORRUPT, List.of(fileId)));
+        }
+        return done;
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // Lookups and access
+
+    /**
+     * Live copies of these files: {@code CACHED} ones may be handed to movers at once; {@code STAGING} ones
+     * are being written (join them). Files with neither are absent from the map.
+     */
+    public Map<Long, CacheEntry> lookup(Collection<Long> fileIds) {
+        if (fileIds.isEmpty()) return Map.of();
+        return lookupIn(fileIds.stream().distinct().toArray(Long[]::new));
+    }
+
+    /** Records an access (movers reading a copy): recently used copies are evicted last. */
+    public void touch(Collection<Long> fileIds) {
+        if (!fileIds.isEmpty()) touchAt(fileIds, clock.instant());
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // Pins
+
+    /**
+     * Pins files for an owner (usually the stage request id) until {@code lifetime} from now; pinning again
+     * sets the owner's new expiry. A pinned file is never evicted; a pin may precede the file's arrival.
+     *
+     * @return the files among these that have a verified copy on disk now
+     * @throws IllegalArgumentException for unknown files or a bad lifetime (nothing is pinned then)
+     */
+    public Set<Long> pin(Collection<Long> fileIds, String owner, Duration lifetime) {
+        if (owner == null || owner.isBlank()) throw new IllegalArgumentException("pin owner missing");
+        if (lifetime == null || lifetime.isNegative() || lifetime.isZero()) {
+            throw new IllegalArgumentException("pin lifetime must be positive, got " + lifetime);
+        }
+        if (fileIds.isEmpty()) return Set.of();
+        Long[] ids = new TreeSet<>(fileIds).toArray(Long[]::new);
+        return inTransaction(() -> {
+            Instant now = clock.instant();
+            List<Long> known = db.sql("SELECT id FROM file WHERE id = ANY(:ids)").param("ids", ids).query(Long.class).list();
+            if (known.size() != ids.length) {
+                Set<Long> unknown = new TreeSet<>(List.of(ids));
+                known.forEach(unknown::remove);
+                throw new IllegalArgumentException("cannot pin unknown files " + unknown);
+            }
+            // Lock the live copies first: eviction skips locked copies and re-reads pins after locking.
+            List<Long> onDisk = db.sql("SELECT file_id, state FROM cache_file WHERE file_id = ANY(:ids) AND state IN "
+                            + LIVE + " ORDER BY id FOR UPDATE")
+                    .param("ids", ids)
+                    .query((rs, n) -> "verified".equals(rs.getString("state")) ? rs.getLong("file_id") : null)
+                    .list();
+            db.sql("""
+                    INSERT INTO cache_pin (file_id, owner, expires_at, created_at)
+                    SELECT f, :owner, :exp, :now FROM unnest(:ids::bigint[]) AS f
+                    ON CONFLICT (file_id, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at""")
+                    .param("owner", owner).param("exp", ts(now.plus(lifetime))).param("now", ts(now)).param("ids", ids)
+                    .update();
+            Set<Long> result = new LinkedHashSet<>();
+            for (Long f : onDisk) if (f != null) result.add(f);
+            return result;
+        });
+    }
+
+    /**
+     * Releases the owner's pins on these files. Cheap and never blocked by stage work (no directory lock).
+     *
+     * @return pins removed
+     */
+    public int release(Collection<Long> fileIds, String owner) {
+        if (fileIds.isEmpty()) return 0;
+        Long[] ids = fileIds.stream().distinct().toArray(Long[]::new);
+        int n = db.sql("DELETE FROM cache_pin WHERE owner = :owner AND file_id = ANY(:ids)")
+                .param("owner", owner).param("ids", ids).update();
+        if (n > 0) events.publishEvent(new CacheChanged(CacheChanged.Kind.RELEASED, List.of(ids)));
+        return n;
+    }
+
+    /** Releases every pin of an owner (its request was cancelled or deleted). @return pins removed */
+    public int releaseAll(String owner) {
+        List<Long> files = db.sql("DELETE FROM cache_pin WHERE owner = :owner RETURNING file_id")
+                .param("owner", owner).query(Long.class).list();
+        if (!files.isEmpty()) events.publishEvent(new CacheChanged(CacheChanged.Kind.RELEASED, files));
+        return files.size();
+    }
+
+    /**
+     * Deletes expired pins. Not needed for correctness (expired pins never protect a copy); it keeps the
+     * pin table small. @return pins removed
+     */
+    public int purgeExpiredPins() {
+        List<Long> files = db.sql("DELETE FROM cache_pin WHERE expires_at <= :now RETURNING file_id")
+                .param("now", ts(clock.instant())).query(Long.class).list();
+        if (!files.isEmpty()) events.publishEvent(new CacheChanged(CacheChanged.Kind.RELEASED, files));
+        return files.size();
+    }
+
+    /** Unexpired pins on a file: owner &rarr; expiry. */
+    public Map<String, Instant> pins(long fileId) {
+        Map<String, Instant> out = new LinkedHashMap<>();
+        db.sql("SELECT owner, expires_at FROM cache_pin WHERE file_id = :f AND expires_at > :now ORDER BY owner")
+                .param("f", fileId).param("now", ts(clock.instant()))
+                .query(rs -> {
+                    out.put(rs.getString("owner"), rs.getObject("expires_at", OffsetDateTime.class).toInstant());
+                });
+        return out;
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // Usage
+
+    /** Accounting per configured directory, for the console and metrics. */
+    public List<DirectoryUsage> usage() {
+        requireStarted();
+        Integer[] ids = directories.keySet().toArray(Integer[]::new);
+        return db.sql("""
+                SELECT d.id, d.path, d.capacity_bytes, d.used_bytes, d.reserved_bytes,
+                       coalesce(s.pinned_bytes, 0) AS pinned_bytes, coalesce(s.evictable_bytes, 0) AS evictable_bytes,
+                       coalesce(s.cached, 0) AS cached, coalesce(s.staging, 0) AS staging, coalesce(s.pinned, 0) AS pinned
+                FROM cache_directory d LEFT JOIN (
+                    SELECT cf.directory_id,
+                           sum(cf.size_bytes) FILTER (WHERE p.pinned) AS pinned_bytes,
+                           sum(cf.size_bytes) FILTER (WHERE cf.state = 'verified' AND NOT p.pinned) AS evictable_bytes,
+                           count(*) FILTER (WHERE cf.state = 'verified') AS cached,
+                           count(*) FILTER (WHERE cf.state <> 'verified') AS staging,
+                           count(*) FILTER (WHERE p.pinned) AS pinned
+                    FROM cache_file cf
+                    CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM cache_pin pp WHERE pp.file_id = cf.file_id
+                                                       AND pp.expires_at > :now) AS pinned) p
+                    WHERE cf.directory_id = ANY(:ids) AND cf.state IN ('reserved', 'writing', 'verified')
+                    GROUP BY cf.directory_id) s ON s.directory_id = d.id
+                WHERE d.id = ANY(:ids) ORDER BY d.id""")
+                .param("ids", ids).param("now", ts(clock.instant()))
+                .query((rs, n) -> {
+                    long cap = rs.getLong("capacity_bytes");
+                    long used = rs.getLong("used_bytes");
+                    long reserved = rs.getLong("reserved_bytes");
+                    return new DirectoryUsage(Path.of(rs.getString("path")), cap, used, reserved,
+                            rs.getLong("pinned_bytes"), rs.getLong("evictable_bytes"), Math.max(0, cap - used - reserved),
+                            rs.getLong("cached"), rs.getLong("staging"), rs.getLong("pinned"));
+                })
+                .list();
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // Recovery
+
+    /**
+     * Discards every reservation this node holds: after a restart those copies are half-written and their
+     * writers gone. Their space is returned and their files deleted. Called by {@link #start()}.
+     *
+     * @return copies discarded
+     */
+    public int recover() {
+        return recoverNode(node);
+    }
+
+    /**
+     * Discards every reservation held by the named node, e.g. an instance that was removed for good and will
+     * not restart to recover its own. Never call it for an instance that is still running.
+     *
+     * @return copies discarded
+     */
+    public int recoverNode(String node) {
+        List<Reservation> mine = db.sql("""
+                SELECT r.id, cf.file_id, cf.id AS copy_id, cf.path, r.bytes, r.node, r.created_at
+                FROM cache_reservation r JOIN cache_file cf ON cf.id = r.cache_file_id WHERE r.node = :n""")
+                .param("n", node)
+                .query((rs, n) -> new Reservation(rs.getLong("id"), rs.getLong("file_id"), rs.getLong("copy_id"),
+                        Path.of(rs.getString("path")), rs.getLong("bytes"), rs.getString("node"),
+                        rs.getObject("created_at", OffsetDateTime.class).toInstant()))
+                .list();
+        List<Long> files = new ArrayList<>();
+        for (Reservation r : mine) {
+            if (Boolean.TRUE.equals(inTransaction(() -> discardOpen(r.copyId(), "discarded on restart of node " + node)))) {
+                deleteFiles(List.of(r.path()));
+                files.add(r.fileId());
+            }
+        }
+        if (!files.isEmpty()) {
+            log.warn("discarded {} half-written cache copies left by an earlier run of node {}", files.size(), node);
+            events.publishEvent(new CacheChanged(CacheChanged.Kind.DISCARDED, files));
+        }
+        return files.size();
+    }
+
+    /** Recomputes the directories' used and reserved bytes from the copies and reservations. */
+    void reconcile() {
+        inTransaction(() -> {
+            lockDirectories(directories.keySet());
+            return db.sql("""
+                    UPDATE cache_directory d SET
+                        used_bytes = (SELECT coalesce(sum(size_bytes), 0) FROM cache_file
+                                      WHERE directory_id = d.id AND state = 'verified'),
+                        reserved_bytes = (SELECT coalesce(sum(bytes), 0) FROM cache_reservation WHERE directory_id = d.id)
+                    WHERE d.id = ANY(:ids)""")
+                    .param("ids", directories.keySet().toArray(Integer[]::new)).update();
+        });
+    }
+
+    /** Deletes files in the cache directories that belong to no live copy (e.g. a crash right after eviction). */
+    void removeOrphans() {
+        for (Path dir : directories.values()) {
+            List<Path> found = new ArrayList<>();
+            try (DirectoryStream<Path> fans = Files.newDirectoryStream(dir, p -> p.getFileName().toString().matches("[0-9a-f]{2}"))) {
+                for (Path fan : fans) {
+                    try (DirectoryStream<Path> copies = Files.newDirectoryStream(fan, p -> p.getFileName().toString().matches("\\d+\\.\\d+"))) {
+                        copies.forEach(found::add);
+                    }
+                }
+            } catch (IOException e) {
+                log.warn("cannot scan cache directory {} for orphans: {}", dir, e.toString());
+                continue;
+            }
+            if (found.isEmpty()) continue;
+            // Listed before querying: a copy created after the listing is not in the list, one created
+            // before it has its row committed already (rows are made before files).
+            Set<String> live = new HashSet<>(db.sql("SELECT path FROM cache_file WHERE path = ANY(:p) AND state IN " + LIVE)
+                    .param("p", found.stream().map(Path::toString).toArray(String[]::new)).query(String.class).list());
+            List<Path> orphans = found.stream().filter(p -> !live.contains(p.toString())).toList();
+            if (!orphans.isEmpty()) log.info("removing {} orphaned files from {}", orphans.size(), dir);
+            deleteFiles(orphans);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // Internals
+
+    private static final class Dir {
+        final int id;
+        final Path path;
+        final long capacity;
+        long used;
+        long reserved;
+        boolean changed;
+
+        Dir(int id, Path path, long capacity, long used, long reserved) {
+            this.id = id;
+            this.path = path;
+            this.capacity = capacity;
+            this.used = used;
+            this.reserved = reserved;
+        }
+
+        long free() {
+            return capacity - used - reserved;
+        }
+    }
+
+    /**
+     * Runs {@code work} in a transaction, again if PostgreSQL broke a deadlock by aborting it: instances with
+     * different directories may insert the same files in different orders, and the loser simply retries.
+     */
+    private <T> T inTransaction(java.util.function.Supplier<T> work) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return tx.execute(status -> work.get());
+            } catch (PessimisticLockingFailureException e) {
+                if (attempt >= 5) throw e;
+                log.debug("cache transaction retried after {}", e.toString());
+                try {
+                    Thread.sleep(ThreadLocalRandom.current().nextInt(5, 20 * attempt));
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private Map<Integer, Dir> lockDirectories(Collection<Integer> ids) {
+        Map<Integer, Dir> out = new LinkedHashMap<>();
+        db.sql("SELECT id, path, capacity_bytes, used_bytes, reserved_bytes FROM cache_directory WHERE id = ANY(:ids) "
+                        + "ORDER BY id FOR UPDATE")
+                .param("ids", ids.toArray(Integer[]::new))
+                .query(rs -> {
+                    out.put(rs.getInt("id"), new Dir(rs.getInt("id"), Path.of(rs.getString("path")),
+                            rs.getLong("capacity_bytes"), rs.getLong("used_bytes"), rs.getLong("reserved_bytes")));
+                });
+        return out;
+    }
+
+    /** Locks the directory row of a copy; null if the copy does not exist. */
+    private Integer lockCopyDirectory(Long copyId) {
+        if (copyId == null) return null;
+        return db.sql("SELECT d.id FROM cache_directory d JOIN cache_file cf ON cf.directory_id = d.id "
+                        + "WHERE cf.id = :c FOR UPDATE OF d")
+                .param("c", copyId).query(Integer.class).optional().orElse(null);
+    }
+
+    private Long copyIdOf(long fileId) {
+        return db.sql("SELECT id FROM cache_file WHERE file_id = :f AND state IN " + LIVE)
+                .param("f", fileId).query(Long.class).optional().orElse(null);
+    }
+
+    private void saveCounters(Collection<Dir> dirs) {
+        for (Dir d : dirs) {
+            if (!d.changed) continue;
+            db.sql("UPDATE cache_directory SET used_bytes = :u, reserved_bytes = :r, updated_at = now() WHERE id = :id")
+                    .param("u", d.used).param("r", d.reserved).param("id", d.id).update();
+        }
+    }
+
+    /** Unpinned verified bytes per directory. */
+    private Map<Integer, Long> evictableBytes(Collection<Integer> dirIds, Instant now) {
+        Map<Integer, Long> out = new HashMap<>();
+        db.sql("""
+                SELECT directory_id, sum(size_bytes) AS bytes FROM cache_file cf
+                WHERE directory_id = ANY(:ids) AND state = 'verified'
+                  AND NOT EXISTS (SELECT 1 FROM cache_pin p WHERE p.file_id = cf.file_id AND p.expires_at > :now)
+                GROUP BY directory_id""")
+                .param("ids", dirIds.toArray(Integer[]::new)).param("now", ts(now))
+                .query(rs -> {
+                    out.put(rs.getInt("directory_id"), rs.getLong("bytes"));
+                });
+        return out;
+    }
+
+    /**
+     * Evicts unpinned verified copies of {@code d}, least recently used first, until {@code needed} bytes
+     * are free. Runs inside the reservation's transaction with the directory locked.
+     */
+    private boolean evict(Dir d, long needed, Instant now, List<Path> paths, List<Long> files, Map<Integer, Long> evictable) {
+        List<Long> skipped = new ArrayList<>();
+        skipped.add(-1L);
+        while (d.free() < needed) {
+            record Candidate(long id, long fileId, long size, String path) {}
+            List<Candidate> batch = db.sql("""
+                    SELECT id, file_id, size_bytes, path FROM cache_file cf
+                    WHERE directory_id = :d AND state = 'verified' AND id <> ALL(:skip)
+                      AND NOT EXISTS (SELECT 1 FROM cache_pin p WHERE p.file_id = cf.file_id AND p.expires_at > :now)
+                    ORDER BY last_access, id LIMIT :lim FOR UPDATE SKIP LOCKED""")
+                    .param("d", d.id).param("skip", skipped.toArray(Long[]::new)).param("now", ts(now))
+                    .param("lim", EVICTION_BATCH)
+                    .query((rs, n) -> new Candidate(rs.getLong("id"), rs.getLong("file_id"), rs.getLong("size_bytes"),
+                            rs.getString("path")))
+                    .list();
+            if (batch.isEmpty()) {
+                evictable.put(d.id, 0L);
+                return false;
+            }
+            // Re-read pins now that the copies are locked: a pin committed after the query's snapshot counts.
+            Set<Long> pinned = new HashSet<>(db.sql("SELECT DISTINCT file_id FROM cache_pin WHERE file_id = ANY(:f) AND expires_at > :now")
+                    .param("f", batch.stream().map(Candidate::fileId).toArray(Long[]::new)).param("now", ts(now))
+                    .query(Long.class).list());
+            List<Long> victims = new ArrayList<>();
+            for (Candidate c : batch) {
+                if (d.free() >= needed) break;
+                if (pinned.contains(c.fileId())) {
+                    skipped.add(c.id());
+                    continue;
+                }
+                victims.add(c.id());
+                d.used -= c.size();
+                d.changed = true;
+                evictable.merge(d.id, -c.size(), Long::sum);
+                paths.add(Path.of(c.path()));
+                files.add(c.fileId());
+            }
+            if (!victims.isEmpty()) {
+                db.sql("UPDATE cache_file SET state = 'evicted', ended_at = :now WHERE id = ANY(:ids)")
+                        .param("now", ts(now)).param("ids", victims.toArray(Long[]::new)).update();
+            }
+        }
+        return true;
+    }
+
+    /** Ends an open copy (reserved or writing) as discarded and returns its space. Caller deletes the file. */
+    private boolean discardOpen(long copyId, String reason) {
+        Integer dirId = lockCopyDirectory(copyId);
+        if (dirId == null) return false;
+        Long size = db.sql("UPDATE cache_file SET state = 'discarded', reason = :why, ended_at = :now "
+                        + "WHERE id = :c AND state IN ('reserved', 'writing') RETURNING size_bytes")
+                .param("why", reason).param("now", ts(clock.instant())).param("c", copyId)
+                .query(Long.class).optional().orElse(null);
+        if (size == null) return false;
+        db.sql("DELETE FROM cache_reservation WHERE cache_file_id = :c").param("c", copyId).update();
+        db.sql("UPDATE cache_directory SET reserved_bytes = reserved_bytes - :b, updated_at = now() WHERE id = :d")
+                .param("b", size).param("d", dirId).update();
+        return true;
+    }
+
+    private Map<Long, CacheEntry> lookupIn(Long[] fileIds) {
+        Map<Long, CacheEntry> out = new HashMap<>();
+        db.sql("SELECT cf.file_id, cf.state, cf.path, cf.size_bytes, cf.adler32, cf.last_access, r.id AS rid "
+                        + "FROM cache_file cf LEFT JOIN cache_reservation r ON r.cache_file_id = cf.id "
+                        + "WHERE cf.file_id = ANY(:ids) AND cf.state IN " + LIVE)
+                .param("ids", fileIds)
+                .query(rs -> {
+                    boolean cached = "verified".equals(rs.getString("state"));
+                    Long rid = rs.getObject("rid", Long.class);
+                    out.put(rs.getLong("file_id"), new CacheEntry(rs.getLong("file_id"),
+                            cached ? CacheEntry.State.CACHED : CacheEntry.State.STAGING, Path.of(rs.getString("path")),
+                            rs.getLong("size_bytes"), cached ? rs.getString("adler32") : null,
+                            rid, rs.getObject("last_access", OffsetDateTime.class).toInstant()));
+                });
+        return out;
+    }
+
+    private void touchAt(Collection<Long> fileIds, Instant now) {
+        db.sql("UPDATE cache_file SET last_access = greatest(last_access, :now) WHERE file_id = ANY(:ids) AND state = 'verified'")
+                .param("now", ts(now)).param("ids", fileIds.stream().distinct().toArray(Long[]::new)).update();
+    }
+
+    private CommitResult unknown(Reservation r, String measured) {
+        return new CommitResult(r.fileId(), CommitResult.Outcome.UNKNOWN_RESERVATION, r.path(), null, measured,
+                "reservation " + r.id() + " was aborted or discarded meanwhile");
+    }
+
+    private void requireStarted() {
+        if (directories.isEmpty()) throw new IllegalStateException("disk cache not started (no directories registered)");
+    }
+
+    private static long sizeOf(Path p) {
+        try {
+            return Files.size(p);
+        } catch (NoSuchFileException e) {
+            return -1;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read size of " + p, e);
+        }
+    }
+
+    private static void createParent(Path p) {
+        try {
+            Files.createDirectories(p.getParent());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create " + p.getParent(), e);
+        }
+    }
+
+    /** Deletes after the database change committed; a failure leaves an orphan for the next start to remove. */
+    private static void deleteFiles(Collection<Path> paths) {
+        for (Path p : paths) {
+            try {
+                Files.deleteIfExists(p);
+            } catch (IOException e) {
+                log.warn("cannot delete cache file {} (removed at next start): {}", p, e.toString());
+            }
+        }
+    }
+
+    private static OffsetDateTime ts(Instant i) {
+        return i.atOffset(ZoneOffset.UTC);
+    }
+
+    private static String hostName() {
+        try {
+            return java.net.InetAddress.getLocalHost().getHostName();
+        } catch (IOException e) {
+            return "local";
+        }
+    }
+}
