@@ -1,0 +1,152 @@
+package dev.stagehand.tape;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import dev.stagehand.platform.VirtualClock;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Each injected fault reaches the caller typed, and drives, accessors and volumes are consistent after. */
+class FaultInjectionTest {
+
+    @TempDir
+    Path tmp;
+
+    final VirtualClock clock = new VirtualClock();
+    final FaultPlan faults = new FaultPlan();
+    final SimulatedLibrary lib = SimulatedLibrary.builder(clock).drives(2).accessors(1).root(tmp)
+            .mountTimeout(Duration.ofMinutes(10)).faults(faults).build();
+
+    static SegmentRead seg(long id, String vol, long offset, long size) {
+        return new SegmentRead(id, "/data/f" + id, vol, offset, size, null);
+    }
+
+    static TapeFailure failure(CompletableFuture<?> f) {
+        assertThat(f).isCompletedExceptionally();
+        try {
+            f.join();
+            throw new AssertionError("no failure");
+        } catch (CompletionException e) {
+            assertThat(e.getCause()).isInstanceOf(TapeFailure.class);
+            return (TapeFailure) e.getCause();
+        }
+    }
+
+    void mounted(String drive, String volume) {
+        CompletableFuture<Void> m = lib.mount(drive, volume);
+        clock.runUntilIdle();
+        assertThat(m).isCompleted();
+    }
+
+    @Test
+    void badSegmentFailsWithMediaErrorAndTheRestAreRead() {
+        faults.badSegment("V1", "/data/f2");
+        mounted("drive01", "V1");
+        SegmentRead a = seg(1, "V1", 0, 400_000_000L), b = seg(2, "V1", 400_000_000L, 400_000_000L),
+                c = seg(3, "V1", 800_000_000L, 400_000_000L);
+        ReadBatch batch = lib.read("drive01", List.of(a, b, c));
+        clock.runUntilIdle();
+        assertThat(batch.result(a)).isCompleted();
+        TapeFailure f = failure(batch.result(b));
+        assertThat(f.kind()).isEqualTo(TapeFailure.Kind.MEDIA_ERROR);
+        assertThat(f.volume()).isEqualTo("V1");
+        assertThat(f.drive()).isEqualTo("drive01");
+        assertThat(batch.result(c)).isCompleted();
+        assertThat(lib.drive("drive01").state()).isEqualTo(DriveState.MOUNTED_IDLE);
+        assertThat(lib.stats().segmentsFailed()).isEqualTo(1);
+    }
+
+    @Test
+    void driveFailingMidReadFailsEverythingQueuedAndKeepsTheVolumeUntilRecovered() {
+        mounted("drive01", "V1");
+        SegmentRead a = seg(1, "V1", 0, 4_000_000_000L), b = seg(2, "V1", 4_000_000_000L, 400_000_000L);
+        ReadBatch batch = lib.read("drive01", List.of(a, b));
+        faults.failDrive("drive01"); // the next segment started: b (a is under way already)
+        clock.runUntilIdle();
+        assertThat(batch.result(a)).isCompleted();
+        assertThat(failure(batch.result(b)).kind()).isEqualTo(TapeFailure.Kind.DRIVE_FAILURE);
+        assertThat(lib.drive("drive01")).isEqualTo(new DriveStatus("drive01", DriveState.FAILED, "V1", 4_000_000_000L));
+        assertThat(batch.done()).isCompleted();
+        // a failed drive refuses work; its volume cannot be mounted elsewhere while stuck in it
+        assertThat(failure(lib.mount("drive01", "V2")).kind()).isEqualTo(TapeFailure.Kind.DRIVE_FAILURE);
+        assertThat(failure(lib.read("drive01", List.of(b)).result(b)).kind()).isEqualTo(TapeFailure.Kind.DRIVE_FAILURE);
+        assertThat(failure(lib.dismount("drive01")).kind()).isEqualTo(TapeFailure.Kind.DRIVE_FAILURE);
+        CompletableFuture<Void> elsewhere = lib.mount("drive02", "V1");
+        assertThat(failure(elsewhere).kind()).isEqualTo(TapeFailure.Kind.VOLUME_UNAVAILABLE);
+        assertThat(lib.drive("drive02").state()).isEqualTo(DriveState.EMPTY);
+        // the operator's recovery takes the cartridge out; then the volume mounts in the other drive
+        CompletableFuture<Void> rec = lib.recover("drive01");
+        clock.runUntilIdle();
+        assertThat(rec).isCompleted();
+        assertThat(lib.drive("drive01")).isEqualTo(new DriveStatus("drive01", DriveState.EMPTY, null, 0));
+        mounted("drive02", "V1");
+        assertThat(lib.freeAccessors()).isEqualTo(1);
+    }
+
+    @Test
+    void mountThatNeverCompletesTimesOutAndLeavesTheDriveFailedAndTheAccessorFree() {
+        faults.hangMount("V1");
+        double t0 = clock.elapsedSeconds();
+        CompletableFuture<Void> m = lib.mount("drive01", "V1");
+        double[] failedAt = new double[1];
+        m.whenComplete((v, e) -> failedAt[0] = clock.elapsedSeconds());
+        clock.runUntilIdle();
+        TapeFailure f = failure(m);
+        assertThat(f.kind()).isEqualTo(TapeFailure.Kind.TIMEOUT);
+        assertThat(failedAt[0] - t0).isCloseTo(600, within(1e-9));
+        assertThat(lib.drive("drive01")).isEqualTo(new DriveStatus("drive01", DriveState.FAILED, "V1", 0));
+        assertThat(lib.freeAccessors()).isEqualTo(1);
+        // other drives keep working; after recovery the volume mounts fine (the hang was one-off)
+        mounted("drive02", "V2");
+        lib.recover("drive01");
+        clock.runUntilIdle();
+        assertThat(lib.drive("drive01").state()).isEqualTo(DriveState.EMPTY);
+        mounted("drive01", "V1");
+    }
+
+    @Test
+    void mountTimeoutWhileWaitingForTheAccessorWithdrawsTheMove() {
+        SimulatedLibrary busy = SimulatedLibrary.builder(clock).drives(2).accessors(1).root(tmp)
+                .mountTimeout(Duration.ofSeconds(5)).faults(faults).build();
+        faults.hangMount("V1"); // drive01's load hangs; its accessor move still completes
+        CompletableFuture<Void> m1 = busy.mount("drive01", "V1");
+        CompletableFuture<Void> m2 = busy.mount("drive02", "V2"); // waits behind m1's 6.7 s move: times out at 5 s
+        clock.runUntilIdle();
+        assertThat(failure(m1).kind()).isEqualTo(TapeFailure.Kind.TIMEOUT);
+        assertThat(failure(m2).kind()).isEqualTo(TapeFailure.Kind.TIMEOUT);
+        assertThat(busy.drive("drive02")).isEqualTo(new DriveStatus("drive02", DriveState.EMPTY, null, 0));
+        assertThat(busy.drive("drive01").state()).isEqualTo(DriveState.FAILED);
+        assertThat(busy.freeAccessors()).isEqualTo(1);
+    }
+
+    @Test
+    void missingVolumeIsUnavailableAndTheDriveStaysEmpty() {
+        faults.missingVolume("V9");
+        CompletableFuture<Void> m = lib.mount("drive01", "V9");
+        clock.runUntilIdle();
+        TapeFailure f = failure(m);
+        assertThat(f.kind()).isEqualTo(TapeFailure.Kind.VOLUME_UNAVAILABLE);
+        assertThat(f.volume()).isEqualTo("V9");
+        assertThat(lib.drive("drive01")).isEqualTo(new DriveStatus("drive01", DriveState.EMPTY, null, 0));
+        faults.restoreVolume("V9");
+        mounted("drive01", "V9");
+    }
+
+    @Test
+    void faultsFromConfigurationStrings() {
+        FaultPlan p = FaultPlan.of(List.of("V1:/data/f1"), List.of("drive02"), List.of("V3"), List.of("V4"));
+        assertThat(p.isBad("V1", "/data/f1")).isTrue();
+        assertThat(p.isMissing("V4")).isTrue();
+        assertThat(p.takeHang("V3")).isTrue();
+        assertThat(p.takeHang("V3")).isFalse();
+        assertThat(p.takeDriveFailure("drive02")).isTrue();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> FaultPlan.of(List.of("nocolon"), List.of(), List.of(), List.of()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("VOLUME:file-name");
+    }
+}
