@@ -22,17 +22,35 @@ public final class MountPlanner {
     private final SchedulerConfig config;
     private final CostModel cost;
 
+    private final RunPlanner runPlanner;
+
+    /** Queues with at most this many runs get their locate time planned exactly (cached); bigger ones estimated. */
+    static final int PLANNED_RUNS_LIMIT = 200;
+
     public MountPlanner(SchedulerConfig config, CostModel cost) {
         this.config = config;
         this.cost = cost;
+        this.runPlanner = new RunPlanner(cost, 0);
     }
 
     /** Estimated drive seconds to serve {@code q} from a mount to its dismount. */
     public double serviceSeconds(VolumeQueue q) {
-        int n = q.fileCount();
-        // locates: a few seconds per run plus at most two passes along the tape once well ordered
-        double locate = Math.min(n * 46.0, n * 12.0 + 120.0);
-        return cost.mountSeconds() + locate + cost.readSeconds(q.bytes()) + cost.dismountSeconds(q.bytes());
+        return cost.mountSeconds() + locateSeconds(q) + cost.readSeconds(q.bytes()) + cost.dismountSeconds(q.bytes());
+    }
+
+    /** Locate seconds of reading {@code q} from BOT: planned (SLTF, cached per queue version) or estimated. */
+    double locateSeconds(VolumeQueue q) {
+        int k = q.runs();
+        if (k <= PLANNED_RUNS_LIMIT) {
+            if (q.cachedVersion != q.version) {
+                List<FileWork> files = new ArrayList<>(q.files.values());
+                q.cachedLocateSeconds = runPlanner.locateSeconds(q.label, runPlanner.orderSltf(q.label, files, 0), 0);
+                q.cachedVersion = q.version;
+            }
+            return q.cachedLocateSeconds;
+        }
+        // a fixed cost and a wrap change per run, plus about two passes along the tape once well ordered
+        return k * 12.0 + 120.0;
     }
 
     /**
@@ -74,6 +92,56 @@ public final class MountPlanner {
                 .thenComparingDouble(c -> c.q.completable() > 0
                         ? -((c.age + c.service) / c.service) * c.q.completable()
                         : -c.service);
+    }
+
+    /**
+     * Balancing for multi-tape work: among the candidates from {@code i} on that belong to the same tier as
+     * {@code ranked.get(i)} (nothing completes yet, same priority, not starving), returns the index whose
+     * mount on drive {@code drive} (free now) gives the smallest predicted makespan when the rest of the tier
+     * follows longest-first on the drives as they free up. Plain longest-first leaves drives finishing at
+     * uneven times at the end of a bulk recall; this looks one decision ahead to even them out.
+     *
+     * @param free     per drive: predicted time it can start a new mount (after its current dismount)
+     * @param readEnds per drive: predicted end of the reads it holds now
+     */
+    public int balance(List<VolumeQueue> ranked, int i, double now, double[] free, double[] readEnds, int drive) {
+        VolumeQueue first = ranked.get(i);
+        if (first.completable() != 0 || now - first.oldestArrival() >= config.agingLimitSeconds()) return i;
+        int prio = first.maxPriority();
+        int end = i;
+        while (end < ranked.size() && end - i < 400) {
+            VolumeQueue q = ranked.get(end);
+            if (q.completable() != 0 || q.maxPriority() != prio || now - q.oldestArrival() >= config.agingLimitSeconds()) break;
+            end++;
+        }
+        int n = end - i;
+        if (n <= 1) return i;
+        double[] s = new double[n], u = new double[n];
+        for (int k = 0; k < n; k++) {
+            VolumeQueue q = ranked.get(i + k);
+            u[k] = cost.dismountSeconds(q.bytes());
+            s[k] = serviceSeconds(q) - u[k];
+        }
+        double base = 0;
+        for (int k = 0; k < readEnds.length; k++) if (k != drive) base = Math.max(base, readEnds[k]);
+        int best = 0;
+        double bestMk = Double.POSITIVE_INFINITY;
+        double[] f = new double[free.length];
+        for (int c = 0; c < Math.min(n, 64); c++) {
+            System.arraycopy(free, 0, f, 0, f.length);
+            f[drive] = now + s[c] + u[c];
+            double mk = Math.max(base, now + s[c]);
+            for (int k = 0; k < n && mk < bestMk; k++) {
+                if (k == c) continue;
+                int m = 0;
+                for (int d = 1; d < f.length; d++) if (f[d] < f[m]) m = d;
+                double e = f[m] + s[k];
+                mk = Math.max(mk, e);
+                f[m] = e + u[k];
+            }
+            if (mk < bestMk - 1e-6) { bestMk = mk; best = c; }
+        }
+        return i + best;
     }
 
     boolean worthMounting(Cand c) {

@@ -156,19 +156,37 @@ public final class RecallEngine {
         List<VolumeQueue> ranked = cands;
         int limit = config.policy() == Policy.TAPE_AWARE ? accessors * config.exchangesPerAccessor() : Integer.MAX_VALUE;
         boolean rerank = !config.experimentShares().isEmpty(); // shares move with every mount
+        boolean balance = config.policy() == Policy.TAPE_AWARE && !rerank;
+        List<Drive> dl = new ArrayList<>(drives.values());
+        double[] free = new double[dl.size()], readEnds = new double[dl.size()];
+        if (balance && !cands.isEmpty()) predict(dl, now, free, readEnds);
         Set<Drive> victims = new HashSet<>();
         for (int i = 0; i < cands.size(); i++) {
-            VolumeQueue q = cands.get(i);
             if (mounting >= limit) break;
+            Drive empty = firstDrive(DState.EMPTY, null);
+            if (empty != null && balance) {
+                int di = dl.indexOf(empty);
+                int j = mountPlanner.balance(cands, i, now, free, readEnds, di);
+                if (j != i) {
+                    if (cands == ranked) cands = new ArrayList<>(ranked);
+                    cands.add(i, cands.remove(j));
+                }
+            }
+            VolumeQueue q = cands.get(i);
             String exp = q.experiment();
             Integer cap = config.experimentDriveCaps().get(exp);
             if (config.policy() == Policy.TAPE_AWARE && cap != null && inUse.getOrDefault(exp, 0) >= cap) continue;
-            Drive empty = firstDrive(DState.EMPTY, null);
             if (empty != null) {
                 mount(empty, q.label, exp);
                 mounting++;
                 inUse.merge(exp, 1, Integer::sum);
                 busy.add(q.label);
+                if (balance) {
+                    int di = dl.indexOf(empty);
+                    double s = mountPlanner.serviceSeconds(q) - cost.dismountSeconds(q.bytes());
+                    readEnds[di] = now + s;
+                    free[di] = now + s + cost.dismountSeconds(q.bytes());
+                }
                 if (rerank) {
                     cands = mountPlanner.rank(model, now, busy, inUse);
                     i = -1;
@@ -186,6 +204,31 @@ public final class RecallEngine {
         if (now - lastEta >= ETA_INTERVAL_S) {
             lastEta = now;
             refreshEtas(now, ranked);
+        }
+    }
+
+    /** Per drive: when it can start a new mount, and when the reads it holds end (the scheduler's own model). */
+    private void predict(List<Drive> dl, double now, double[] free, double[] readEnds) {
+        for (int k = 0; k < dl.size(); k++) {
+            Drive d = dl.get(k);
+            double readEnd = now, until;
+            switch (d.state) {
+                case FAILED -> { free[k] = Double.POSITIVE_INFINITY; readEnds[k] = now; continue; }
+                case EMPTY -> until = now;
+                case UNLOADING -> until = Math.max(now, d.busyUntil);
+                default -> {
+                    readEnd = Math.max(now, d.busyUntil);
+                    long bytes = d.moved;
+                    VolumeQueue q = model.queue(d.volume);
+                    if (q != null && !q.isEmpty()) {
+                        readEnd += mountPlanner.locateSeconds(q) + cost.readSeconds(q.bytes());
+                        bytes += q.bytes();
+                    }
+                    until = readEnd + cost.dismountSeconds(bytes);
+                }
+            }
+            free[k] = until;
+            readEnds[k] = readEnd;
         }
     }
 

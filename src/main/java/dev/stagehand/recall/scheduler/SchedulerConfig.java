@@ -52,7 +52,7 @@ public record SchedulerConfig(
     /** The defaults documented in config/application.yml. */
     public static SchedulerConfig defaults(Policy policy) {
         return new SchedulerConfig(policy, 500_000_000_000L, 10_000, 300, 4 * 3600, 300,
-                2_000_000_000_000L, 20_000, 2, 3_000_000, Map.of(), Map.of());
+                2_000_000_000_000L, 20_000, 4, 3_000_000, Map.of(), Map.of());
     }
 
     public SchedulerConfig withPolicy(Policy p) {

@@ -3,6 +3,7 @@ package dev.stagehand.recall.scheduler;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * The files queued on one volume with aggregates kept up to date on every change, so a scheduling pass
@@ -14,6 +15,13 @@ public final class VolumeQueue {
     /** Insertion (arrival) order: the first entry is the oldest. */
     final LinkedHashMap<Long, FileWork> files = new LinkedHashMap<>();
     long bytes;
+    /** Queued files by offset on this volume, to count runs (files lying back to back) incrementally. */
+    private final TreeMap<Long, FileWork> byOffset = new TreeMap<>();
+    private int adjacencies;
+    /** Bumped on every change; caches of planned locate time compare against it. */
+    int version;
+    int cachedVersion = -1;
+    double cachedLocateSeconds;
     /** Requests whose every still-queued file is on this volume: a mount here completes them. */
     int completable;
     private final int[] priorityCounts = new int[PRIORITY_SPAN];
@@ -32,6 +40,8 @@ public final class VolumeQueue {
     public long bytes() { return bytes; }
     public int completable() { return completable; }
     public boolean isEmpty() { return files.isEmpty(); }
+    /** Runs: maximal sets of queued files lying back to back (each after the first needs a locate). */
+    public int runs() { return files.size() - adjacencies; }
 
     /** Arrival of the oldest queued file (seconds), or +inf when empty. */
     public double oldestArrival() {
@@ -53,6 +63,14 @@ public final class VolumeQueue {
 
     void add(FileWork f) {
         files.put(f.id, f);
+        version++;
+        long o = f.home.offsetBytes();
+        if (byOffset.putIfAbsent(o, f) == null) {
+            var prev = byOffset.lowerEntry(o);
+            if (prev != null && prev.getKey() + prev.getValue().sizeBytes == o) adjacencies++;
+            var next = byOffset.higherEntry(o);
+            if (next != null && o + f.sizeBytes == next.getKey()) adjacencies++;
+        }
         bytes += f.sizeBytes;
         countPriority(f.priority, 1);
         bytesPerExperiment.merge(f.experiment, f.sizeBytes, Long::sum);
@@ -60,6 +78,15 @@ public final class VolumeQueue {
 
     void remove(FileWork f) {
         if (files.remove(f.id) == null) return;
+        version++;
+        long o = f.home.offsetBytes();
+        if (byOffset.get(o) == f) {
+            var prev = byOffset.lowerEntry(o);
+            if (prev != null && prev.getKey() + prev.getValue().sizeBytes == o) adjacencies--;
+            var next = byOffset.higherEntry(o);
+            if (next != null && o + f.sizeBytes == next.getKey()) adjacencies--;
+            byOffset.remove(o);
+        }
         bytes -= f.sizeBytes;
         countPriority(f.priority, -1);
         if (bytesPerExperiment.merge(f.experiment, -f.sizeBytes, Long::sum) <= 0) bytesPerExperiment.remove(f.experiment);

@@ -77,7 +77,9 @@ public final class SimulationRun implements EngineListener {
         if (engine.openRequests() > 0) {
             throw new IllegalStateException(engine.openRequests() + " requests never completed: " + engine.driveStates());
         }
-        double lb = lowerBound().bound();
+        LowerBound.Result lbr = lowerBound();
+        if (TRACE) System.err.println(lbr);
+        double lb = lbr.bound();
         double busy = 0;
         for (double[] m : accessorMoves) busy += Math.max(0, Math.min(m[1], makespan) - Math.max(m[0], 0));
         double[] lat = latencies.stream().mapToDouble(Double::doubleValue).sorted().toArray();
@@ -112,9 +114,12 @@ public final class SimulationRun implements EngineListener {
         return sorted[Math.min(Math.max(i, 0), sorted.length - 1)];
     }
 
+    private static final boolean TRACE = System.getenv("STAGEHAND_SIM_TRACE") != null;
+
     @Override
     public void mountStarted(String drive, String volume, double t) {
         mountStartedAt.put(drive, t);
+        if (TRACE) System.err.printf("%9.1f %s mount %s%n", t, drive, volume);
     }
 
     @Override
@@ -122,6 +127,11 @@ public final class SimulationRun implements EngineListener {
         mounts++;
         double end = t - model.loadSeconds();
         accessorMoves.add(new double[] {end - model.accessorMoveSeconds(), end});
+    }
+
+    @Override
+    public void dismountStarted(String drive, String volume, long moved, double t) {
+        if (TRACE) System.err.printf("%9.1f %s dismount %s after %.0f GB%n", t, drive, volume, moved / 1e9);
     }
 
     @Override
