@@ -9,6 +9,12 @@ public interface CostModel {
     /** Seconds to position from the head at {@code fromOffset} to {@code toOffset} (0 when streaming on). */
     double locateSeconds(long fromOffset, long toOffset);
 
+    /** The wrap (track pass) holding {@code offset}; even wraps run forward from BOT, odd ones back. */
+    int wrap(long offset);
+
+    /** Longitudinal position of {@code offset} in [0, 1] from BOT. */
+    double position(long offset);
+
     /** The shortest possible locate (its fixed part): every run after the first costs at least this. */
     double minLocateSeconds();
 

@@ -96,10 +96,11 @@ public final class MountPlanner {
 
     /**
      * Balancing for multi-tape work: among the candidates from {@code i} on that belong to the same tier as
-     * {@code ranked.get(i)} (nothing completes yet, same priority, not starving), returns the index whose
-     * mount on drive {@code drive} (free now) gives the smallest predicted makespan when the rest of the tier
-     * follows longest-first on the drives as they free up. Plain longest-first leaves drives finishing at
-     * uneven times at the end of a bulk recall; this looks one decision ahead to even them out.
+     * {@code ranked.get(i)} (nothing completes yet, same priority, not starving), plans which drive reads
+     * which volume so that the drives finish as evenly as possible — longest-first assignment to the drive
+     * free earliest, then moves and swaps of volumes between drives while the latest finish drops — and
+     * returns the index of the biggest volume the plan gives to drive {@code drive} (free now). Plain
+     * longest-first leaves drives finishing at uneven times at the end of a bulk recall.
      *
      * @param free     per drive: predicted time it can start a new mount (after its current dismount)
      * @param readEnds per drive: predicted end of the reads it holds now
@@ -114,34 +115,66 @@ public final class MountPlanner {
             if (q.completable() != 0 || q.maxPriority() != prio || now - q.oldestArrival() >= config.agingLimitSeconds()) break;
             end++;
         }
-        int n = end - i;
+        int n = end - i, m = free.length;
         if (n <= 1) return i;
-        double[] s = new double[n], u = new double[n];
-        for (int k = 0; k < n; k++) {
-            VolumeQueue q = ranked.get(i + k);
-            u[k] = cost.dismountSeconds(q.bytes());
-            s[k] = serviceSeconds(q) - u[k];
-        }
+        double[] w = new double[n];
+        for (int k = 0; k < n; k++) w[k] = serviceSeconds(ranked.get(i + k)); // read + dismount after it
         double base = 0;
-        for (int k = 0; k < readEnds.length; k++) if (k != drive) base = Math.max(base, readEnds[k]);
+        for (int d = 0; d < m; d++) if (d != drive) base = Math.max(base, readEnds[d]);
         int best = 0;
         double bestMk = Double.POSITIVE_INFINITY;
-        double[] f = new double[free.length];
-        for (int c = 0; c < Math.min(n, 64); c++) {
-            System.arraycopy(free, 0, f, 0, f.length);
-            f[drive] = now + s[c] + u[c];
-            double mk = Math.max(base, now + s[c]);
-            for (int k = 0; k < n && mk < bestMk; k++) {
-                if (k == c) continue;
-                int m = 0;
-                for (int d = 1; d < f.length; d++) if (f[d] < f[m]) m = d;
-                double e = f[m] + s[k];
-                mk = Math.max(mk, e);
-                f[m] = e + u[k];
-            }
+        double[] load = new double[m];
+        for (int c = 0; c < Math.min(n, 48); c++) {
+            for (int d = 0; d < m; d++) load[d] = d == drive ? now + w[c] : free[d];
+            double mk = Math.max(base, plan(load, w, c));
             if (mk < bestMk - 1e-6) { bestMk = mk; best = c; }
         }
         return i + best;
+    }
+
+    /**
+     * Predicted latest finish when the volumes (except {@code skip}) go to drives with the given loads:
+     * longest first to the least-loaded drive, then moves and swaps off the latest drive while it helps.
+     */
+    static double plan(double[] load, double[] w, int skip) {
+        int n = w.length, m = load.length;
+        int[] at = new int[n];
+        Integer[] byWork = new Integer[n];
+        for (int k = 0; k < n; k++) byWork[k] = k;
+        java.util.Arrays.sort(byWork, (x, y) -> Double.compare(w[y], w[x]));
+        for (int k : byWork) {
+            if (k == skip) { at[k] = -1; continue; }
+            int best = 0;
+            for (int d = 1; d < m; d++) if (load[d] < load[best]) best = d;
+            at[k] = best;
+            load[best] += w[k];
+        }
+        for (int iter = 0; iter < 500; iter++) {
+            int top = 0;
+            for (int d = 1; d < m; d++) if (load[d] > load[top]) top = d;
+            boolean moved = false;
+            for (int k = 0; k < n && !moved; k++) {
+                if (at[k] != top) continue;
+                for (int d = 0; d < m && !moved; d++) {
+                    if (d == top || Double.isInfinite(load[d])) continue;
+                    if (load[d] + w[k] < load[top] - 1e-6) {
+                        load[d] += w[k]; load[top] -= w[k]; at[k] = d; moved = true;
+                        continue;
+                    }
+                    for (int j = 0; j < n && !moved; j++) {
+                        if (at[j] != d || w[j] >= w[k]) continue;
+                        double delta = w[k] - w[j];
+                        if (load[d] + delta < load[top] - 1e-6) {
+                            load[d] += delta; load[top] -= delta; at[k] = d; at[j] = top; moved = true;
+                        }
+                    }
+                }
+            }
+            if (!moved) break;
+        }
+        double mk = 0;
+        for (double l : load) if (!Double.isInfinite(l)) mk = Math.max(mk, l);
+        return mk;
     }
 
     boolean worthMounting(Cand c) {

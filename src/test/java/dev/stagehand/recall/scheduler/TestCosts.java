@@ -7,10 +7,13 @@ package dev.stagehand.recall.scheduler;
 final class TestCosts implements CostModel {
     static final double C = 18e12, W = 280, CW = C / W;
 
-    static int wrap(long o) { return (int) Math.min(W - 1, Math.floor(o / CW)); }
+    @Override public int wrap(long offset) { return wrapOf(offset); }
+    @Override public double position(long offset) { return x(offset); }
+
+    static int wrapOf(long o) { return (int) Math.min(W - 1, Math.floor(o / CW)); }
 
     static double x(long o) {
-        int w = wrap(o);
+        int w = wrapOf(o);
         double f = (o - w * CW) / CW;
         return w % 2 == 0 ? f : 1 - f;
     }
@@ -18,7 +21,7 @@ final class TestCosts implements CostModel {
     @Override
     public double locateSeconds(long from, long to) {
         if (from == to) return 0;
-        int w1 = wrap(from), w2 = wrap(to);
+        int w1 = wrapOf(from), w2 = wrapOf(to);
         double x1 = x(from), x2 = x(to);
         double s = 4.3;
         if (w1 != w2) s += 6.7;
