@@ -1,0 +1,82 @@
+package dev.stagehand.tape;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.stagehand.platform.EventClock;
+import dev.stagehand.platform.VirtualClock;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/** Drive state is written to PostgreSQL on every transition and read back by the next library. */
+@SpringBootTest
+class TapeLibraryPersistenceIT {
+
+    static final String LIBRARY = "it-" + UUID.randomUUID().toString().substring(0, 8);
+
+    @DynamicPropertySource
+    static void props(DynamicPropertyRegistry r) {
+        r.add("stagehand.tape.clock", () -> "virtual");
+        r.add("stagehand.tape.library", () -> LIBRARY);
+        r.add("stagehand.tape.drives", () -> "2");
+        r.add("stagehand.tape.sim.root", () -> "target/tape-it");
+    }
+
+    @Autowired
+    TapeLibrary library;
+    @Autowired
+    EventClock clock;
+    @Autowired
+    DriveStateStore store;
+    @Autowired
+    JdbcTemplate jdbc;
+
+    @Test
+    void aTapeLeftMountedIsKnownAfterARestart() {
+        assertThat(library).isInstanceOf(SimulatedLibrary.class);
+        VirtualClock vc = (VirtualClock) clock;
+        library.mount("drive01", "P00001");
+        vc.runUntilIdle();
+        Map<String, Object> row = jdbc.queryForMap(
+                "SELECT state, volume_label, bytes_moved FROM tape_drive WHERE library = ? AND name = 'drive01'", LIBRARY);
+        assertThat(row).containsEntry("state", "mounted_idle").containsEntry("volume_label", "P00001");
+
+        SegmentRead s = new SegmentRead(1, "/p/1", "P00001", 0, 800_000_000L, null);
+        library.read("drive01", List.of(s));
+        vc.runUntilIdle();
+        assertThat(jdbc.queryForObject("SELECT bytes_moved FROM tape_drive WHERE library = ? AND name = 'drive01'",
+                Long.class, LIBRARY)).isEqualTo(800_000_000L);
+
+        // a new library (the service restarted) starts from the persisted rows
+        List<DriveStatus> persisted = store.load(LIBRARY);
+        SimulatedLibrary restarted = SimulatedLibrary.builder(new VirtualClock()).name(LIBRARY).drives(2)
+                .initialDrives(persisted).build();
+        assertThat(restarted.drives()).containsExactly(
+                new DriveStatus("drive01", DriveState.MOUNTED_IDLE, "P00001", 800_000_000L),
+                new DriveStatus("drive02", DriveState.EMPTY, null, 0));
+
+        library.dismount("drive01");
+        vc.runUntilIdle();
+        assertThat(jdbc.queryForMap("SELECT state, volume_label FROM tape_drive WHERE library = ? AND name = 'drive01'",
+                LIBRARY)).containsEntry("state", "empty").containsEntry("volume_label", null);
+    }
+
+    @Test
+    void theTableRefusesInconsistentRows() {
+        assertThatThrownBy(() -> jdbc.update(
+                "INSERT INTO tape_drive (library, name, state, volume_label) VALUES (?, 'x', 'reading', NULL)", LIBRARY))
+                .hasMessageContaining("tape_drive");
+        jdbc.update("INSERT INTO tape_drive (library, name, state, volume_label) VALUES (?, 'y1', 'mounted_idle', 'DUP')", LIBRARY);
+        assertThatThrownBy(() -> jdbc.update(
+                "INSERT INTO tape_drive (library, name, state, volume_label) VALUES (?, 'y2', 'mounted_idle', 'DUP')", LIBRARY))
+                .hasMessageContaining("tape_drive_volume_idx");
+        jdbc.update("DELETE FROM tape_drive WHERE library = ? AND name LIKE 'y%'", LIBRARY);
+    }
+}

@@ -1,0 +1,574 @@
+package dev.stagehand.tape;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.Adler32;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The driver for real HSMs: every operation calls a site-provided executable (HPSS, TSM/ENDIT, CTA or a
+ * robot's own tools behind it). A read-list call gets one file listing the ordered segments of one volume,
+ * so the HSM can stream them in one go; it reports each file on its standard output as it lands, so each
+ * segment completes on its own. Protocol (config/examples/script-driver/README.md):
+ *
+ * <pre>
+ * mount     DRIVE VOLUME             exit 0 when the volume is loaded
+ * read-list DRIVE VOLUME LIST        LIST lines: fileId TAB offset TAB size TAB target TAB name
+ *                                    stdout: OK fileId [adler32hex] | ERR fileId KIND message
+ * write     DRIVE VOLUME LIST        LIST lines: fileId TAB size TAB source TAB name
+ *                                    stdout: OK fileId offset [adler32hex] | ERR fileId KIND message
+ * dismount  DRIVE VOLUME             exit 0 when the volume is back in its slot
+ * exit codes: 0 ok, 2 MEDIA_ERROR, 3 DRIVE_FAILURE, 4 VOLUME_UNAVAILABLE, 5 TIMEOUT, other DRIVE_FAILURE
+ * </pre>
+ *
+ * A call that runs past its time limit, or whose list is cancelled, is killed with its children. Files the
+ * script did not report fail with the kind of its exit code. Times are real time.
+ */
+public final class ScriptLibrary implements TapeLibrary {
+
+    private static final Logger log = LoggerFactory.getLogger(ScriptLibrary.class);
+
+    private final LibraryLayout layout;
+    private final TapeProperties.Script cfg;
+    private final LibraryEvents events;
+    private final Map<String, DriveStatus> drives = new LinkedHashMap<>();
+    private final AtomicLong calls = new AtomicLong();
+
+    public ScriptLibrary(LibraryLayout layout, TapeProperties.Script cfg, LibraryEvents events,
+            Collection<DriveStatus> persisted) {
+        this.layout = layout;
+        this.cfg = cfg;
+        this.events = events;
+        for (String name : List.of("mount", "read-list", "write", "dismount")) {
+            List<String> cmd = command(name);
+            if (cmd.isEmpty())
+                throw new IllegalArgumentException("stagehand.tape.script." + name + " is not set: the script driver needs"
+                        + " a command for each of mount, read-list, write and dismount");
+        }
+        for (String d : layout.drives()) drives.put(d, new DriveStatus(d, DriveState.EMPTY, null, 0));
+        for (DriveStatus s : persisted)
+            if (drives.containsKey(s.drive()))
+                drives.put(s.drive(), switch (s.state()) {
+                    case FAILED, DISABLED -> s;
+                    default -> new DriveStatus(s.drive(), s.volume() == null ? DriveState.EMPTY : DriveState.MOUNTED_IDLE,
+                            s.volume(), s.bytesMoved());
+                });
+    }
+
+    private List<String> command(String name) {
+        return switch (name) {
+            case "mount" -> cfg.mount();
+            case "read-list" -> cfg.readList();
+            case "write" -> cfg.write();
+            default -> cfg.dismount();
+        };
+    }
+
+    @Override
+    public LibraryLayout layout() {
+        return layout;
+    }
+
+    @Override
+    public synchronized List<DriveStatus> drives() {
+        return List.copyOf(drives.values());
+    }
+
+    private synchronized DriveStatus drive(String name) {
+        DriveStatus s = drives.get(name);
+        if (s == null) throw new IllegalArgumentException("no drive '" + name + "' in library " + layout.name());
+        return s;
+    }
+
+    private void set(String drive, DriveState state, String volume, long bytesMoved) {
+        DriveStatus s = new DriveStatus(drive, state, volume, bytesMoved);
+        synchronized (this) {
+            drives.put(drive, s);
+        }
+        events.driveChanged(layout.name(), s, Instant.now());
+    }
+
+    /** Moves the drive from one of {@code from} to {@code to}, atomically; false if it was in none of them. */
+    private synchronized DriveStatus claim(String drive, DriveState to, DriveState... from) {
+        DriveStatus s = drive(drive);
+        for (DriveState f : from)
+            if (s.state() == f) {
+                DriveStatus n = new DriveStatus(drive, to, s.volume(), s.bytesMoved());
+                drives.put(drive, n);
+                return s;
+            }
+        return null;
+    }
+
+    @Override
+    public CompletableFuture<Void> mount(String drive, String volume) {
+        Objects.requireNonNull(volume, "volume");
+        DriveStatus before;
+        synchronized (this) {
+            before = drive(drive);
+            if (before.state() == DriveState.FAILED || before.state() == DriveState.DISABLED)
+                return CompletableFuture.failedFuture(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume,
+                        "drive is " + before.state()));
+            if (before.state() != DriveState.EMPTY)
+                throw new IllegalStateException("drive " + drive + " is " + before.state() + ", not empty");
+            drives.put(drive, new DriveStatus(drive, DriveState.MOUNTING, volume, 0));
+        }
+        events.driveChanged(layout.name(), drive(drive), Instant.now());
+        events.mountStarted(drive, volume, Instant.now());
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        Call call = new Call("mount", List.of(drive, volume), cfg.mountTimeout(), drive, volume);
+        f.whenComplete((v, e) -> {
+            if (f.isCancelled()) call.kill();
+        });
+        Thread.ofVirtual().name("tape-mount-" + drive).start(() -> {
+            Outcome o = call.run(line -> {});
+            if (o.failure == null) {
+                set(drive, DriveState.MOUNTED_IDLE, volume, 0);
+                events.mountFinished(drive, volume, Instant.now(), null);
+                f.complete(null);
+            } else {
+                // a drive failure keeps the cartridge in the failed drive; otherwise nothing was loaded
+                if (o.failure.kind() == TapeFailure.Kind.DRIVE_FAILURE) set(drive, DriveState.FAILED, volume, 0);
+                else if (o.failure.kind() == TapeFailure.Kind.TIMEOUT) set(drive, DriveState.FAILED, volume, 0);
+                else set(drive, DriveState.EMPTY, null, 0);
+                events.mountFinished(drive, volume, Instant.now(), o.failure);
+                f.completeExceptionally(o.failure);
+            }
+        });
+        return f;
+    }
+
+    @Override
+    public ReadBatch read(String drive, List<SegmentRead> segments) {
+        List<SegmentRead> segs = List.copyOf(segments);
+        DriveStatus before = drive(drive);
+        for (SegmentRead s : segs) {
+            if (!Objects.equals(s.volume(), before.volume()))
+                throw new IllegalArgumentException("segment of " + s.fileName() + " is on " + s.volume() + ", drive "
+                        + drive + " holds " + before.volume());
+            if (s.target() == null) throw new IllegalArgumentException("the script driver needs a target for " + s.fileName());
+        }
+        ScriptBatch<SegmentRead, ReadResult> batch = new ScriptBatch<>(segs);
+        if (before.state() == DriveState.FAILED || before.state() == DriveState.DISABLED) {
+            batch.failRest(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, before.volume(), "drive is " + before.state()));
+            return batch.asRead();
+        }
+        Map<Long, SegmentRead> byId = new HashMap<>();
+        StringBuilder list = new StringBuilder();
+        for (SegmentRead s : segs) {
+            if (byId.putIfAbsent(s.fileId(), s) != null) throw new IllegalArgumentException("file id listed twice: " + s.fileId());
+            list.append(s.fileId()).append('\t').append(s.offsetBytes()).append('\t').append(s.sizeBytes()).append('\t')
+                    .append(s.target().toAbsolutePath()).append('\t').append(s.fileName()).append('\n');
+        }
+        if (claim(drive, DriveState.READING, DriveState.MOUNTED_IDLE) == null)
+            throw new IllegalStateException("drive " + drive + " is " + before.state() + ", not mounted and idle");
+        events.driveChanged(layout.name(), drive(drive), Instant.now());
+        String volume = before.volume();
+        Path listFile = writeList("read", list);
+        Call call = new Call("read-list", List.of(drive, volume, listFile.toString()), cfg.readTimeout(), drive, volume);
+        batch.call = call;
+        Instant started = Instant.now();
+        Thread.ofVirtual().name("tape-read-" + drive).start(() -> {
+            long[] moved = {before.bytesMoved()};
+            Outcome o = call.run(line -> {
+                Reply r = Reply.parse(line, drive, volume);
+                if (r == null) return;
+                SegmentRead s = byId.get(r.fileId);
+                if (s == null) {
+                    log.warn("{}: read-list reported unknown file id {}", drive, r.fileId);
+                    return;
+                }
+                if (r.failure != null) {
+                    events.segmentFailed(drive, s, r.failure, Instant.now());
+                    batch.fail(s, r.failure);
+                    return;
+                }
+                try {
+                    long adler = r.adler32 >= 0 ? r.adler32 : adler32(s.target());
+                    moved[0] += s.sizeBytes();
+                    ReadResult res = new ReadResult(s, adler, 0, started, Instant.now());
+                    events.segmentRead(drive, res);
+                    batch.complete(s, res);
+                } catch (IOException e) {
+                    batch.failWith(s, new UncheckedIOException("script reported " + s.fileName() + " read but " + s.target()
+                            + " is not readable", e));
+                }
+            });
+            finishCall(drive, volume, moved[0], o, batch);
+            deleteQuietly(listFile);
+        });
+        return batch.asRead();
+    }
+
+    @Override
+    public WriteBatch write(String drive, List<FileWrite> files) {
+        List<FileWrite> fs = List.copyOf(files);
+        DriveStatus before = drive(drive);
+        ScriptBatch<FileWrite, WriteBatch.WrittenSegment> batch = new ScriptBatch<>(fs);
+        if (before.state() == DriveState.FAILED || before.state() == DriveState.DISABLED) {
+            batch.failRest(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, before.volume(), "drive is " + before.state()));
+            return batch.asWrite();
+        }
+        Map<Long, FileWrite> byId = new HashMap<>();
+        StringBuilder list = new StringBuilder();
+        for (FileWrite w : fs) {
+            if (byId.putIfAbsent(w.fileId(), w) != null) throw new IllegalArgumentException("file id listed twice: " + w.fileId());
+            list.append(w.fileId()).append('\t').append(w.sizeBytes()).append('\t').append(w.source().toAbsolutePath())
+                    .append('\t').append(w.fileName()).append('\n');
+        }
+        if (claim(drive, DriveState.WRITING, DriveState.MOUNTED_IDLE) == null)
+            throw new IllegalStateException("drive " + drive + " is " + before.state() + ", not mounted and idle");
+        events.driveChanged(layout.name(), drive(drive), Instant.now());
+        String volume = before.volume();
+        Path listFile = writeList("write", list);
+        Call call = new Call("write", List.of(drive, volume, listFile.toString()), cfg.writeTimeout(), drive, volume);
+        batch.call = call;
+        Thread.ofVirtual().name("tape-write-" + drive).start(() -> {
+            long[] moved = {before.bytesMoved()};
+            Outcome o = call.run(line -> {
+                String[] p = line.trim().split("\\s+", 4);
+                if (p.length >= 3 && p[0].equals("OK")) {
+                    FileWrite w = byId.get(parseLong(p[1]));
+                    if (w == null) return;
+                    try {
+                        long offset = Long.parseLong(p[2]);
+                        long adler = p.length > 3 ? Long.parseLong(p[3], 16) : adler32(w.source());
+                        moved[0] += w.sizeBytes();
+                        WriteBatch.WrittenSegment ws = new WriteBatch.WrittenSegment(w, volume, offset, adler);
+                        events.fileWritten(drive, ws, Instant.now());
+                        batch.complete(w, ws);
+                    } catch (NumberFormatException | IOException e) {
+                        batch.failWith(w, new IllegalStateException("bad write report '" + line + "': " + e.getMessage()));
+                    }
+                    return;
+                }
+                Reply r = Reply.parse(line, drive, volume);
+                if (r != null && r.failure != null && byId.get(r.fileId) != null) batch.fail(byId.get(r.fileId), r.failure);
+            });
+            finishCall(drive, volume, moved[0], o, batch);
+            deleteQuietly(listFile);
+        });
+        return batch.asWrite();
+    }
+
+    /** After a list call: what the script did not report fails; the drive is idle again (or failed). */
+    private void finishCall(String drive, String volume, long moved, Outcome o, ScriptBatch<?, ?> batch) {
+        TapeFailure rest = o.failure != null ? o.failure
+                : new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume, "script ended without reporting the file");
+        boolean failed = o.failure != null && o.failure.kind() == TapeFailure.Kind.DRIVE_FAILURE;
+        set(drive, failed ? DriveState.FAILED : DriveState.MOUNTED_IDLE, volume, moved);
+        batch.failRest(rest);
+    }
+
+    @Override
+    public CompletableFuture<Void> dismount(String drive) {
+        DriveStatus before = claim(drive, DriveState.UNLOADING, DriveState.MOUNTED_IDLE);
+        if (before == null) {
+            DriveStatus s = drive(drive);
+            if (s.state() == DriveState.FAILED || s.state() == DriveState.DISABLED)
+                return CompletableFuture.failedFuture(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, s.volume(),
+                        "drive is " + s.state()));
+            throw new IllegalStateException("drive " + drive + " is " + s.state() + "; only an idle mounted drive can dismount");
+        }
+        events.driveChanged(layout.name(), drive(drive), Instant.now());
+        String volume = before.volume();
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        Thread.ofVirtual().name("tape-dismount-" + drive).start(() -> {
+            Outcome o = new Call("dismount", List.of(drive, volume), cfg.dismountTimeout(), drive, volume).run(l -> {});
+            if (o.failure == null) {
+                set(drive, DriveState.EMPTY, null, 0);
+                events.dismounted(drive, volume, Instant.now());
+                f.complete(null);
+            } else {
+                set(drive, DriveState.FAILED, volume, before.bytesMoved()); // the cartridge is stuck: operator
+                f.completeExceptionally(o.failure);
+            }
+        });
+        return f;
+    }
+
+    /** Operator action after a repair: the drive is EMPTY again (the HSM has taken the cartridge out). */
+    public void markRepaired(String drive) {
+        if (claim(drive, DriveState.EMPTY, DriveState.FAILED) == null)
+            throw new IllegalStateException("drive " + drive + " is not FAILED");
+        set(drive, DriveState.EMPTY, null, 0);
+    }
+
+    // ---------------------------------------------------------------- processes
+
+    private Path writeList(String kind, CharSequence body) {
+        try {
+            Files.createDirectories(cfg.workDir());
+            Path p = cfg.workDir().resolve(kind + "-" + ProcessHandle.current().pid() + "-" + calls.incrementAndGet() + ".list");
+            Files.writeString(p, body, StandardCharsets.UTF_8);
+            return p;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write list file under " + cfg.workDir(), e);
+        }
+    }
+
+    private static void deleteQuietly(Path p) {
+        try {
+            Files.deleteIfExists(p);
+        } catch (IOException ignored) {
+            // a leftover list file is harmless
+        }
+    }
+
+    static long adler32(Path file) throws IOException {
+        Adler32 a = new Adler32();
+        byte[] buf = new byte[1 << 16];
+        try (InputStream in = Files.newInputStream(file)) {
+            int n;
+            while ((n = in.read(buf)) > 0) a.update(buf, 0, n);
+        }
+        return a.getValue();
+    }
+
+    private static long parseLong(String s) {
+        try {
+            return Long.parseLong(s);
+        } catch (NumberFormatException e) {
+            return Long.MIN_VALUE;
+        }
+    }
+
+    /** Maps a script's exit code to the failure kind (null for 0). */
+    static TapeFailure.Kind kindOf(int exit) {
+        return switch (exit) {
+            case 0 -> null;
+            case 2 -> TapeFailure.Kind.MEDIA_ERROR;
+            case 4 -> TapeFailure.Kind.VOLUME_UNAVAILABLE;
+            case 5 -> TapeFailure.Kind.TIMEOUT;
+            default -> TapeFailure.Kind.DRIVE_FAILURE;
+        };
+    }
+
+    private record Outcome(int exit, TapeFailure failure) {}
+
+    /** One run of a site script, killed (with its children) on timeout or cancel. */
+    private final class Call {
+        final String name;
+        final List<String> argv;
+        final Duration timeout;
+        final String drive, volume;
+        private Process process;
+        private boolean killed;
+
+        Call(String name, List<String> args, Duration timeout, String drive, String volume) {
+            List<String> a = new ArrayList<>(command(name));
+            a.addAll(args);
+            this.name = name;
+            this.argv = a;
+            this.timeout = timeout;
+            this.drive = drive;
+            this.volume = volume;
+        }
+
+        synchronized void kill() {
+            killed = true;
+            if (process != null) {
+                process.descendants().forEach(ProcessHandle::destroyForcibly);
+                process.destroyForcibly();
+            }
+        }
+
+        Outcome run(java.util.function.Consumer<String> onLine) {
+            Path err = null;
+            try {
+                Files.createDirectories(cfg.workDir());
+                err = cfg.workDir().resolve(name + "-" + ProcessHandle.current().pid() + "-" + calls.incrementAndGet() + ".err");
+                ProcessBuilder pb = new ProcessBuilder(argv).redirectError(err.toFile());
+                synchronized (this) {
+                    if (killed) return new Outcome(-1, new TapeFailure(TapeFailure.Kind.TIMEOUT, drive, volume, name + " cancelled"));
+                    process = pb.start();
+                }
+                Process p = process;
+                p.getOutputStream().close();
+                Thread reader = Thread.ofVirtual().start(() -> {
+                    try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                        String line;
+                        while ((line = r.readLine()) != null) {
+                            try {
+                                onLine.accept(line);
+                            } catch (RuntimeException e) {
+                                log.warn("{} {}: cannot handle output line '{}'", name, drive, line, e);
+                            }
+                        }
+                    } catch (IOException e) {
+                        // the process was killed; what it printed before is handled
+                    }
+                });
+                boolean finished = p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
+                if (!finished) kill();
+                p.waitFor();
+                reader.join(Duration.ofSeconds(10));
+                synchronized (this) {
+                    if (killed) {
+                        return new Outcome(-1, new TapeFailure(TapeFailure.Kind.TIMEOUT, drive, volume,
+                                finished ? name + " cancelled" : name + " did not finish within " + timeout + "; killed"));
+                    }
+                }
+                int exit = p.exitValue();
+                TapeFailure.Kind kind = kindOf(exit);
+                if (kind == null) return new Outcome(0, null);
+                return new Outcome(exit, new TapeFailure(kind, drive, volume, name + " exited " + exit + ": " + tail(err)));
+            } catch (IOException e) {
+                return new Outcome(-1, new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume,
+                        "cannot run " + argv.get(0) + ": " + e.getMessage()));
+            } catch (InterruptedException e) {
+                kill();
+                Thread.currentThread().interrupt();
+                return new Outcome(-1, new TapeFailure(TapeFailure.Kind.TIMEOUT, drive, volume, name + " interrupted"));
+            } finally {
+                if (err != null) deleteQuietly(err);
+            }
+        }
+
+        private String tail(Path err) {
+            try {
+                String s = Files.readString(err, StandardCharsets.UTF_8).strip();
+                return s.isEmpty() ? "(no error output)" : s.length() > 500 ? "..." + s.substring(s.length() - 500) : s;
+            } catch (IOException e) {
+                return "(no error output)";
+            }
+        }
+    }
+
+    /** One parsed stdout line: {@code OK id [adler]} or {@code ERR id KIND message}; null when not a report. */
+    private record Reply(long fileId, long adler32, TapeFailure failure) {
+        static Reply parse(String line, String drive, String volume) {
+            String[] p = line.trim().split("\\s+", 4);
+            if (p.length < 2) return null;
+            long id = parseLong(p[1]);
+            if (id == Long.MIN_VALUE) return null;
+            if (p[0].equals("OK")) {
+                long adler = p.length > 2 ? Long.parseLong(p[2], 16) : -1;
+                return new Reply(id, adler, null);
+            }
+            if (p[0].equals("ERR") && p.length >= 3) {
+                TapeFailure.Kind kind;
+                try {
+                    kind = TapeFailure.Kind.valueOf(p[2].toUpperCase(Locale.ROOT));
+                } catch (IllegalArgumentException e) {
+                    kind = TapeFailure.Kind.MEDIA_ERROR;
+                }
+                return new Reply(id, -1, new TapeFailure(kind, drive, volume, p.length > 3 ? p[3] : "reported by script"));
+            }
+            return null;
+        }
+    }
+
+    /** The futures of one list call. */
+    private static final class ScriptBatch<I, R> {
+        final List<I> items;
+        final Map<I, CompletableFuture<R>> futures = new IdentityHashMap<>();
+        final CompletableFuture<Void> done;
+        volatile Call call;
+
+        ScriptBatch(List<I> items) {
+            this.items = items;
+            for (I i : items)
+                if (futures.putIfAbsent(i, new CompletableFuture<>()) != null)
+                    throw new IllegalArgumentException("listed twice: " + i);
+            done = CompletableFuture.allOf(futures.values().toArray(CompletableFuture[]::new)).handle((v, e) -> null);
+        }
+
+        CompletableFuture<R> result(I item) {
+            CompletableFuture<R> f = futures.get(item);
+            if (f == null) throw new IllegalArgumentException("not in this batch: " + item);
+            return f;
+        }
+
+        void complete(I item, R r) {
+            futures.get(item).complete(r);
+        }
+
+        void fail(I item, TapeFailure f) {
+            futures.get(item).completeExceptionally(f);
+        }
+
+        void failWith(I item, Throwable t) {
+            futures.get(item).completeExceptionally(t);
+        }
+
+        void failRest(TapeFailure f) {
+            for (CompletableFuture<R> x : futures.values()) x.completeExceptionally(f);
+        }
+
+        void cancelAll() {
+            for (CompletableFuture<R> x : futures.values()) x.cancel(false);
+            Call c = call;
+            if (c != null) c.kill();
+        }
+
+        ReadBatch asRead() {
+            @SuppressWarnings("unchecked")
+            ScriptBatch<SegmentRead, ReadResult> self = (ScriptBatch<SegmentRead, ReadResult>) this;
+            return new ReadBatch() {
+                @Override
+                public CompletableFuture<ReadResult> result(SegmentRead segment) {
+                    return self.result(segment);
+                }
+
+                /** The script cannot skip one file of its list: the file's future is cancelled, the script goes on. */
+                @Override
+                public void cancel(SegmentRead segment) {
+                    self.result(segment).cancel(false);
+                }
+
+                @Override
+                public void cancelAll() {
+                    self.cancelAll();
+                }
+
+                @Override
+                public CompletableFuture<Void> done() {
+                    return done;
+                }
+            };
+        }
+
+        WriteBatch asWrite() {
+            @SuppressWarnings("unchecked")
+            ScriptBatch<FileWrite, WriteBatch.WrittenSegment> self = (ScriptBatch<FileWrite, WriteBatch.WrittenSegment>) this;
+            return new WriteBatch() {
+                @Override
+                public CompletableFuture<WrittenSegment> result(FileWrite file) {
+                    return self.result(file);
+                }
+
+                @Override
+                public void cancelAll() {
+                    self.cancelAll();
+                }
+
+                @Override
+                public CompletableFuture<Void> done() {
+                    return done;
+                }
+            };
+        }
+    }
+}

@@ -1,0 +1,72 @@
+package dev.stagehand.tape;
+
+import dev.stagehand.platform.EventClock;
+import dev.stagehand.platform.ScaledClock;
+import dev.stagehand.platform.VirtualClock;
+import java.util.ArrayList;
+import java.util.List;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.simple.JdbcClient;
+
+/**
+ * The tape library bean from {@code stagehand.tape.*}: the simulated library on a scaled, virtual or real
+ * clock (the embedded default), or the script driver. Every {@link LibraryEvents} bean hears the library;
+ * drive state is persisted in PostgreSQL and read back on start-up, so a tape left mounted is known.
+ */
+@Configuration(proxyBeanMethods = false)
+@EnableConfigurationProperties(TapeProperties.class)
+class TapeConfiguration {
+
+    /**
+     * The clock the tape side (library and scheduler) runs on. A virtual clock only moves when a
+     * simulation drives it ({@link VirtualClock#runUntilIdle()}).
+     */
+    @Bean
+    EventClock tapeClock(TapeProperties props) {
+        return switch (props.clock()) {
+            case VIRTUAL -> new VirtualClock();
+            case REAL -> ScaledClock.real();
+            case SCALED -> new ScaledClock(props.scale());
+        };
+    }
+
+    @Bean
+    DriveStateStore driveStateStore(JdbcClient jdbc) {
+        return new DriveStateStore(jdbc);
+    }
+
+    @Bean
+    TapeLibrary tapeLibrary(TapeProperties props, EventClock tapeClock, DriveStateStore store,
+            ObjectProvider<LibraryEvents> listeners) {
+        List<LibraryEvents> all = new ArrayList<>();
+        listeners.orderedStream().filter(l -> l != store).forEach(all::add);
+        List<DriveStatus> persisted = List.of();
+        if (props.persistDrives()) {
+            all.add(0, store);
+            persisted = store.load(props.library());
+        }
+        LibraryEvents events = LibraryEvents.all(all);
+        return switch (props.driver()) {
+            case SIMULATED -> SimulatedLibrary.builder(tapeClock)
+                    .name(props.library())
+                    .drives(props.drives())
+                    .accessors(props.accessors())
+                    .model(props.sim().model())
+                    .root(props.sim().root())
+                    .mountTimeout(props.sim().mountTimeout())
+                    .faults(props.sim().faults().plan())
+                    .events(events)
+                    .initialDrives(persisted)
+                    .build();
+            case SCRIPT -> {
+                List<String> names = new ArrayList<>();
+                for (int i = 1; i <= props.drives(); i++) names.add(String.format("drive%02d", i));
+                yield new ScriptLibrary(new LibraryLayout(props.library(), names, props.accessors()), props.script(),
+                        events, persisted);
+            }
+        };
+    }
+}
