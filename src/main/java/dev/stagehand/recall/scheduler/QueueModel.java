@@ -167,6 +167,27 @@ public final class QueueModel {
         enqueue(f, mounted);
     }
 
+    /**
+     * Drops a request the scheduler no longer serves (cancelled, or finished by another instance). Its
+     * queued files that no other open request wants leave the queue.
+     */
+    public void forget(String requestId) {
+        RequestWork r = requests.remove(requestId);
+        if (r == null) return;
+        for (FileWork f : r.files) {
+            f.requests.remove(r);
+            if (f.state != FileWork.State.QUEUED || r.finished()) continue;
+            decQueued(r, f.home.volume());
+            boolean wanted = false;
+            for (RequestWork o : f.requests) wanted |= !o.finished();
+            if (!wanted) {
+                dequeue(f);
+                files.remove(f.id);
+            }
+        }
+        r.remaining = 0;
+    }
+
     /** The file is on disk: returns the requests this completed. */
     public List<RequestWork> onDisk(FileWork f, double now) {
         if (f.state == FileWork.State.QUEUED) dequeue(f);

@@ -126,6 +126,54 @@ public final class RecallEngine {
         return r;
     }
 
+    /** Stops serving a request (cancelled, or completed by another instance). */
+    public synchronized void forget(String requestId) {
+        RequestWork r = model.request(requestId);
+        if (r == null) return;
+        open.remove(r);
+        model.forget(requestId);
+    }
+
+    /** A file another instance had claimed is queued again (its lease lapsed): we may read it. */
+    public synchronized void requeueIfClaimedElsewhere(long fileId) {
+        FileWork f = model.file(fileId);
+        if (f == null || f.state != FileWork.State.CLAIMED || readingHere(f)) return;
+        model.requeue(f, this::isMounted);
+        requestPass();
+    }
+
+    /** A file read elsewhere reached its end there: requests here waiting only on it finish. */
+    public synchronized void finishedElsewhere(long fileId, boolean onDisk, String error) {
+        FileWork f = model.file(fileId);
+        if (f == null || f.state == FileWork.State.ON_DISK || f.state == FileWork.State.FAILED || readingHere(f)) return;
+        double t = now();
+        List<RequestWork> ended = onDisk ? model.onDisk(f, t) : model.fail(f, error, t);
+        for (RequestWork r : ended) {
+            open.remove(r);
+            listener.requestFinished(r, t);
+        }
+    }
+
+    private final Set<Long> readingHere = new HashSet<>();
+
+    private boolean readingHere(FileWork f) {
+        return readingHere.contains(f.id);
+    }
+
+    /** Ids of files this engine holds as claimed by another instance. */
+    public synchronized List<Long> claimedElsewhere() {
+        List<Long> ids = new ArrayList<>();
+        for (FileWork f : model.files.values()) if (f.state == FileWork.State.CLAIMED && !readingHere(f)) ids.add(f.id);
+        return ids;
+    }
+
+    /** Ids of the requests still open here. */
+    public synchronized List<String> openRequestIds() {
+        List<String> ids = new ArrayList<>();
+        for (RequestWork r : open) ids.add(r.id);
+        return ids;
+    }
+
     /** Schedules one pass soon (coalesced). */
     public synchronized void requestPass() {
         if (passScheduled) return;
@@ -355,8 +403,12 @@ public final class RecallEngine {
         List<FileWork> mine = store.claim(volume, batch);
         Set<FileWork> mineSet = new HashSet<>(mine);
         for (FileWork f : batch) {
-            if (mineSet.contains(f)) model.claim(f);
-            else model.claimedElsewhere(f);
+            if (mineSet.contains(f)) {
+                model.claim(f);
+                readingHere.add(f.id);
+            } else {
+                model.claimedElsewhere(f);
+            }
         }
         if (mine.isEmpty()) {
             requestPass();
@@ -380,6 +432,7 @@ public final class RecallEngine {
 
     private synchronized void segmentDone(Drive d, FileWork f, SegmentRead s, ReadResult r, Throwable e) {
         double t = now();
+        readingHere.remove(f.id);
         if (e == null) {
             d.head = s.offsetBytes() + s.sizeBytes();
             d.moved += s.sizeBytes();
