@@ -104,7 +104,7 @@ public final class JdbcQueueStore implements QueueStore {
                    SET state = CASE WHEN EXISTS (SELECT 1 FROM stage_request_file x
                                                   WHERE x.request_id = sr.id AND x.state = 'failed')
                                     THEN 'failed' ELSE 'done' END,
-                       completed_at = now(), eta_at = NULL
+                       completed_at = now()
                  WHERE sr.id IN (SELECT request_id FROM stage_request_file WHERE file_id = ?)
                    AND sr.state IN ('submitted', 'active') AND sr.destination IS NULL
                    AND NOT EXISTS (SELECT 1 FROM stage_request_file x
