@@ -177,6 +177,12 @@ public final class MountPlanner {
         return mk;
     }
 
+    /** CTA's test: enough bytes or files queued, or the oldest request old enough. */
+    public boolean worthMounting(VolumeQueue q, double now) {
+        return q.bytes() >= config.minMountBytes() || q.fileCount() >= config.minMountFiles()
+                || now - q.oldestArrival() >= config.minMountAgeSeconds();
+    }
+
     boolean worthMounting(Cand c) {
         return c.q.bytes() >= config.minMountBytes() || c.q.fileCount() >= config.minMountFiles()
                 || c.age >= config.minMountAgeSeconds();

@@ -224,6 +224,7 @@ public final class RecallEngine {
             String exp = q.experiment();
             Integer cap = config.experimentDriveCaps().get(exp);
             if (config.policy() == Policy.TAPE_AWARE && cap != null && inUse.getOrDefault(exp, 0) >= cap) continue;
+            if (holdLastDrive(q, now, victims)) continue;
             if (empty != null) {
                 mount(empty, q.label, exp);
                 mounting++;
@@ -253,6 +254,33 @@ public final class RecallEngine {
             lastEta = now;
             refreshEtas(now, ranked);
         }
+    }
+
+    private EventClock.Scheduled holdTimer;
+
+    /**
+     * CTA's mount policy on the last free drive: a piece of a multi-tape request too small to be worth a
+     * mount (and not yet old enough) does not take the last drive, which stays free for a worthy queue
+     * arriving meanwhile (a bulk recall's next, bigger tapes). A pass runs again once it is old enough.
+     */
+    private boolean holdLastDrive(VolumeQueue q, double now, Set<Drive> victims) {
+        if (config.policy() != Policy.TAPE_AWARE || drives.size() < 4 || q.completable() != 0
+                || mountPlanner.worthMounting(q, now)) return false;
+        int free = 0;
+        for (Drive d : drives.values()) {
+            if (d.state == DState.EMPTY || (d.state == DState.IDLE && !hasWork(d.volume) && !victims.contains(d))) free++;
+        }
+        if (free > 1) return false;
+        double wait = q.oldestArrival() + config.minMountAgeSeconds() - now;
+        if (holdTimer == null) {
+            holdTimer = clock.schedule(Duration.ofMillis((long) Math.ceil(Math.max(0, wait) * 1000) + 1), () -> {
+                synchronized (this) {
+                    holdTimer = null;
+                }
+                requestPass();
+            });
+        }
+        return true;
     }
 
     /** Per drive: when it can start a new mount, and when the reads it holds end (the scheduler's own model). */
