@@ -45,6 +45,7 @@ final class Harness implements EngineListener {
     @Override
     public void mountStarted(String drive, String volume, double t) {
         mountOrder.add(volume);
+        if (System.getenv("HARNESS_TRACE") != null) System.err.println(t + " mount " + volume + " on " + drive);
         mountsInFlight++;
         maxMountsInFlight = Math.max(maxMountsInFlight, mountsInFlight);
         String exp = engine.model().queue(volume).experiment();

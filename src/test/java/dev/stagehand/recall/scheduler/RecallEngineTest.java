@@ -86,8 +86,8 @@ class RecallEngineTest {
         Harness h = new Harness(4, 4, cfg);
         List<QueueModel.FileSpec> atlas = new ArrayList<>(), cms = new ArrayList<>();
         for (int v = 0; v < 6; v++) {
-            atlas.add(file(v, "atlas", "A" + v, 10 * GB, 100 * GB));
-            cms.add(file(100 + v, "cms", "C" + v, 10 * GB, 400 * GB)); // bigger queues: greedy would pick these
+            atlas.add(file(v, "atlas", "A" + v, 10 * GB, 600 * GB)); // all worth a mount at once
+            cms.add(file(100 + v, "cms", "C" + v, 10 * GB, 900 * GB)); // bigger queues: greedy would pick these
         }
         h.submitAt(0, "cms", 0, "cms", cms);
         h.submitAt(0, "atlas", 0, "atlas", atlas);
@@ -97,6 +97,20 @@ class RecallEngineTest {
         assertThat(atlasMounts).isEqualTo(3);
         h.run();
         assertThat(h.library.reads).hasSize(12);
+    }
+
+    @Test
+    void aSmallPieceOfABulkRecallLeavesTheLastDriveForAWorthyQueueArrivingSoon() {
+        Harness h = new Harness(4, 2, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        List<QueueModel.FileSpec> first = new ArrayList<>();
+        for (int v = 0; v < 6; v++) first.add(file(v, "S" + v, 10 * GB, 100 * GB)); // 6 small tapes, one request
+        h.submitAt(0, "bulk-0", 0, "exp", first);
+        h.submitAt(60, "bulk-1", 0, "exp", List.of(file(10, "BIG", 10 * GB, 700 * GB), file(11, "S9", 0, GB)));
+        h.run();
+        assertThat(h.mountOrder.subList(0, 3)).containsExactlyInAnyOrder("S0", "S1", "S2");
+        assertThat(h.mountOrder.get(3)).isEqualTo("BIG"); // the last drive waited for it
+        assertThat(h.library.reads).hasSize(8);
+        assertThat(h.library.mounts).hasSize(8);
     }
 
     @Test
