@@ -110,7 +110,7 @@ public final class MountPlanner {
         if (first.completable() != 0 || now - first.oldestArrival() >= config.agingLimitSeconds()) return i;
         int prio = first.maxPriority();
         int end = i;
-        while (end < ranked.size() && end - i < 400) {
+        while (end < ranked.size() && end - i < 64) {
             VolumeQueue q = ranked.get(end);
             if (q.completable() != 0 || q.maxPriority() != prio || now - q.oldestArrival() >= config.agingLimitSeconds()) break;
             end++;
@@ -124,7 +124,7 @@ public final class MountPlanner {
         int best = 0;
         double bestMk = Double.POSITIVE_INFINITY;
         double[] load = new double[m];
-        for (int c = 0; c < Math.min(n, 48); c++) {
+        for (int c = 0; c < Math.min(n, 24); c++) {
             for (int d = 0; d < m; d++) load[d] = d == drive ? now + w[c] : free[d];
             double mk = Math.max(base, plan(load, w, c));
             if (mk < bestMk - 1e-6) { bestMk = mk; best = c; }
