@@ -36,8 +36,15 @@ import java.util.zip.Adler32;
  *
  * <p>Data are real bytes: a file's content is generated from its name ({@link SimulatedContent}) unless it
  * was written through {@link #write}, in which case its bytes are kept under {@code root/<volume>/}. A
- * segment with a target gets those bytes and their Adler32; one without a target only costs time, so a
- * simulation of hundreds of terabytes touches no disk.
+ * segment with a target gets those bytes and their Adler32; one without a target only costs time (its
+ * {@link ReadResult#adler32()} is -1), so a simulation of hundreds of terabytes touches no disk.
+ *
+ * <p>Semantics worth knowing: {@link #read} on a drive that is already reading queues the new list behind
+ * the current one; {@link #dismount} drops queued items, breaks off a read under way (a write under way
+ * finishes) and then unloads; a cancelled mount loads and goes straight back to its slot (or is simply
+ * withdrawn while it still waits for an accessor); a volume in a drive (even a FAILED one) cannot be mounted
+ * in another (VOLUME_UNAVAILABLE). Wrong use (unknown drive, drive not empty, segment of another volume)
+ * throws IllegalArgumentException or IllegalStateException at once.
  *
  * <p>On a {@link VirtualClock} everything, callbacks included, runs on the clock's thread with no thread
  * per operation, and bytes are copied synchronously; on a real or scaled clock bytes are copied on worker

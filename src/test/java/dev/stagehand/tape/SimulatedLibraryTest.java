@@ -264,4 +264,42 @@ class SimulatedLibraryTest {
         clock.runUntilIdle();
         assertThat(lib.drive("drive01").state()).isEqualTo(DriveState.EMPTY);
     }
+
+    @Test
+    void cancelledMountsPutTheDriveBackByThemselves() {
+        SimulatedLibrary lib = library(2, 1);
+        lib.mount("drive01", "V1");
+        CompletableFuture<Void> waiting = lib.mount("drive02", "V2"); // behind drive01's move
+        waiting.cancel(false);
+        assertThat(lib.drive("drive02")).isEqualTo(new DriveStatus("drive02", DriveState.EMPTY, null, 0));
+        clock.runUntilIdle();
+        assertThat(lib.stats().accessorBusySeconds()).isCloseTo(6.7, within(1e-9)); // no move for drive02
+
+        CompletableFuture<Void> loading = lib.mount("drive02", "V2");
+        clock.advance(Duration.ofSeconds(10)); // moved in, loading
+        loading.cancel(false);
+        clock.runUntilIdle();
+        // it loads, then goes straight back to its slot
+        assertThat(lib.drive("drive02")).isEqualTo(new DriveStatus("drive02", DriveState.EMPTY, null, 0));
+        assertThat(lib.stats().dismounts()).isEqualTo(1);
+        assertThat(lib.freeAccessors()).isEqualTo(1);
+    }
+
+    @Test
+    void wrongUseIsRefusedClearly() {
+        SimulatedLibrary lib = library(1, 1);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> lib.mount("nope", "V1"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no drive 'nope'");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> lib.read("drive01", List.of(seg(1, "V1", 0, 1))))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("drive drive01 holds null");
+        lib.mount("drive01", "V1");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> lib.mount("drive01", "V2"))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("not empty");
+        clock.runUntilIdle();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> lib.read("drive01", List.of(seg(1, "V2", 0, 1))))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("is on volume V2");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> lib.setEndOfData("V1", -1))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThat(lib.drive("drive01").state()).isEqualTo(DriveState.MOUNTED_IDLE);
+    }
 }
