@@ -1,0 +1,47 @@
+package dev.stagehand.recall;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * {@code stagehand.recall.*}: the recall scheduler in the service. Documented in config/application.yml.
+ *
+ * @param enabled               run the scheduler in this instance
+ * @param policy                tape-aware (default), greedy or fifo
+ * @param stagingDir            where recalled files land (the disk cache module will take this over)
+ * @param pollInterval          how often new requests are taken from the database
+ * @param lease                 a claim lapses unless renewed within this (another instance then takes over)
+ * @param instanceId            names this instance's claims; empty: host name and process id
+ * @param minMountBytes         CTA-like mount policy: a queue with this many bytes is worth a mount
+ * @param minMountFiles         ... or this many files
+ * @param minMountAge           ... or whose oldest request waited this long
+ * @param agingLimit            requests older than this go first (no starvation)
+ * @param idleDismount          dismount a drive idle this long with nothing queued for its tape
+ * @param maxBatchBytes         bytes per read list (the rest is re-planned with new arrivals)
+ * @param maxBatchFiles         files per read list
+ * @param exchangesPerAccessor  mounts under way at once per robot accessor
+ * @param experimentDriveCaps   most drives per experiment, e.g. {atlas: 4}
+ * @param experimentShares      fair-share weights per experiment, e.g. {atlas: 3, cms: 1}
+ */
+@ConfigurationProperties("stagehand.recall")
+public record RecallProperties(
+        @DefaultValue("true") boolean enabled,
+        @DefaultValue("tape-aware") String policy,
+        @DefaultValue("var/stage") Path stagingDir,
+        @DefaultValue("2s") Duration pollInterval,
+        @DefaultValue("10m") Duration lease,
+        @DefaultValue("") String instanceId,
+        @DefaultValue("500000000000") long minMountBytes,
+        @DefaultValue("10000") int minMountFiles,
+        @DefaultValue("5m") Duration minMountAge,
+        @DefaultValue("4h") Duration agingLimit,
+        @DefaultValue("5m") Duration idleDismount,
+        @DefaultValue("2000000000000") long maxBatchBytes,
+        @DefaultValue("20000") int maxBatchFiles,
+        @DefaultValue("4") int exchangesPerAccessor,
+        Map<String, Integer> experimentDriveCaps,
+        Map<String, Double> experimentShares) {
+}

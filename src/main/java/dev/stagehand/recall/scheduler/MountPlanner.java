@@ -1,0 +1,190 @@
+package dev.stagehand.recall.scheduler;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Which volume to mount next: a pure decision over the queue aggregates (no I/O), O(volumes log volumes).
+ *
+ * <p>Tape-aware order: (1) requests older than the aging limit first, oldest first — nothing starves;
+ * (2) higher priority; (3) the experiment furthest below its fair share; (4) queues worth a mount in CTA's
+ * sense (enough bytes or files, or old enough); (5) volumes that complete requests, by response ratio
+ * (wait + service) / service times the number of requests they finish — short, complete-able work first,
+ * which is what cuts request latency; (6) volumes that complete nothing yet (parts of big multi-tape
+ * requests), longest first, which is what keeps the makespan of a bulk recall near its bound.
+ * Greedy order: biggest queue first.
+ */
+public final class MountPlanner {
+
+    private final SchedulerConfig config;
+    private final CostModel cost;
+
+    private final RunPlanner runPlanner;
+
+    /** Queues with at most this many runs get their locate time planned exactly (cached); bigger ones estimated. */
+    static final int PLANNED_RUNS_LIMIT = 200;
+
+    public MountPlanner(SchedulerConfig config, CostModel cost) {
+        this.config = config;
+        this.cost = cost;
+        this.runPlanner = new RunPlanner(cost, 0);
+    }
+
+    /** Estimated drive seconds to serve {@code q} from a mount to its dismount. */
+    public double serviceSeconds(VolumeQueue q) {
+        return cost.mountSeconds() + locateSeconds(q) + cost.readSeconds(q.bytes()) + cost.dismountSeconds(q.bytes());
+    }
+
+    /** Locate seconds of reading {@code q} from BOT: planned (SLTF, cached per queue version) or estimated. */
+    double locateSeconds(VolumeQueue q) {
+        int k = q.runs();
+        if (k <= PLANNED_RUNS_LIMIT) {
+            if (q.cachedVersion != q.version) {
+                List<FileWork> files = new ArrayList<>(q.files.values());
+                q.cachedLocateSeconds = runPlanner.locateSeconds(q.label, runPlanner.orderSltf(q.label, files, 0), 0);
+                q.cachedVersion = q.version;
+            }
+            return q.cachedLocateSeconds;
+        }
+        // a fixed cost and a wrap change per run, plus about two passes along the tape once well ordered
+        return k * 12.0 + 120.0;
+    }
+
+    /**
+     * Candidates to mount, best first. {@code busy}: volumes in a drive (any state); {@code drivesInUse}:
+     * drives held per experiment now. Volumes whose experiment is at its drive cap are left out.
+     */
+    public List<VolumeQueue> rank(QueueModel model, double now, Set<String> busy, Map<String, Integer> drivesInUse) {
+        List<Cand> cands = new ArrayList<>();
+        for (VolumeQueue q : model.queues()) {
+            if (busy.contains(q.label)) continue;
+            String exp = q.experiment();
+            Integer cap = config.experimentDriveCaps().get(exp);
+            if (config.policy() == SchedulerConfig.Policy.TAPE_AWARE && cap != null
+                    && drivesInUse.getOrDefault(exp, 0) >= cap) continue;
+            cands.add(new Cand(q, exp, now - q.oldestArrival(), serviceSeconds(q)));
+        }
+        Comparator<Cand> order = config.policy() == SchedulerConfig.Policy.GREEDY
+                ? Comparator.comparingLong((Cand c) -> c.q.bytes()).reversed()
+                : tapeAware(drivesInUse);
+        cands.sort(order.thenComparing(c -> c.q.label));
+        List<VolumeQueue> out = new ArrayList<>(cands.size());
+        for (Cand c : cands) out.add(c.q);
+        return out;
+    }
+
+    private record Cand(VolumeQueue q, String experiment, double age, double service) {}
+
+    private Comparator<Cand> tapeAware(Map<String, Integer> drivesInUse) {
+        double aging = config.agingLimitSeconds();
+        Map<String, Double> shares = config.experimentShares();
+        return Comparator
+                .comparing((Cand c) -> c.age < aging) // starving (false) first
+                .thenComparing(c -> c.age >= aging ? -c.age : 0.0)
+                .thenComparing(c -> -c.q.maxPriority())
+                .thenComparingDouble(c -> shares.isEmpty() ? 0.0
+                        : drivesInUse.getOrDefault(c.experiment, 0) / shares.getOrDefault(c.experiment, 1e-3))
+                .thenComparing(c -> !worthMounting(c))
+                .thenComparing(c -> c.q.completable() == 0)
+                .thenComparingDouble(c -> c.q.completable() > 0
+                        ? -((c.age + c.service) / c.service) * c.q.completable()
+                        : -c.service);
+    }
+
+    /**
+     * Balancing for multi-tape work: among the candidates from {@code i} on that belong to the same tier as
+     * {@code ranked.get(i)} (nothing completes yet, same priority, not starving), plans which drive reads
+     * which volume so that the drives finish as evenly as possible — longest-first assignment to the drive
+     * free earliest, then moves and swaps of volumes between drives while the latest finish drops — and
+     * returns the index of the biggest volume the plan gives to drive {@code drive} (free now). Plain
+     * longest-first leaves drives finishing at uneven times at the end of a bulk recall.
+     *
+     * @param free     per drive: predicted time it can start a new mount (after its current dismount)
+     * @param readEnds per drive: predicted end of the reads it holds now
+     */
+    public int balance(List<VolumeQueue> ranked, int i, double now, double[] free, double[] readEnds, int drive) {
+        VolumeQueue first = ranked.get(i);
+        if (first.completable() != 0 || now - first.oldestArrival() >= config.agingLimitSeconds()) return i;
+        int prio = first.maxPriority();
+        int end = i;
+        while (end < ranked.size() && end - i < 64) {
+            VolumeQueue q = ranked.get(end);
+            if (q.completable() != 0 || q.maxPriority() != prio || now - q.oldestArrival() >= config.agingLimitSeconds()) break;
+            end++;
+        }
+        int n = end - i, m = free.length;
+        if (n <= 1) return i;
+        double[] w = new double[n];
+        for (int k = 0; k < n; k++) w[k] = serviceSeconds(ranked.get(i + k)); // read + dismount after it
+        double base = 0;
+        for (int d = 0; d < m; d++) if (d != drive) base = Math.max(base, readEnds[d]);
+        int best = 0;
+        double bestMk = Double.POSITIVE_INFINITY;
+        double[] load = new double[m];
+        for (int c = 0; c < Math.min(n, 24); c++) {
+            for (int d = 0; d < m; d++) load[d] = d == drive ? now + w[c] : free[d];
+            double mk = Math.max(base, plan(load, w, c));
+            if (mk < bestMk - 1e-6) { bestMk = mk; best = c; }
+        }
+        return i + best;
+    }
+
+    /**
+     * Predicted latest finish when the volumes (except {@code skip}) go to drives with the given loads:
+     * longest first to the least-loaded drive, then moves and swaps off the latest drive while it helps.
+     */
+    static double plan(double[] load, double[] w, int skip) {
+        int n = w.length, m = load.length;
+        int[] at = new int[n];
+        Integer[] byWork = new Integer[n];
+        for (int k = 0; k < n; k++) byWork[k] = k;
+        java.util.Arrays.sort(byWork, (x, y) -> Double.compare(w[y], w[x]));
+        for (int k : byWork) {
+            if (k == skip) { at[k] = -1; continue; }
+            int best = 0;
+            for (int d = 1; d < m; d++) if (load[d] < load[best]) best = d;
+            at[k] = best;
+            load[best] += w[k];
+        }
+        for (int iter = 0; iter < 500; iter++) {
+            int top = 0;
+            for (int d = 1; d < m; d++) if (load[d] > load[top]) top = d;
+            boolean moved = false;
+            for (int k = 0; k < n && !moved; k++) {
+                if (at[k] != top) continue;
+                for (int d = 0; d < m && !moved; d++) {
+                    if (d == top || Double.isInfinite(load[d])) continue;
+                    if (load[d] + w[k] < load[top] - 1e-6) {
+                        load[d] += w[k]; load[top] -= w[k]; at[k] = d; moved = true;
+                        continue;
+                    }
+                    for (int j = 0; j < n && !moved; j++) {
+                        if (at[j] != d || w[j] >= w[k]) continue;
+                        double delta = w[k] - w[j];
+                        if (load[d] + delta < load[top] - 1e-6) {
+                            load[d] += delta; load[top] -= delta; at[k] = d; at[j] = top; moved = true;
+                        }
+                    }
+                }
+            }
+            if (!moved) break;
+        }
+        double mk = 0;
+        for (double l : load) if (!Double.isInfinite(l)) mk = Math.max(mk, l);
+        return mk;
+    }
+
+    /** CTA's test: enough bytes or files queued, or the oldest request old enough. */
+    public boolean worthMounting(VolumeQueue q, double now) {
+        return q.bytes() >= config.minMountBytes() || q.fileCount() >= config.minMountFiles()
+                || now - q.oldestArrival() >= config.minMountAgeSeconds();
+    }
+
+    boolean worthMounting(Cand c) {
+        return c.q.bytes() >= config.minMountBytes() || c.q.fileCount() >= config.minMountFiles()
+                || c.age >= config.minMountAgeSeconds();
+    }
+}

@@ -1,0 +1,255 @@
+package dev.stagehand.recall.scheduler;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Predicate;
+
+/**
+ * What is wanted from tape: files (deduplicated across requests), requests, and one queue per volume with
+ * incremental aggregates. Pure bookkeeping, no I/O and no clock; the engine and the policies read it.
+ */
+public final class QueueModel {
+
+    /** A requested file as submitted (before dedup). */
+    public record FileSpec(long id, String name, long sizeBytes, List<Copy> copies, String experiment,
+                           String dataset, String adler32) {}
+
+    final Map<Long, FileWork> files = new HashMap<>();
+    final Map<String, RequestWork> requests = new HashMap<>();
+    final Map<String, VolumeQueue> volumes = new HashMap<>();
+    /** Volumes with something queued. */
+    final Map<String, VolumeQueue> nonEmpty = new HashMap<>();
+    /** Queued multi-copy files by every volume they have a copy on, to move them to a mounted copy. */
+    final Map<String, Map<Long, FileWork>> alternates = new HashMap<>();
+
+    public Collection<VolumeQueue> queues() { return nonEmpty.values(); }
+    public VolumeQueue queue(String volume) { return volumes.get(volume); }
+    public RequestWork request(String id) { return requests.get(id); }
+    public FileWork file(long id) { return files.get(id); }
+    public Collection<RequestWork> requests() { return requests.values(); }
+    public int queuedFiles() {
+        int n = 0;
+        for (VolumeQueue q : nonEmpty.values()) n += q.fileCount();
+        return n;
+    }
+
+    /**
+     * Adds a request. A file already on disk counts as done at once; a file queued or being read for another
+     * request is joined, not read again. {@code preferred} says which volumes are mounted (read there first).
+     */
+    public RequestWork addRequest(String id, double arrival, int priority, String experiment, List<FileSpec> specs,
+                                  Predicate<String> preferred) {
+        if (requests.containsKey(id)) throw new IllegalArgumentException("request " + id + " already queued");
+        RequestWork r = new RequestWork(id, arrival, priority, experiment);
+        requests.put(id, r);
+        for (FileSpec s : specs) {
+            FileWork f = files.get(s.id());
+            if (f == null) {
+                f = new FileWork(s.id(), s.name(), s.sizeBytes(), s.copies(), s.experiment(), s.dataset(), s.adler32());
+                f.firstArrival = arrival;
+                files.put(f.id, f);
+            } else if (r.files.contains(f)) {
+                continue; // the same file twice in one request
+            }
+            r.files.add(f);
+            switch (f.state) {
+                case ON_DISK -> { f.requests.add(r); continue; }
+                case FAILED -> { // asked again: try again from scratch
+                    f.state = FileWork.State.QUEUED;
+                    f.failedVolumes = null;
+                    f.error = null;
+                    f.requests.removeIf(RequestWork::finished);
+                    f.firstArrival = arrival;
+                    f.priority = Integer.MIN_VALUE;
+                    f.requests.add(r);
+                    r.remaining++;
+                    raisePriority(f, priority);
+                    enqueue(f, preferred);
+                    continue;
+                }
+                default -> { }
+            }
+            f.requests.add(r);
+            r.remaining++;
+            if (f.state == FileWork.State.QUEUED && f.home != null) {
+                raisePriority(f, priority);
+                incQueued(r, f.home.volume());
+            } else if (f.state == FileWork.State.QUEUED) {
+                raisePriority(f, priority);
+                enqueue(f, preferred);
+            }
+        }
+        if (r.remaining == 0) r.completedAt = arrival;
+        return r;
+    }
+
+    private void raisePriority(FileWork f, int p) {
+        if (p <= f.priority) return;
+        int old = f.priority;
+        f.priority = p;
+        if (f.home != null && f.state == FileWork.State.QUEUED) volumes.get(f.home.volume()).reprioritise(f, old, p);
+    }
+
+    /** Puts a queued file on its best usable copy: a mounted one, else the one with most queued bytes. */
+    void enqueue(FileWork f, Predicate<String> mounted) {
+        Copy best = null;
+        long bestBytes = -1;
+        for (Copy c : f.copies) {
+            if (!f.usable(c)) continue;
+            if (mounted.test(c.volume())) { best = c; break; }
+            VolumeQueue q = volumes.get(c.volume());
+            long b = q == null ? 0 : q.bytes;
+            if (b > bestBytes) { bestBytes = b; best = c; }
+        }
+        if (best == null) throw new IllegalStateException("no usable copy of " + f.name);
+        f.home = best;
+        f.state = FileWork.State.QUEUED;
+        VolumeQueue q = volumes.computeIfAbsent(best.volume(), VolumeQueue::new);
+        q.add(f);
+        nonEmpty.put(q.label, q);
+        for (RequestWork r : f.requests) if (!r.finished()) incQueued(r, best.volume());
+        if (f.copies.size() > 1) {
+            for (Copy c : f.copies) alternates.computeIfAbsent(c.volume(), k -> new HashMap<>()).put(f.id, f);
+        }
+    }
+
+    private void dequeue(FileWork f) {
+        String v = f.home.volume();
+        VolumeQueue q = volumes.get(v);
+        q.remove(f);
+        if (q.isEmpty()) nonEmpty.remove(v);
+        for (RequestWork r : f.requests) if (!r.finished()) decQueued(r, v);
+        if (f.copies.size() > 1) {
+            for (Copy c : f.copies) {
+                Map<Long, FileWork> m = alternates.get(c.volume());
+                if (m != null) m.remove(f.id);
+            }
+        }
+    }
+
+    /** A volume got mounted: its multi-copy files queued elsewhere move here (read the mounted copy). */
+    public void preferMounted(String volume, Predicate<String> mounted) {
+        Map<Long, FileWork> m = alternates.get(volume);
+        if (m == null || m.isEmpty()) return;
+        for (FileWork f : new ArrayList<>(m.values())) {
+            if (f.state != FileWork.State.QUEUED || f.home.volume().equals(volume) || mounted.test(f.home.volume())) continue;
+            Copy c = null;
+            for (Copy x : f.copies) if (x.volume().equals(volume) && f.usable(x)) c = x;
+            if (c == null) continue;
+            dequeue(f);
+            f.home = c;
+            VolumeQueue q = volumes.computeIfAbsent(volume, VolumeQueue::new);
+            q.add(f);
+            nonEmpty.put(volume, q);
+            for (RequestWork r : f.requests) if (!r.finished()) incQueued(r, volume);
+            for (Copy x : f.copies) alternates.computeIfAbsent(x.volume(), k -> new HashMap<>()).put(f.id, f);
+        }
+    }
+
+    /** Takes queued files off their volume queue: they are about to be read (state CLAIMED). */
+    public void claim(FileWork f) {
+        if (f.state != FileWork.State.QUEUED) throw new IllegalStateException(f.name + " is " + f.state);
+        dequeue(f);
+        f.state = FileWork.State.CLAIMED;
+    }
+
+    /** Another scheduler instance claimed it: it leaves our queue; its outcome arrives through the store. */
+    public void claimedElsewhere(FileWork f) {
+        claim(f);
+    }
+
+    /** A claimed file goes back to the queue (read cancelled, drive failed), on its best remaining copy. */
+    public void requeue(FileWork f, Predicate<String> mounted) {
+        if (f.state != FileWork.State.CLAIMED) return;
+        enqueue(f, mounted);
+    }
+
+    /**
+     * Drops a request the scheduler no longer serves (cancelled, or finished by another instance). Its
+     * queued files that no other open request wants leave the queue.
+     */
+    public void forget(String requestId) {
+        RequestWork r = requests.remove(requestId);
+        if (r == null) return;
+        for (FileWork f : r.files) {
+            f.requests.remove(r);
+            if (f.state != FileWork.State.QUEUED || r.finished()) continue;
+            decQueued(r, f.home.volume());
+            boolean wanted = false;
+            for (RequestWork o : f.requests) wanted |= !o.finished();
+            if (!wanted) {
+                dequeue(f);
+                files.remove(f.id);
+            }
+        }
+        r.remaining = 0;
+    }
+
+    /** The file is on disk: returns the requests this completed. */
+    public List<RequestWork> onDisk(FileWork f, double now) {
+        if (f.state == FileWork.State.QUEUED) dequeue(f);
+        f.state = FileWork.State.ON_DISK;
+        return finishFile(f, now, false);
+    }
+
+    /**
+     * A copy of the file failed on {@code volume}: it is queued on another copy if there is one (returns an
+     * empty list), otherwise it fails and the requests this ended are returned.
+     */
+    public List<RequestWork> copyFailed(FileWork f, String volume, String reason, double now, Predicate<String> mounted) {
+        f.markFailedOn(volume);
+        f.error = reason;
+        for (Copy c : f.copies) {
+            if (f.usable(c)) {
+                if (f.state == FileWork.State.QUEUED) dequeue(f);
+                enqueue(f, mounted);
+                return List.of();
+            }
+        }
+        return fail(f, reason, now);
+    }
+
+    /** The file cannot be staged at all. */
+    public List<RequestWork> fail(FileWork f, String reason, double now) {
+        if (f.state == FileWork.State.QUEUED) dequeue(f);
+        f.state = FileWork.State.FAILED;
+        f.error = reason;
+        return finishFile(f, now, true);
+    }
+
+    private List<RequestWork> finishFile(FileWork f, double now, boolean failed) {
+        List<RequestWork> done = new ArrayList<>(1);
+        for (RequestWork r : f.requests) {
+            if (r.finished()) continue;
+            if (failed) r.failedFiles++;
+            if (--r.remaining == 0) {
+                r.completedAt = now;
+                done.add(r);
+            }
+        }
+        return done;
+    }
+
+    private void incQueued(RequestWork r, String vol) {
+        int before = r.queuedPerVolume.size();
+        int c = r.queuedPerVolume.merge(vol, 1, Integer::sum);
+        if (c != 1) return;
+        if (before == 0) volumes.get(vol).completable++;
+        else if (before == 1) {
+            for (String other : r.queuedPerVolume.keySet()) if (!other.equals(vol)) volumes.get(other).completable--;
+        }
+    }
+
+    private void decQueued(RequestWork r, String vol) {
+        Integer c = r.queuedPerVolume.get(vol);
+        if (c == null) return;
+        if (c > 1) { r.queuedPerVolume.put(vol, c - 1); return; }
+        r.queuedPerVolume.remove(vol);
+        int after = r.queuedPerVolume.size();
+        if (after == 0) volumes.get(vol).completable--;
+        else if (after == 1) volumes.get(r.queuedPerVolume.keySet().iterator().next()).completable++;
+    }
+}

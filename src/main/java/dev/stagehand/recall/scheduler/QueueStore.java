@@ -1,0 +1,43 @@
+package dev.stagehand.recall.scheduler;
+
+import java.util.Collection;
+import java.util.List;
+
+/**
+ * Where the engine's decisions become durable. PostgreSQL in production (claims with
+ * {@code SELECT ... FOR UPDATE SKIP LOCKED}, so several instances share one queue without double reads);
+ * in memory for simulation. The decisions themselves are the same code either way.
+ */
+public interface QueueStore {
+
+    /**
+     * Claims {@code files} (in read order) for reading from {@code volume} by this instance. Returns the
+     * files this instance may read; the others are being read or were read by another instance.
+     */
+    List<FileWork> claim(String volume, List<FileWork> files);
+
+    /** The file's bytes are on disk and verified. */
+    void staged(FileWork file, String volume, long adler32);
+
+    /** The file's claim is released: it is queued again (another copy, a retry). */
+    void released(FileWork file);
+
+    /** The file cannot be staged: {@code file.error()} says why. */
+    void failed(FileWork file);
+
+    /** The request ended (done, or failed when {@code request.failed()}). */
+    void requestFinished(RequestWork request);
+
+    /** Fresh estimated completion times of open requests. */
+    void etas(Collection<RequestWork> requests);
+
+    /** Keeps nothing: the simulation's store (one process, no restart). */
+    QueueStore IN_MEMORY = new QueueStore() {
+        @Override public List<FileWork> claim(String volume, List<FileWork> files) { return files; }
+        @Override public void staged(FileWork file, String volume, long adler32) { }
+        @Override public void released(FileWork file) { }
+        @Override public void failed(FileWork file) { }
+        @Override public void requestFinished(RequestWork request) { }
+        @Override public void etas(Collection<RequestWork> requests) { }
+    };
+}

@@ -1,0 +1,606 @@
+package dev.stagehand.recall.scheduler;
+
+import dev.stagehand.platform.EventClock;
+import dev.stagehand.recall.scheduler.SchedulerConfig.Policy;
+import dev.stagehand.tape.DriveStatus;
+import dev.stagehand.tape.ReadBatch;
+import dev.stagehand.tape.ReadResult;
+import dev.stagehand.tape.SegmentRead;
+import dev.stagehand.tape.TapeFailure;
+import dev.stagehand.tape.TapeLibrary;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletionException;
+import java.util.function.Function;
+
+/**
+ * The event-driven recall engine: the one scheduler production and simulation both run. It keeps the
+ * {@link QueueModel}, asks the pure deciders ({@link MountPlanner}, {@link RunPlanner}) what to do, and
+ * talks to a {@link TapeLibrary} on an {@link EventClock}; durable effects go through a {@link QueueStore}.
+ * Library callbacks may arrive on other threads in production, so the public methods are synchronized;
+ * scheduling passes are coalesced and run as clock tasks.
+ */
+public final class RecallEngine {
+
+    enum DState { EMPTY, MOUNTING, IDLE, READING, UNLOADING, FAILED }
+
+    static final class Drive {
+        final String name;
+        DState state = DState.EMPTY;
+        String volume;
+        String experiment;
+        long head;
+        long moved;
+        double busyUntil;
+        boolean failed;
+        EventClock.Scheduled idleTimer;
+
+        Drive(String name) { this.name = name; }
+    }
+
+    private static final double ETA_INTERVAL_S = 60;
+
+    private final TapeLibrary library;
+    private final EventClock clock;
+    private final CostModel cost;
+    private final SchedulerConfig config;
+    private final QueueStore store;
+    private final Function<FileWork, Path> targets;
+    private final EngineListener listener;
+    private final QueueModel model = new QueueModel();
+    private final MountPlanner mountPlanner;
+    private final RunPlanner runPlanner;
+    private final Map<String, Drive> drives = new LinkedHashMap<>();
+    private final int accessors;
+    private final Instant epoch;
+    private final ArrayDeque<FileWork> fifo = new ArrayDeque<>();
+    private final Set<RequestWork> open = new LinkedHashSet<>();
+    private boolean passScheduled;
+    private double lastEta = Double.NEGATIVE_INFINITY;
+
+    public RecallEngine(TapeLibrary library, EventClock clock, CostModel cost, SchedulerConfig config,
+                        QueueStore store, Function<FileWork, Path> targets, EngineListener listener) {
+        this.library = library;
+        this.clock = clock;
+        this.cost = cost;
+        this.config = config;
+        this.store = store;
+        this.targets = targets;
+        this.listener = listener;
+        this.mountPlanner = new MountPlanner(config, cost);
+        this.runPlanner = new RunPlanner(cost, config.orderingBudget());
+        this.accessors = Math.max(1, library.layout().accessors());
+        this.epoch = clock.now();
+        for (DriveStatus s : library.drives()) {
+            Drive d = new Drive(s.drive());
+            switch (s.state()) {
+                case MOUNTED_IDLE -> { d.state = DState.IDLE; d.volume = s.volume(); d.moved = s.bytesMoved(); }
+                case FAILED, DISABLED -> d.state = DState.FAILED;
+                case EMPTY -> { }
+                // busy with something we did not start (restart mid-operation): leave it alone until it settles
+                default -> d.state = DState.FAILED;
+            }
+            drives.put(d.name, d);
+        }
+    }
+
+    /** Seconds since this engine started, its time line. */
+    public double now() {
+        return Duration.between(epoch, clock.now()).toNanos() / 1e9;
+    }
+
+    public Instant toInstant(double t) {
+        return epoch.plusNanos((long) (t * 1e9));
+    }
+
+    public QueueModel model() { return model; }
+
+    public SchedulerConfig config() { return config; }
+
+    /** Queues a request; files on disk or already queued/being read are joined, not read again. */
+    public synchronized RequestWork submit(String id, Instant arrival, int priority, String experiment,
+                                           List<QueueModel.FileSpec> files) {
+        double t = Duration.between(epoch, arrival).toNanos() / 1e9;
+        RequestWork r = model.addRequest(id, t, priority, experiment, files, this::isMounted);
+        if (config.policy() == Policy.FIFO) {
+            for (FileWork f : r.files) if (f.state == FileWork.State.QUEUED && !f.inFifo) { f.inFifo = true; fifo.add(f); }
+        }
+        if (r.finished()) {
+            store.requestFinished(r);
+            listener.requestFinished(r, t);
+        } else {
+            open.add(r);
+            requestPass();
+        }
+        return r;
+    }
+
+    /** Stops serving a request (cancelled, or completed by another instance). */
+    public synchronized void forget(String requestId) {
+        RequestWork r = model.request(requestId);
+        if (r == null) return;
+        open.remove(r);
+        model.forget(requestId);
+    }
+
+    /** A file another instance had claimed is queued again (its lease lapsed): we may read it. */
+    public synchronized void requeueIfClaimedElsewhere(long fileId) {
+        FileWork f = model.file(fileId);
+        if (f == null || f.state != FileWork.State.CLAIMED || readingHere(f)) return;
+        model.requeue(f, this::isMounted);
+        requestPass();
+    }
+
+    /** A file read elsewhere reached its end there: requests here waiting only on it finish. */
+    public synchronized void finishedElsewhere(long fileId, boolean onDisk, String error) {
+        FileWork f = model.file(fileId);
+        if (f == null || f.state == FileWork.State.ON_DISK || f.state == FileWork.State.FAILED || readingHere(f)) return;
+        double t = now();
+        List<RequestWork> ended = onDisk ? model.onDisk(f, t) : model.fail(f, error, t);
+        for (RequestWork r : ended) {
+            open.remove(r);
+            listener.requestFinished(r, t);
+        }
+    }
+
+    private final Set<Long> readingHere = new HashSet<>();
+
+    private boolean readingHere(FileWork f) {
+        return readingHere.contains(f.id);
+    }
+
+    /** Ids of files this engine holds as claimed by another instance. */
+    public synchronized List<Long> claimedElsewhere() {
+        List<Long> ids = new ArrayList<>();
+        for (FileWork f : model.files.values()) if (f.state == FileWork.State.CLAIMED && !readingHere(f)) ids.add(f.id);
+        return ids;
+    }
+
+    /** Ids of the requests still open here. */
+    public synchronized List<String> openRequestIds() {
+        List<String> ids = new ArrayList<>();
+        for (RequestWork r : open) ids.add(r.id);
+        return ids;
+    }
+
+    /** Schedules one pass soon (coalesced). */
+    public synchronized void requestPass() {
+        if (passScheduled) return;
+        passScheduled = true;
+        clock.schedule(Duration.ZERO, this::pass);
+    }
+
+    /** One scheduling pass: start reads on mounted volumes with work, mount and dismount. */
+    synchronized void pass() {
+        passScheduled = false;
+        double now = now();
+        if (config.policy() == Policy.FIFO) {
+            fifoPass();
+            return;
+        }
+        for (Drive d : drives.values()) {
+            if (d.state == DState.IDLE && hasWork(d.volume)) startBatch(d, null);
+        }
+        Set<String> busy = new HashSet<>();
+        Map<String, Integer> inUse = new HashMap<>();
+        int mounting = 0;
+        for (Drive d : drives.values()) {
+            if (d.volume != null) busy.add(d.volume);
+            if (d.experiment != null && d.state != DState.EMPTY && d.state != DState.FAILED) inUse.merge(d.experiment, 1, Integer::sum);
+            if (d.state == DState.MOUNTING) mounting++;
+        }
+        List<VolumeQueue> cands = mountPlanner.rank(model, now, busy, inUse);
+        List<VolumeQueue> ranked = cands;
+        int limit = config.policy() == Policy.TAPE_AWARE ? accessors * config.exchangesPerAccessor() : Integer.MAX_VALUE;
+        boolean rerank = !config.experimentShares().isEmpty(); // shares move with every mount
+        boolean balance = config.policy() == Policy.TAPE_AWARE && !rerank;
+        List<Drive> dl = new ArrayList<>(drives.values());
+        double[] free = new double[dl.size()], readEnds = new double[dl.size()];
+        if (balance && !cands.isEmpty()) predict(dl, now, free, readEnds);
+        Set<Drive> victims = new HashSet<>();
+        for (int i = 0; i < cands.size(); i++) {
+            if (mounting >= limit) break;
+            Drive empty = firstDrive(DState.EMPTY, null);
+            if (empty != null && balance) {
+                int di = dl.indexOf(empty);
+                int j = mountPlanner.balance(cands, i, now, free, readEnds, di);
+                if (j != i) {
+                    if (cands == ranked) cands = new ArrayList<>(ranked);
+                    cands.add(i, cands.remove(j));
+                }
+            }
+            VolumeQueue q = cands.get(i);
+            String exp = q.experiment();
+            Integer cap = config.experimentDriveCaps().get(exp);
+            if (config.policy() == Policy.TAPE_AWARE && cap != null && inUse.getOrDefault(exp, 0) >= cap) continue;
+            if (holdLastDrive(q, now, victims)) continue;
+            if (empty != null) {
+                mount(empty, q.label, exp);
+                mounting++;
+                inUse.merge(exp, 1, Integer::sum);
+                busy.add(q.label);
+                if (balance) {
+                    int di = dl.indexOf(empty);
+                    double s = mountPlanner.serviceSeconds(q) - cost.dismountSeconds(q.bytes());
+                    readEnds[di] = now + s;
+                    free[di] = now + s + cost.dismountSeconds(q.bytes());
+                }
+                if (rerank) {
+                    cands = mountPlanner.rank(model, now, busy, inUse);
+                    i = -1;
+                }
+                continue;
+            }
+            Drive victim = idleVictim(victims);
+            if (victim == null) break;
+            victims.add(victim);
+            dismount(victim);
+        }
+        for (Drive d : drives.values()) {
+            if (d.state == DState.IDLE && !hasWork(d.volume) && d.idleTimer == null) armIdleTimer(d);
+        }
+        if (now - lastEta >= ETA_INTERVAL_S) {
+            lastEta = now;
+            refreshEtas(now, ranked);
+        }
+    }
+
+    private EventClock.Scheduled holdTimer;
+
+    /**
+     * CTA's mount policy on the last free drive: a piece of a multi-tape request too small to be worth a
+     * mount (and not yet old enough) does not take the last drive, which stays free for a worthy queue
+     * arriving meanwhile (a bulk recall's next, bigger tapes). A pass runs again once it is old enough.
+     */
+    private boolean holdLastDrive(VolumeQueue q, double now, Set<Drive> victims) {
+        if (config.policy() != Policy.TAPE_AWARE || drives.size() < 4 || q.completable() != 0
+                || mountPlanner.worthMounting(q, now)) return false;
+        int free = 0;
+        for (Drive d : drives.values()) {
+            if (d.state == DState.EMPTY || (d.state == DState.IDLE && !hasWork(d.volume) && !victims.contains(d))) free++;
+        }
+        if (free > 1) return false;
+        double wait = q.oldestArrival() + config.minMountAgeSeconds() - now;
+        if (holdTimer == null) {
+            holdTimer = clock.schedule(Duration.ofMillis((long) Math.ceil(Math.max(0, wait) * 1000) + 1), () -> {
+                synchronized (this) {
+                    holdTimer = null;
+                }
+                requestPass();
+            });
+        }
+        return true;
+    }
+
+    /** Per drive: when it can start a new mount, and when the reads it holds end (the scheduler's own model). */
+    private void predict(List<Drive> dl, double now, double[] free, double[] readEnds) {
+        for (int k = 0; k < dl.size(); k++) {
+            Drive d = dl.get(k);
+            double readEnd = now, until;
+            switch (d.state) {
+                case FAILED -> { free[k] = Double.POSITIVE_INFINITY; readEnds[k] = now; continue; }
+                case EMPTY -> until = now;
+                case UNLOADING -> until = Math.max(now, d.busyUntil);
+                default -> {
+                    readEnd = Math.max(now, d.busyUntil);
+                    long bytes = d.moved;
+                    VolumeQueue q = model.queue(d.volume);
+                    if (q != null && !q.isEmpty()) {
+                        readEnd += mountPlanner.locateSeconds(q) + cost.readSeconds(q.bytes());
+                        bytes += q.bytes();
+                    }
+                    until = readEnd + cost.dismountSeconds(bytes);
+                }
+            }
+            free[k] = until;
+            readEnds[k] = readEnd;
+        }
+    }
+
+    private boolean hasWork(String volume) {
+        VolumeQueue q = model.queue(volume);
+        return q != null && !q.isEmpty();
+    }
+
+    private boolean isMounted(String volume) {
+        for (Drive d : drives.values()) {
+            if (volume.equals(d.volume) && (d.state == DState.MOUNTING || d.state == DState.IDLE || d.state == DState.READING)) return true;
+        }
+        return false;
+    }
+
+    private Drive firstDrive(DState s, String volume) {
+        for (Drive d : drives.values()) if (d.state == s && (volume == null || volume.equals(d.volume))) return d;
+        return null;
+    }
+
+    /** An idle drive whose volume has nothing queued, idle the longest: it makes room for other work. */
+    private Drive idleVictim(Set<Drive> taken) {
+        Drive best = null;
+        for (Drive d : drives.values()) {
+            if (d.state != DState.IDLE || hasWork(d.volume) || taken.contains(d)) continue;
+            if (best == null || d.busyUntil < best.busyUntil) best = d;
+        }
+        return best;
+    }
+
+    private void armIdleTimer(Drive d) {
+        d.idleTimer = clock.schedule(Duration.ofMillis((long) (config.idleDismountSeconds() * 1000)), () -> {
+            synchronized (this) {
+                d.idleTimer = null;
+                if (d.state == DState.IDLE && !hasWork(d.volume)) dismount(d);
+            }
+        });
+    }
+
+    private void cancelIdleTimer(Drive d) {
+        if (d.idleTimer != null) {
+            d.idleTimer.cancel();
+            d.idleTimer = null;
+        }
+    }
+
+    private void mount(Drive d, String volume, String experiment) {
+        cancelIdleTimer(d);
+        d.state = DState.MOUNTING;
+        d.volume = volume;
+        d.experiment = experiment;
+        d.moved = 0;
+        d.head = 0;
+        d.failed = false;
+        double t = now();
+        d.busyUntil = t + cost.mountSeconds();
+        model.preferMounted(volume, this::isMounted);
+        listener.mountStarted(d.name, volume, t);
+        library.mount(d.name, volume).whenComplete((v, e) -> mountDone(d, volume, e));
+    }
+
+    private synchronized void mountDone(Drive d, String volume, Throwable e) {
+        double t = now();
+        if (e == null) {
+            d.state = DState.IDLE;
+            d.busyUntil = t;
+            listener.mounted(d.name, volume, t);
+        } else {
+            TapeFailure tf = tapeFailure(e);
+            if (tf != null && tf.kind() == TapeFailure.Kind.DRIVE_FAILURE) {
+                d.state = DState.FAILED;
+            } else {
+                // volume unavailable, a mount timeout or cancellation: its files go to other copies or fail
+                d.state = DState.EMPTY;
+                String reason = e instanceof CancellationException ? "mount cancelled" : String.valueOf(rootCause(e).getMessage());
+                VolumeQueue q = model.queue(volume);
+                if (q != null) {
+                    for (FileWork f : new ArrayList<>(q.files.values())) finish(f, model.copyFailed(f, volume, reason, t, this::isMounted), t);
+                }
+            }
+            d.volume = null;
+            d.experiment = null;
+        }
+        requestPass();
+    }
+
+    private void dismount(Drive d) {
+        cancelIdleTimer(d);
+        d.state = DState.UNLOADING;
+        double t = now();
+        d.busyUntil = t + cost.dismountSeconds(d.moved);
+        listener.dismountStarted(d.name, d.volume, d.moved, t);
+        library.dismount(d.name).whenComplete((v, e) -> dismountDone(d, e));
+    }
+
+    private synchronized void dismountDone(Drive d, Throwable e) {
+        d.state = e == null ? DState.EMPTY : DState.FAILED;
+        d.volume = null;
+        d.experiment = null;
+        listener.dismounted(d.name, now());
+        requestPass();
+    }
+
+    /** Reads the volume's queued files (the given ones for FIFO) in the planned order, one read list. */
+    private void startBatch(Drive d, List<FileWork> only) {
+        cancelIdleTimer(d);
+        String volume = d.volume;
+        List<FileWork> ordered;
+        if (only != null) {
+            ordered = only;
+        } else {
+            List<FileWork> queued = new ArrayList<>(model.queue(volume).files.values());
+            ordered = config.policy() == Policy.GREEDY
+                    ? runPlanner.orderSltf(volume, queued, d.head)
+                    : runPlanner.order(volume, queued, d.head);
+        }
+        List<FileWork> batch = new ArrayList<>();
+        long bytes = 0;
+        for (FileWork f : ordered) {
+            if (!batch.isEmpty() && (batch.size() >= config.maxBatchFiles() || bytes + f.sizeBytes > config.maxBatchBytes())) break;
+            batch.add(f);
+            bytes += f.sizeBytes;
+        }
+        List<FileWork> mine = store.claim(volume, batch);
+        Set<FileWork> mineSet = new HashSet<>(mine);
+        for (FileWork f : batch) {
+            if (mineSet.contains(f)) {
+                model.claim(f);
+                readingHere.add(f.id);
+            } else {
+                model.claimedElsewhere(f);
+            }
+        }
+        if (mine.isEmpty()) {
+            requestPass();
+            return;
+        }
+        double t = now();
+        d.state = DState.READING;
+        d.busyUntil = t + runPlanner.locateSeconds(volume, mine, d.head) + cost.readSeconds(bytes);
+        List<SegmentRead> segments = new ArrayList<>(mine.size());
+        for (FileWork f : mine) {
+            segments.add(new SegmentRead(f.id, f.name, volume, f.offsetOn(volume), f.sizeBytes, targets.apply(f)));
+        }
+        ReadBatch rb = library.read(d.name, segments);
+        for (int i = 0; i < segments.size(); i++) {
+            SegmentRead s = segments.get(i);
+            FileWork f = mine.get(i);
+            rb.result(s).whenComplete((r, e) -> segmentDone(d, f, s, r, e));
+        }
+        rb.done().whenComplete((v, e) -> batchDone(d));
+    }
+
+    private synchronized void segmentDone(Drive d, FileWork f, SegmentRead s, ReadResult r, Throwable e) {
+        double t = now();
+        readingHere.remove(f.id);
+        if (e == null) {
+            d.head = s.offsetBytes() + s.sizeBytes();
+            d.moved += s.sizeBytes();
+            if (f.adler32 != null && !f.adler32.equalsIgnoreCase(String.format("%08x", r.adler32()))) {
+                String reason = "checksum mismatch on " + s.volume() + ": catalog " + f.adler32 + ", read "
+                        + String.format("%08x", r.adler32());
+                afterFailure(f, model.copyFailed(f, s.volume(), reason, t, this::isMounted), t);
+                return;
+            }
+            listener.segmentRead(d.name, f, r, t);
+            store.staged(f, s.volume(), r.adler32());
+            finish(f, model.onDisk(f, t), t);
+            return;
+        }
+        TapeFailure tf = tapeFailure(e);
+        if (tf == null || rootCause(e) instanceof CancellationException) {
+            model.requeue(f, this::isMounted);
+            store.released(f);
+        } else if (tf.kind() == TapeFailure.Kind.DRIVE_FAILURE) {
+            d.failed = true;
+            model.requeue(f, v -> false);
+            store.released(f);
+        } else {
+            afterFailure(f, model.copyFailed(f, s.volume(), tf.getMessage(), t, this::isMounted), t);
+        }
+    }
+
+    private void afterFailure(FileWork f, List<RequestWork> ended, double t) {
+        if (f.state == FileWork.State.FAILED) {
+            store.failed(f);
+            listener.fileFailed(f, t);
+        } else {
+            store.released(f);
+        }
+        finish(f, ended, t);
+    }
+
+    private void finish(FileWork f, List<RequestWork> ended, double t) {
+        if (f.state == FileWork.State.FAILED && ended.isEmpty()) listener.fileFailed(f, t);
+        for (RequestWork r : ended) {
+            open.remove(r);
+            store.requestFinished(r);
+            listener.requestFinished(r, t);
+        }
+        if (config.policy() == Policy.FIFO && f.state == FileWork.State.QUEUED && !f.inFifo) { f.inFifo = true; fifo.addFirst(f); }
+    }
+
+    private synchronized void batchDone(Drive d) {
+        if (d.state != DState.READING) return;
+        d.state = d.failed ? DState.FAILED : DState.IDLE;
+        d.busyUntil = now();
+        requestPass();
+    }
+
+    /** The plain HSM queue: the oldest file goes to the library alone; the next waits for its turn. */
+    private void fifoPass() {
+        while (!fifo.isEmpty()) {
+            FileWork f = fifo.peek();
+            if (f.state != FileWork.State.QUEUED) {
+                fifo.poll().inFifo = false;
+                continue;
+            }
+            String vol = f.home.volume();
+            Drive holder = null;
+            for (Drive d : drives.values()) if (vol.equals(d.volume)) holder = d;
+            if (holder != null) {
+                if (holder.state != DState.IDLE) return; // its volume is busy: the queue waits
+                fifo.poll().inFifo = false;
+                startBatch(holder, List.of(f));
+                continue;
+            }
+            Drive empty = firstDrive(DState.EMPTY, null);
+            if (empty != null) {
+                mount(empty, vol, f.experiment);
+                return;
+            }
+            Drive victim = null;
+            for (Drive d : drives.values()) {
+                if (d.state == DState.IDLE && (victim == null || d.busyUntil < victim.busyUntil)) victim = d;
+            }
+            if (victim != null) dismount(victim);
+            return;
+        }
+    }
+
+    /**
+     * ETAs from the scheduler's own model: drives finish what they hold, then take the ranked queues in
+     * order (list scheduling on the earliest free drive); a request's ETA is when its last volume is done.
+     */
+    private void refreshEtas(double now, List<VolumeQueue> ranked) {
+        Map<String, Double> finish = new HashMap<>();
+        double[] free = new double[drives.size()];
+        int i = 0;
+        for (Drive d : drives.values()) {
+            double until = Math.max(now, d.busyUntil);
+            if (d.state == DState.FAILED) until = Double.POSITIVE_INFINITY;
+            if (d.volume != null && d.state != DState.UNLOADING) {
+                VolumeQueue q = model.queue(d.volume);
+                if (q != null && !q.isEmpty()) {
+                    until += mountPlanner.serviceSeconds(q) - cost.mountSeconds() - cost.dismountSeconds(q.bytes());
+                }
+                finish.put(d.volume, until);
+            }
+            free[i++] = until;
+        }
+        for (VolumeQueue q : ranked) {
+            int best = 0;
+            for (int k = 1; k < free.length; k++) if (free[k] < free[best]) best = k;
+            double done = free[best] + mountPlanner.serviceSeconds(q) - cost.dismountSeconds(q.bytes());
+            finish.put(q.label, done);
+            free[best] = done + cost.dismountSeconds(q.bytes());
+        }
+        for (RequestWork r : open) {
+            double eta = now;
+            for (String v : r.queuedPerVolume.keySet()) eta = Math.max(eta, finish.getOrDefault(v, now));
+            for (FileWork f : r.files) {
+                if (f.state == FileWork.State.CLAIMED) eta = Math.max(eta, finish.getOrDefault(f.home.volume(), now));
+            }
+            r.eta = eta;
+        }
+        store.etas(open);
+    }
+
+    /** Drive names and what each holds, for status pages. */
+    public synchronized Map<String, String> driveStates() {
+        Map<String, String> m = new LinkedHashMap<>();
+        for (Drive d : drives.values()) m.put(d.name, d.state + (d.volume != null ? " " + d.volume : ""));
+        return m;
+    }
+
+    public synchronized int openRequests() {
+        return open.size();
+    }
+
+    private static Throwable rootCause(Throwable e) {
+        while ((e instanceof CompletionException || e instanceof java.util.concurrent.ExecutionException) && e.getCause() != null) e = e.getCause();
+        return e;
+    }
+
+    private static TapeFailure tapeFailure(Throwable e) {
+        return rootCause(e) instanceof TapeFailure tf ? tf : null;
+    }
+}

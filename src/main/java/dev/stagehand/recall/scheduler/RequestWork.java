@@ -1,0 +1,42 @@
+package dev.stagehand.recall.scheduler;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/** A recall request as the scheduler sees it: done when its last file is on disk. */
+public final class RequestWork {
+
+    final String id;
+    final double arrival;
+    final int priority;
+    final String experiment;
+    final List<FileWork> files = new ArrayList<>();
+    int remaining;
+    int failedFiles;
+    double completedAt = Double.NaN;
+    double eta = Double.NaN;
+    /** Files of this request still queued, per home volume: when one volume is left, that volume completes it. */
+    final Map<String, Integer> queuedPerVolume = new HashMap<>(4);
+
+    RequestWork(String id, double arrival, int priority, String experiment) {
+        this.id = id;
+        this.arrival = arrival;
+        this.priority = priority;
+        this.experiment = experiment;
+    }
+
+    public String id() { return id; }
+    /** Arrival, seconds on the engine's time line. */
+    public double arrival() { return arrival; }
+    public int priority() { return priority; }
+    public List<FileWork> files() { return files; }
+    public boolean finished() { return remaining == 0; }
+    public boolean failed() { return failedFiles > 0; }
+    public int failedFiles() { return failedFiles; }
+    /** Completion time (seconds on the engine's time line), NaN while open. */
+    public double completedAt() { return completedAt; }
+    /** Estimated completion (seconds on the engine's time line), NaN before the first estimate. */
+    public double eta() { return eta; }
+}

@@ -1,0 +1,61 @@
+package dev.stagehand.recall.service;
+
+import dev.stagehand.platform.EventClock;
+import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.tape.TapeLibrary;
+import dev.stagehand.tape.TapeModel;
+import dev.stagehand.tape.TapeProperties;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/** Runs the recall scheduler in the service when a tape library is configured and {@code stagehand.recall.enabled}. */
+@Configuration(proxyBeanMethods = false)
+@EnableConfigurationProperties(RecallProperties.class)
+class RecallConfiguration {
+
+    @Bean
+    RecallLifecycle recallLifecycle(JdbcTemplate jdbc, ObjectProvider<TapeLibrary> library, ObjectProvider<EventClock> clock,
+                                    ObjectProvider<TapeProperties> tape, RecallProperties props) {
+        TapeLibrary lib = library.getIfAvailable();
+        if (lib == null || !props.enabled()) return new RecallLifecycle(null);
+        EventClock c = clock.getIfAvailable(dev.stagehand.platform.ScaledClock::real);
+        TapeProperties tp = tape.getIfAvailable();
+        TapeModel model = tp != null && tp.sim() != null && tp.sim().model() != null ? tp.sim().model() : TapeModel.lto9();
+        return new RecallLifecycle(new RecallService(jdbc, lib, c, model, props));
+    }
+
+    /** Starts the scheduler once the context is up (after Flyway), stops it first on shutdown. */
+    static final class RecallLifecycle implements SmartLifecycle {
+        private final RecallService service;
+        private volatile boolean running;
+
+        RecallLifecycle(RecallService service) {
+            this.service = service;
+        }
+
+        RecallService service() {
+            return service;
+        }
+
+        @Override
+        public void start() {
+            if (service != null) service.start();
+            running = true;
+        }
+
+        @Override
+        public void stop() {
+            if (service != null) service.stop();
+            running = false;
+        }
+
+        @Override
+        public boolean isRunning() {
+            return running;
+        }
+    }
+}

@@ -1,0 +1,262 @@
+package dev.stagehand.recall.service;
+
+import dev.stagehand.platform.EventClock;
+import dev.stagehand.platform.ScaledClock;
+import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.recall.scheduler.Copy;
+import dev.stagehand.recall.scheduler.EngineListener;
+import dev.stagehand.recall.scheduler.FileWork;
+import dev.stagehand.recall.scheduler.QueueModel.FileSpec;
+import dev.stagehand.recall.scheduler.RecallEngine;
+import dev.stagehand.recall.scheduler.SchedulerConfig;
+import dev.stagehand.recall.scheduler.TapeModelCosts;
+import dev.stagehand.tape.TapeLibrary;
+import dev.stagehand.tape.TapeModel;
+import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.nio.file.Path;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * The recall scheduler in the service: takes queued {@code stage_request_file} work from PostgreSQL, runs
+ * the same {@link RecallEngine} the simulator runs against the configured tape library, reads into the
+ * staging directory, and keeps every outcome in rows (restart-safe: claims are leased, requests and files
+ * carry their state and ETA). Several instances may share one database.
+ */
+public final class RecallService {
+
+    private static final Logger log = LoggerFactory.getLogger(RecallService.class);
+
+    private final JdbcTemplate jdbc;
+    private final TapeLibrary library;
+    private final EventClock clock;
+    private final TapeModel model;
+    private final RecallProperties props;
+    private final String instance;
+    private RecallEngine engine;
+    private JdbcQueueStore store;
+    private ScheduledExecutorService poller;
+    private final Set<String> known = new HashSet<>();
+    private Instant watermark = Instant.EPOCH;
+
+    public RecallService(JdbcTemplate jdbc, TapeLibrary library, EventClock clock, TapeModel model, RecallProperties props) {
+        this.jdbc = jdbc;
+        this.library = library;
+        this.clock = clock;
+        this.model = model;
+        this.props = props;
+        this.instance = props.instanceId() == null || props.instanceId().isBlank() ? defaultInstanceId() : props.instanceId();
+    }
+
+    static String defaultInstanceId() {
+        String host;
+        try {
+            host = InetAddress.getLocalHost().getHostName();
+        } catch (Exception e) {
+            host = "localhost";
+        }
+        return host + ":" + ManagementFactory.getRuntimeMXBean().getPid();
+    }
+
+    public static SchedulerConfig schedulerConfig(RecallProperties p) {
+        SchedulerConfig.Policy policy = switch (p.policy().toLowerCase(Locale.ROOT)) {
+            case "tape-aware" -> SchedulerConfig.Policy.TAPE_AWARE;
+            case "greedy" -> SchedulerConfig.Policy.GREEDY;
+            case "fifo" -> SchedulerConfig.Policy.FIFO;
+            default -> throw new IllegalArgumentException("stagehand.recall.policy: unknown policy '" + p.policy()
+                    + "' (tape-aware, greedy, fifo)");
+        };
+        return new SchedulerConfig(policy, p.minMountBytes(), p.minMountFiles(), p.minMountAge().toMillis() / 1000.0,
+                p.agingLimit().toMillis() / 1000.0, p.idleDismount().toMillis() / 1000.0, p.maxBatchBytes(),
+                p.maxBatchFiles(), p.exchangesPerAccessor(), 3_000_000, p.experimentDriveCaps(), p.experimentShares());
+    }
+
+    public String instanceId() {
+        return instance;
+    }
+
+    public RecallEngine engine() {
+        return engine;
+    }
+
+    /** Where a file's bytes land. The disk cache module will own this (reservations, pins, eviction). */
+    Path target(FileWork f) {
+        return props.stagingDir().resolve(Long.toString(f.id()));
+    }
+
+    /** Creates the engine and starts polling (no-op polling when {@code pollInterval} is zero: tests call {@link #poll}). */
+    public synchronized void start() {
+        SchedulerConfig config = schedulerConfig(props);
+        engine = null;
+        store = new JdbcQueueStore(jdbc, instance, props.lease(), this::target, this::wallClock);
+        engine = new RecallEngine(library, clock, new TapeModelCosts(model), config, store, this::target,
+                new EngineListener() {
+                    @Override
+                    public void fileFailed(FileWork file, double t) {
+                        log.warn("recall of {} failed: {}", file.name(), file.error());
+                    }
+                });
+        store.releaseOwnStaleClaims();
+        if (!props.pollInterval().isZero()) {
+            poller = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "recall-intake");
+                t.setDaemon(true);
+                return t;
+            });
+            long ms = props.pollInterval().toMillis();
+            poller.scheduleWithFixedDelay(() -> {
+                try {
+                    poll();
+                } catch (RuntimeException e) {
+                    log.warn("recall intake failed; retrying", e);
+                }
+            }, 0, ms, TimeUnit.MILLISECONDS);
+        }
+        log.info("recall scheduler {} started: policy {}, {} drives, {} accessors", instance, props.policy(),
+                library.layout().drives().size(), library.layout().accessors());
+    }
+
+    public synchronized void stop() {
+        if (poller != null) poller.shutdownNow();
+        poller = null;
+    }
+
+    /** An engine time as a wall-clock instant (a scaled demo clock runs faster than the wall). */
+    private Instant wallClock(double t) {
+        Instant at = engine.toInstant(t);
+        double ahead = Duration.between(clock.now(), at).toNanos() / 1e9;
+        double factor = clock instanceof ScaledClock sc ? sc.factor() : 1.0;
+        return Instant.now().plusNanos((long) (ahead / factor * 1e9));
+    }
+
+    /** One intake round: leases, new requests, reconciliation with the rows, then a scheduling pass. */
+    public synchronized void poll() {
+        for (long id : store.expireLeases()) engine.requeueIfClaimedElsewhere(id);
+        store.renewLeases();
+        registerQueuedFiles();
+        intake();
+        reconcile();
+        engine.requestPass();
+    }
+
+    private void registerQueuedFiles() {
+        jdbc.update("""
+                INSERT INTO recall_file (file_id)
+                SELECT DISTINCT file_id FROM stage_request_file WHERE state = 'queued'
+                ON CONFLICT (file_id) DO NOTHING""");
+        // asked again after it failed: try again
+        jdbc.update("""
+                UPDATE recall_file rf SET state = 'queued', error = NULL, updated_at = now()
+                 WHERE rf.state = 'failed' AND EXISTS (
+                       SELECT 1 FROM stage_request_file x JOIN stage_request r ON r.id = x.request_id
+                        WHERE x.file_id = rf.file_id AND x.state = 'queued' AND r.created_at > rf.updated_at)""");
+        // already staged: not read again (the cache module will decide what is still on disk)
+        List<Long> onDisk = jdbc.queryForList("""
+                UPDATE stage_request_file x SET state = 'on_disk', finished_at = now(), started_at = coalesce(started_at, now())
+                  FROM recall_file rf WHERE rf.file_id = x.file_id AND rf.state = 'on_disk' AND x.state = 'queued'
+                RETURNING x.file_id""", Long.class);
+        List<Long> failed = jdbc.queryForList("""
+                UPDATE stage_request_file x SET state = 'failed', error = rf.error, finished_at = now()
+                  FROM recall_file rf WHERE rf.file_id = x.file_id AND rf.state = 'failed' AND x.state = 'queued'
+                RETURNING x.file_id""", Long.class);
+        // no usable copy on tape: fail at once with the reason
+        List<Long> noCopy = jdbc.queryForList("""
+                UPDATE recall_file rf SET state = 'failed', error = 'no usable tape copy (segment lost or volume unavailable)',
+                       updated_at = now()
+                 WHERE rf.state = 'queued' AND NOT EXISTS (
+                       SELECT 1 FROM segment s JOIN volume v ON v.id = s.volume_id
+                        WHERE s.file_id = rf.file_id AND s.state = 'ok' AND v.state = 'available')
+                RETURNING rf.file_id""", Long.class);
+        if (!noCopy.isEmpty()) {
+            jdbc.update("""
+                    UPDATE stage_request_file x SET state = 'failed', error = rf.error, finished_at = now()
+                      FROM recall_file rf WHERE rf.file_id = x.file_id AND x.file_id = ANY(?) AND x.state = 'queued'""",
+                    (Object) noCopy.toArray(Long[]::new));
+        }
+        for (List<Long> ids : List.of(onDisk, failed, noCopy)) for (long id : new HashSet<>(ids)) store.completeRequests(id);
+    }
+
+    private void intake() {
+        record Row(String request, int priority, String experiment, FileSpec file) {}
+        Instant since = watermark.minusSeconds(60); // rows committed late still get seen
+        List<Row> rows = new ArrayList<>();
+        Instant[] newest = {watermark};
+        jdbc.query("""
+                SELECT sr.id, sr.priority, sr.experiment, sr.created_at, f.id AS fid, f.name, f.size_bytes, f.adler32,
+                       f.experiment AS fexp, d.name AS dataset,
+                       (SELECT string_agg(v.label || ' ' || s.offset_bytes, ',' ORDER BY v.label)
+                          FROM segment s JOIN volume v ON v.id = s.volume_id
+                         WHERE s.file_id = f.id AND s.state = 'ok' AND v.state = 'available') AS copies
+                  FROM stage_request sr
+                  JOIN stage_request_file x ON x.request_id = sr.id
+                  JOIN file f ON f.id = x.file_id
+                  LEFT JOIN dataset d ON d.id = f.dataset_id
+                 WHERE x.state IN ('queued', 'staging') AND sr.state IN ('submitted', 'active') AND sr.created_at >= ?
+                 ORDER BY sr.created_at, sr.id""", rs -> {
+            String id = rs.getString("id");
+            Instant created = rs.getTimestamp("created_at").toInstant();
+            if (created.isAfter(newest[0])) newest[0] = created;
+            if (known.contains(id)) return;
+            String copies = rs.getString("copies");
+            if (copies == null) return; // failed above as having no usable copy
+            List<Copy> cs = new ArrayList<>();
+            for (String c : copies.split(",")) {
+                int sp = c.lastIndexOf(' ');
+                cs.add(new Copy(c.substring(0, sp), Long.parseLong(c.substring(sp + 1))));
+            }
+            String adler = rs.getString("adler32");
+            rows.add(new Row(id, rs.getInt("priority"), rs.getString("experiment"),
+                    new FileSpec(rs.getLong("fid"), rs.getString("name"), rs.getLong("size_bytes"), cs,
+                            rs.getString("fexp"), rs.getString("dataset"), adler == null ? null : adler.trim())));
+        }, Timestamp.from(since));
+        watermark = newest[0];
+        Map<String, List<Row>> byRequest = new LinkedHashMap<>();
+        for (Row r : rows) byRequest.computeIfAbsent(r.request, k -> new ArrayList<>()).add(r);
+        Instant now = clock.now();
+        for (var e : byRequest.entrySet()) {
+            List<FileSpec> files = new ArrayList<>();
+            for (Row r : e.getValue()) files.add(r.file);
+            Row first = e.getValue().get(0);
+            engine.submit(e.getKey(), now, first.priority, first.experiment == null ? first.file.experiment() : first.experiment, files);
+            known.add(e.getKey());
+        }
+    }
+
+    private void reconcile() {
+        List<String> open = engine.openRequestIds();
+        if (!open.isEmpty()) {
+            List<String> ended = jdbc.queryForList("""
+                    SELECT id::text FROM stage_request WHERE id = ANY(?::uuid[]) AND state NOT IN ('submitted', 'active')""",
+                    String.class, (Object) open.toArray(String[]::new));
+            for (String id : ended) engine.forget(id);
+        }
+        List<Long> elsewhere = engine.claimedElsewhere();
+        if (!elsewhere.isEmpty()) {
+            jdbc.query("""
+                    SELECT file_id, state, error FROM recall_file
+                     WHERE file_id = ANY(?) AND state IN ('queued', 'on_disk', 'failed')""", rs -> {
+                long id = rs.getLong(1);
+                switch (rs.getString(2)) {
+                    case "queued" -> engine.requeueIfClaimedElsewhere(id);
+                    case "on_disk" -> engine.finishedElsewhere(id, true, null);
+                    default -> engine.finishedElsewhere(id, false, rs.getString(3));
+                }
+            }, (Object) elsewhere.toArray(Long[]::new));
+        }
+    }
+}

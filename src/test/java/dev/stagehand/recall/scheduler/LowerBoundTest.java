@@ -1,0 +1,35 @@
+package dev.stagehand.recall.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.data.Offset.offset;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class LowerBoundTest {
+
+    @Test
+    void handComputedTwoTapesOneDrive() {
+        long cw = 64_285_714_286L; // C / W
+        List<LowerBound.Item> files = List.of(
+                new LowerBound.Item("T1", 0, 4_000_000_000L, 0),            // p = 6.7+17+10+0 = 33.7, U = 55+30+6.7
+                new LowerBound.Item("T2", cw / 2, 8_000_000_000L, 0),       // locate BOT->x=.5 = 4.3+30 = 34.3
+                new LowerBound.Item("T2", cw * 3 / 4, 4_000_000_000L, 0));  // 2 runs: P = 34.3+4.3; p = 23.7+30+38.6
+        LowerBound.Result r = LowerBound.compute(files, 1, 1, new TestCosts());
+        assertThat(r.longestTape()).isCloseTo(92.3, offset(1e-3));
+        assertThat(r.driveWork()).isCloseTo(33.7 + 92.3 + 91.7, offset(1e-3));      // (b) = 217.7
+        assertThat(r.pigeonhole()).isCloseTo(92.3 + 91.7 + 33.7, offset(1e-3));     // (c)
+        assertThat(r.accessorWork()).isCloseTo(3 * 6.7 + 33.7 - 6.7, offset(1e-3)); // (d) = 47.1
+        assertThat(r.arrivals()).isCloseTo(20, offset(1e-9));                        // (e)
+        assertThat(r.bound()).isCloseTo(217.7, offset(1e-3));
+    }
+
+    @Test
+    void enoughDrivesLeaveTheLongestTape() {
+        List<LowerBound.Item> files = List.of(new LowerBound.Item("T1", 0, 4_000_000_000L, 0),
+                new LowerBound.Item("T2", 0, 40_000_000_000L, 500));
+        LowerBound.Result r = LowerBound.compute(files, 2, 1, new TestCosts());
+        assertThat(r.pigeonhole()).isZero();
+        assertThat(r.bound()).isCloseTo(600, offset(1e-9)); // arrival 500 + 100 s of reading
+    }
+}

@@ -1,0 +1,172 @@
+package dev.stagehand.recall.scheduler;
+
+import static dev.stagehand.recall.scheduler.Harness.file;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.stagehand.recall.scheduler.SchedulerConfig.Policy;
+import dev.stagehand.tape.SegmentRead;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+class RecallEngineTest {
+
+    static final long GB = 1_000_000_000L;
+
+    @Test
+    void aFileRequestedByManyRequestsIsReadOnceAndAFileOnDiskIsNotReadAgain() {
+        Harness h = new Harness(2, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.submitAt(0, "r1", 0, "exp", List.of(file(1, "V1", 0, GB), file(2, "V1", GB, GB), file(3, "V2", 5 * GB, GB)));
+        h.submitAt(1, "r2", 0, "exp", List.of(file(2, "V1", GB, GB), file(3, "V2", 5 * GB, GB)));
+        h.submitAt(20, "r3", 0, "exp", List.of(file(3, "V2", 5 * GB, GB))); // while being read or queued
+        h.run();
+        Map<Long, Long> readsPerFile = h.library.reads.stream().collect(Collectors.groupingBy(SegmentRead::fileId, Collectors.counting()));
+        assertThat(readsPerFile).containsOnly(Map.entry(1L, 1L), Map.entry(2L, 1L), Map.entry(3L, 1L));
+        for (String r : List.of("r1", "r2", "r3")) assertThat(h.engine.model().request(r).finished()).isTrue();
+
+        double before = h.clock.seconds();
+        h.submitAt(before + 10, "r4", 0, "exp", List.of(file(1, "V1", 0, GB), file(3, "V2", 5 * GB, GB)));
+        h.run();
+        RequestWork r4 = h.engine.model().request("r4");
+        assertThat(r4.finished()).isTrue();
+        assertThat(r4.completedAt()).isEqualTo(r4.arrival()); // latency 0: everything already on disk
+        assertThat(h.library.reads).hasSize(3);
+    }
+
+    @Test
+    void agingServesAnOldLowPriorityRequestBeforeAStreamOfUrgentOnes() {
+        double aging = 1200;
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(aging));
+        h.submitAt(0, "old", 0, "exp", List.of(file(1, "LOW", 100 * GB, GB)));
+        for (int i = 0; i < 60; i++) { // urgent work on other tapes, arriving faster than one drive serves it
+            h.submitAt(i * 60.0, "urgent-" + i, 5, "exp", List.of(file(100 + i, "HI" + i, 500 * GB, 20 * GB)));
+        }
+        h.run();
+        RequestWork old = h.engine.model().request("old");
+        assertThat(old.finished()).isTrue();
+        double lastUrgent = h.engine.model().request("urgent-59").completedAt();
+        assertThat(old.completedAt()).isLessThan(lastUrgent);
+        // it starts once it is older than the limit: at most one other tape's service later, plus its own
+        assertThat(old.completedAt() - old.arrival()).isLessThan(aging + 600);
+    }
+
+    @Test
+    void withoutAgingTheStreamWouldStarveIt() { // the control for the test above
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(1e9));
+        h.submitAt(0, "old", 0, "exp", List.of(file(1, "LOW", 100 * GB, GB)));
+        for (int i = 0; i < 60; i++) {
+            h.submitAt(i * 60.0, "urgent-" + i, 5, "exp", List.of(file(100 + i, "HI" + i, 500 * GB, 20 * GB)));
+        }
+        h.run();
+        assertThat(h.engine.model().request("old").completedAt() - 0).isGreaterThan(1200 + 600);
+    }
+
+    @Test
+    void experimentDriveCapsAreRespected() {
+        SchedulerConfig cfg = SchedulerConfig.defaults(Policy.TAPE_AWARE).withCaps(Map.of("atlas", 1), Map.of());
+        Harness h = new Harness(4, 2, cfg);
+        List<QueueModel.FileSpec> atlas = new ArrayList<>(), cms = new ArrayList<>();
+        for (int v = 0; v < 4; v++) {
+            atlas.add(file(v, "atlas", "A" + v, 10 * GB, 50 * GB));
+            cms.add(file(100 + v, "cms", "C" + v, 10 * GB, 10 * GB));
+        }
+        h.submitAt(0, "atlas", 0, "atlas", atlas);
+        h.submitAt(0, "cms", 0, "cms", cms);
+        h.run();
+        assertThat(h.maxDrivesPerExperiment.get("atlas")).isEqualTo(1);
+        assertThat(h.maxDrivesPerExperiment.get("cms")).isGreaterThan(1);
+        assertThat(h.library.reads).hasSize(8);
+    }
+
+    @Test
+    void fairSharesSplitTheDrivesByWeight() {
+        SchedulerConfig cfg = SchedulerConfig.defaults(Policy.TAPE_AWARE).withCaps(Map.of(), Map.of("atlas", 3.0, "cms", 1.0));
+        Harness h = new Harness(4, 4, cfg);
+        List<QueueModel.FileSpec> atlas = new ArrayList<>(), cms = new ArrayList<>();
+        for (int v = 0; v < 6; v++) {
+            atlas.add(file(v, "atlas", "A" + v, 10 * GB, 600 * GB)); // all worth a mount at once
+            cms.add(file(100 + v, "cms", "C" + v, 10 * GB, 900 * GB)); // bigger queues: greedy would pick these
+        }
+        h.submitAt(0, "cms", 0, "cms", cms);
+        h.submitAt(0, "atlas", 0, "atlas", atlas);
+        h.clock.run(1); // the first pass: four mounts start
+        assertThat(h.mountOrder).hasSize(4);
+        long atlasMounts = h.mountOrder.stream().filter(v -> v.startsWith("A")).count();
+        assertThat(atlasMounts).isEqualTo(3);
+        h.run();
+        assertThat(h.library.reads).hasSize(12);
+    }
+
+    @Test
+    void aSmallPieceOfABulkRecallLeavesTheLastDriveForAWorthyQueueArrivingSoon() {
+        Harness h = new Harness(4, 2, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        List<QueueModel.FileSpec> first = new ArrayList<>();
+        for (int v = 0; v < 6; v++) first.add(file(v, "S" + v, 10 * GB, 100 * GB)); // 6 small tapes, one request
+        h.submitAt(0, "bulk-0", 0, "exp", first);
+        h.submitAt(60, "bulk-1", 0, "exp", List.of(file(10, "BIG", 10 * GB, 700 * GB), file(11, "S9", 0, GB)));
+        h.run();
+        assertThat(h.mountOrder.subList(0, 3)).containsExactlyInAnyOrder("S0", "S1", "S2");
+        assertThat(h.mountOrder.get(3)).isEqualTo("BIG"); // the last drive waited for it
+        assertThat(h.library.reads).hasSize(8);
+        assertThat(h.library.mounts).hasSize(8);
+    }
+
+    @Test
+    void sixteenDrivesOnOneAccessorDoNotStartMoreExchangesThanItCanServe() {
+        SchedulerConfig cfg = SchedulerConfig.defaults(Policy.TAPE_AWARE);
+        Harness h = new Harness(16, 1, cfg);
+        List<QueueModel.FileSpec> files = new ArrayList<>();
+        for (int v = 0; v < 24; v++) files.add(file(v, "V" + v, 3 * GB, 40 * GB));
+        h.submitAt(0, "bulk", 0, "exp", files);
+        h.run();
+        assertThat(h.maxMountsInFlight).isLessThanOrEqualTo(cfg.exchangesPerAccessor());
+        assertThat(h.library.maxConcurrentMoves).isEqualTo(1);
+        assertThat(h.library.mounts).hasSize(24); // every volume mounted once
+        assertThat(h.library.reads).hasSize(24);
+    }
+
+    @Test
+    void aMultiCopyFileIsReadFromTheMountedCopy() {
+        Harness h = new Harness(2, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.submitAt(0, "big", 0, "exp", List.of(file(1, "M", 0, 200 * GB))); // keeps M mounted and reading
+        QueueModel.FileSpec twoCopies = new QueueModel.FileSpec(2, "/f2", GB,
+                List.of(new Copy("OTHER", 10 * GB), new Copy("M", 300 * GB)), "exp", "ds", null);
+        h.submitAt(100, "r", 0, "exp", List.of(twoCopies));
+        h.run();
+        assertThat(h.library.mounts).containsExactly("M");
+        assertThat(h.library.reads).extracting(SegmentRead::volume).containsOnly("M");
+        assertThat(h.engine.model().request("r").finished()).isTrue();
+    }
+
+    @Test
+    void aBadCopyFailsOverToTheOtherCopyAndWithoutOneTheFileFailsWithAReason() {
+        Harness h = new Harness(2, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.library.badSegments.add("A:1");
+        h.library.badSegments.add("A:3");
+        QueueModel.FileSpec twoCopies = new QueueModel.FileSpec(1, "/f1", GB, List.of(new Copy("A", 0), new Copy("B", 0)), "exp", "ds", null);
+        h.submitAt(0, "r", 0, "exp", List.of(twoCopies, file(3, "A", 5 * GB, GB)));
+        h.run();
+        assertThat(h.library.reads).extracting(SegmentRead::volume).containsExactly("B");
+        RequestWork r = h.engine.model().request("r");
+        assertThat(r.finished()).isTrue();
+        assertThat(r.failedFiles()).isEqualTo(1);
+        assertThat(h.engine.model().file(3).error()).contains("bad block");
+        assertThat(h.engine.model().file(1).state()).isEqualTo(FileWork.State.ON_DISK);
+    }
+
+    @Test
+    void bulkRecallMountsEveryVolumeOnceAndEveryRequestGetsAnEta() {
+        Harness h = new Harness(4, 2, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        List<QueueModel.FileSpec> files = new ArrayList<>();
+        long id = 0;
+        for (int v = 0; v < 10; v++) for (int k = 0; k < 30; k++) files.add(file(id++, "V" + v, (k * 7919L % 200) * 20 * GB, 2 * GB));
+        h.submitAt(0, "bulk", 0, "exp", files);
+        h.clock.run(1);
+        assertThat(h.engine.model().request("bulk").eta()).isGreaterThan(0);
+        h.run();
+        assertThat(h.library.mounts).hasSize(10);
+        assertThat(h.library.reads).hasSize(300);
+    }
+}
