@@ -27,6 +27,12 @@ public interface StageRequests {
      */
     Submission submit(String owner, NewStageRequest request);
 
+    /**
+     * The errors {@link #submit} would report without looking at the catalog (fields, path rules,
+     * duplicates; null list entries count as missing names). Empty when the request is well formed.
+     */
+    List<StageRequestRejected.EntryError> check(String owner, NewStageRequest request);
+
     /** The request with its per-state counts and one page of its files (in submitted order). */
     Optional<StageRequestDetail> get(UUID id, int fileOffset, int fileLimit);
 

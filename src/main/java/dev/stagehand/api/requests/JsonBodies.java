@@ -64,7 +64,10 @@ final class JsonBodies {
     }
 
     /** A submit body: {"files": [...], "clientRequestId", "priority", "diskLifetimeSeconds", "destination", "experiment"}. */
-    static NewStageRequest submit(JsonNode body) {
+    /** A submit body and the type errors found in it (the request then has null where a value was unusable). */
+    record Parsed(NewStageRequest request, List<EntryError> errors) {}
+
+    static Parsed submit(JsonNode body) {
         List<EntryError> errors = new ArrayList<>();
         unknownFields(body, SUBMIT_FIELDS, errors);
         List<String> files = files(body, true, errors);
@@ -73,8 +76,7 @@ final class JsonBodies {
         Long lifetime = longValue(body, "diskLifetimeSeconds", errors);
         String destination = text(body, "destination", errors);
         String experiment = text(body, "experiment", errors);
-        if (!errors.isEmpty()) throw new BadInput(HttpStatus.BAD_REQUEST, describe(errors), errors);
-        return new NewStageRequest(cid, files, priority, lifetime, destination, experiment);
+        return new Parsed(new NewStageRequest(cid, files, priority, lifetime, destination, experiment), errors);
     }
 
     /** A cancel or release body: none, {} (all files) or {"files": [...]}; null means all files. */

@@ -110,8 +110,10 @@ class RequestsController {
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = SubmitBody.class))))
     ResponseEntity<RequestView> submit(HttpServletRequest http,
                                        @RequestHeader(name = OWNER_HEADER, required = false) String owner) throws IOException {
-        var body = JsonBodies.submit(JsonBodies.parse(JsonBodies.read(http.getInputStream(), http.getContentLengthLong())));
-        Submission s = requests.submit(owner == null ? ANONYMOUS : owner, body);
+        String who = owner == null ? ANONYMOUS : owner;
+        var parsed = JsonBodies.submit(JsonBodies.parse(JsonBodies.read(http.getInputStream(), http.getContentLengthLong())));
+        if (!parsed.errors().isEmpty()) throw typeErrors(who, parsed);
+        Submission s = requests.submit(who, parsed.request());
         RequestView view = RequestView.of(s.request());
         return s.created()
                 ? ResponseEntity.created(URI.create("/api/v1/requests/" + view.id())).body(view)
@@ -182,6 +184,18 @@ class RequestsController {
         UUID uuid = uuid(id);
         List<String> files = JsonBodies.fileSelection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()));
         return ChangeView.of(requests.release(uuid, files));
+    }
+
+    /** Type errors plus whatever else is wrong with the usable parts, so one answer names every offending entry. */
+    private BadInput typeErrors(String owner, JsonBodies.Parsed parsed) {
+        List<EntryError> errors = new java.util.ArrayList<>(parsed.errors());
+        java.util.Set<Object> named = new java.util.HashSet<>();
+        parsed.errors().forEach(e -> named.add(e.index() != null ? e.index() : e.field()));
+        for (EntryError e : requests.check(owner, parsed.request())) {
+            if (!named.contains(e.index() != null ? e.index() : e.field())) errors.add(e);
+        }
+        errors.sort(java.util.Comparator.comparing((EntryError e) -> e.index() == null ? -1 : e.index()));
+        return new BadInput(HttpStatus.BAD_REQUEST, JsonBodies.describe(errors), errors);
     }
 
     private static UUID uuid(String id) {

@@ -59,6 +59,14 @@ class JdbcStageRequests implements StageRequests {
     // ---- submit --------------------------------------------------------------------------------------
 
     @Override
+    public List<EntryError> check(String owner, NewStageRequest req) {
+        List<EntryError> errors = new ArrayList<>();
+        checkFields(owner, req, errors);
+        if (req.files() != null && req.files().size() <= MAX_FILES) checkNames(req.files(), errors);
+        return errors;
+    }
+
+    @Override
     public Submission submit(String owner, NewStageRequest req) {
         List<EntryError> errors = new ArrayList<>();
         checkFields(owner, req, errors);
