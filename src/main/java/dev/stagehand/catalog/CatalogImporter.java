@@ -33,6 +33,7 @@ import org.springframework.stereotype.Service;
 public class CatalogImporter {
 
     public static final int MAX_REPORTED_ERRORS = 20;
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(CatalogImporter.class);
 
     private final DataSource dataSource;
 
@@ -77,6 +78,7 @@ public class CatalogImporter {
     }
 
     private ImportSummary load(Connection c, InputStream in, String source, long t0) throws SQLException, IOException {
+        StringBuilder phases = new StringBuilder();
         try (Statement st = c.createStatement()) {
             st.execute("SET LOCAL work_mem = '256MB'");
             st.execute("SET LOCAL synchronous_commit = off"); // a lost import is simply run again
@@ -104,6 +106,7 @@ public class CatalogImporter {
             throw new CatalogImportRejected(source, read.errors(), read.errorCount());
         }
         copy.endCopy();
+        phases.append(String.format("read+copy %.1f s", (System.nanoTime() - t0) / 1e9));
 
         try (Statement st = c.createStatement()) {
             // One row per (file, volume), the first by line; kept for the inserts below.
@@ -111,8 +114,10 @@ public class CatalogImporter {
                     + "SELECT DISTINCT ON (file, volume) * FROM catalog_stage ORDER BY file, volume, line");
             st.execute("ANALYZE catalog_stage");
             st.execute("ANALYZE catalog_segment");
+            mark(phases, "dedup", t0);
             List<RowError> errors = new ArrayList<>();
             long count = consistencyErrors(st, errors);
+            mark(phases, "checks", t0);
             if (count > 0) throw new CatalogImportRejected(source, errors, count);
 
             long datasets = scalar(st, "SELECT count(DISTINCT dataset) FROM catalog_segment");
@@ -136,6 +141,8 @@ public class CatalogImporter {
                     + "SELECT f.id, v.id, s.offset_bytes, s.fseq FROM catalog_segment s "
                     + "JOIN file f ON f.name = s.file JOIN volume v ON v.label = s.volume "
                     + "ON CONFLICT (file_id, volume_id) DO NOTHING");
+            mark(phases, "inserts", t0);
+            log.info("catalog import of {}: {}", source, phases);
             double seconds = (System.nanoTime() - t0) / 1e9;
             return new ImportSummary(source, read.rows(), files, newFiles, segments, newSegments, volumes, newVolumes,
                     datasets, newDatasets, read.ignoredColumns(), seconds);
@@ -185,15 +192,20 @@ public class CatalogImporter {
                   SELECT s.line, format('dataset %s: experiment %s differs from %s on line %s', s.dataset, s.experiment, ds.experiment, ds.line)
                     FROM catalog_stage s JOIN ds ON ds.dataset = s.dataset WHERE s.experiment <> ds.experiment
                   UNION ALL
-                  SELECT s.line, format('file %s: size %s differs from the catalog (%s)', s.file, s.size_bytes, f.size_bytes)
-                    FROM catalog_segment s JOIN file f ON f.name = s.file WHERE f.size_bytes <> s.size_bytes
-                  UNION ALL
-                  SELECT s.line, format('file %s: adler32 %s differs from the catalog (%s)', s.file, s.adler32, f.adler32)
-                    FROM catalog_segment s JOIN file f ON f.name = s.file WHERE f.adler32 <> s.adler32
-                  UNION ALL
-                  SELECT s.line, format('file %s on volume %s: offset %s differs from the catalog (%s)', s.file, s.volume, s.offset_bytes, g.offset_bytes)
-                    FROM catalog_segment s JOIN file f ON f.name = s.file JOIN volume v ON v.label = s.volume
-                    JOIN segment g ON g.file_id = f.id AND g.volume_id = v.id WHERE g.offset_bytes <> s.offset_bytes
+                  SELECT line, reason FROM (
+                    SELECT s.line, unnest(ARRAY[
+                      CASE WHEN f.size_bytes <> s.size_bytes
+                        THEN format('file %s: size %s differs from the catalog (%s)', s.file, s.size_bytes, f.size_bytes) END,
+                      CASE WHEN f.adler32 <> s.adler32
+                        THEN format('file %s: adler32 %s differs from the catalog (%s)', s.file, s.adler32, f.adler32) END,
+                      CASE WHEN g.offset_bytes <> s.offset_bytes
+                        THEN format('file %s on volume %s: offset %s differs from the catalog (%s)', s.file, s.volume, s.offset_bytes, g.offset_bytes) END
+                    ]) AS reason
+                    FROM catalog_segment s JOIN file f ON f.name = s.file
+                    LEFT JOIN volume v ON v.label = s.volume
+                    LEFT JOIN segment g ON g.file_id = f.id AND g.volume_id = v.id
+                    WHERE f.size_bytes <> s.size_bytes OR f.adler32 <> s.adler32 OR g.offset_bytes <> s.offset_bytes
+                  ) catalog_checks WHERE reason IS NOT NULL
                   UNION ALL
                   SELECT s.line, format('dataset %s: experiment %s differs from the catalog (%s)', s.dataset, s.experiment, d.experiment)
                     FROM ds s JOIN dataset d ON d.name = s.dataset WHERE d.experiment <> s.experiment
@@ -208,6 +220,10 @@ public class CatalogImporter {
             }
         }
         return total;
+    }
+
+    private static void mark(StringBuilder phases, String name, long t0) {
+        phases.append(String.format(", %s until %.1f s", name, (System.nanoTime() - t0) / 1e9));
     }
 
     private static long scalar(Statement st, String sql) throws SQLException {
