@@ -57,7 +57,8 @@ final class DemoRun implements AutoCloseable {
     void start() {
         SpringApplication app = new SpringApplication(StagehandApplication.class);
         app.addListeners(new ServingUrlPrinter(out));
-        context = app.run("--server.port=" + port, "--stagehand.db.local-database=" + DATABASE);
+        // Quiet logs: the demo's own lines are the show; warnings and errors still appear.
+        context = app.run("--server.port=" + port, "--stagehand.db.local-database=" + DATABASE, "--logging.level.root=WARN");
         int actual = ((WebServerApplicationContext) context).getWebServer().getPort();
         baseUrl = "http://localhost:" + actual;
         out.printf("[demo] service up (database %s); API %s/api/v1/requests, OpenAPI %s/v3/api-docs%n", DATABASE, baseUrl, baseUrl);
