@@ -6,7 +6,8 @@ import picocli.CommandLine.Command;
 /** {@code stagehand <subcommand>}: one executable, one subcommand per job. */
 @Command(name = "stagehand", mixinStandardHelpOptions = true, version = "stagehand 0.1.0",
         description = "HSM/tape-aware archive staging service.",
-        subcommands = {ServeCommand.class, SimulateCommand.class, TapeDemoCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {ServeCommand.class, DemoCommand.class, CatalogCommand.class, SimulateCommand.class,
+                TapeDemoCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 
     @CommandLine.Spec

@@ -1,0 +1,81 @@
+package dev.stagehand.bench;
+
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Random;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/** Shared pieces of the benchmarks: a deterministic catalog dump and a clean benchmark database. */
+final class BenchSupport {
+
+    static final String DATABASE = "stagehand_bench";
+    static final long LTO9_BYTES = 18_000_000_000_000L;
+
+    private BenchSupport() {}
+
+    /**
+     * Writes {@code rows} catalog rows: files of 20 datasets (sizes 10 MB-4 GB) written back to back on
+     * LTO-9 volumes, a new volume when one is full; every 10th file has a second copy on another volume.
+     * The same seed gives the same bytes.
+     */
+    static Path writeCatalog(Path file, int rows, long seed) throws IOException {
+        Files.createDirectories(file.toAbsolutePath().getParent());
+        Random random = new Random(seed);
+        try (BufferedWriter w = Files.newBufferedWriter(file, StandardCharsets.UTF_8)) {
+            w.write("# stagehand bench catalog rows=" + rows + " seed=" + seed + "\n");
+            w.write("file,volume,offset_bytes,size_bytes,experiment,dataset,adler32,fseq\n");
+            int volume = 0, fseq = 0, copyVolume = 5000, copyFseq = 0;
+            long offset = 0, copyOffset = 0;
+            int written = 0;
+            for (int i = 0; written < rows; i++) {
+                int ds = i / Math.max(1, rows / 22);
+                String experiment = ds % 3 == 0 ? "atlas" : ds % 3 == 1 ? "cms" : "lhcb";
+                long size = 10_000_000L + (long) (random.nextDouble() * random.nextDouble() * 4_000_000_000L);
+                if (offset + size > LTO9_BYTES) {
+                    volume++;
+                    offset = 0;
+                    fseq = 0;
+                }
+                String name = String.format("/bench/%s/ds%02d/f%07d", experiment, ds, i);
+                String adler = String.format("%08x", random.nextInt() & 0xffffffffL);
+                line(w, name, volume, offset, size, experiment, ds, adler, ++fseq);
+                written++;
+                offset += size;
+                if (i % 10 == 0 && written < rows) {
+                    if (copyOffset + size > LTO9_BYTES) {
+                        copyVolume++;
+                        copyOffset = 0;
+                        copyFseq = 0;
+                    }
+                    line(w, name, copyVolume, copyOffset, size, experiment, ds, adler, ++copyFseq);
+                    written++;
+                    copyOffset += size;
+                }
+            }
+        }
+        return file;
+    }
+
+    private static void line(BufferedWriter w, String name, int volume, long offset, long size, String experiment, int ds,
+                             String adler, int fseq) throws IOException {
+        w.write(name);
+        w.write(String.format(",B%05d,%d,%d,%s,%s.ds%02d,%s,%d%n", volume, offset, size, experiment, experiment, ds, adler, fseq));
+    }
+
+    /** Empties the benchmark database (and only it) so every run measures the same work. */
+    static void clean(JdbcTemplate jdbc) {
+        String db = jdbc.queryForObject("SELECT current_database()", String.class);
+        if (!DATABASE.equals(db)) throw new IllegalStateException("refusing to empty database " + db);
+        jdbc.execute("TRUNCATE stage_request, segment, file, volume, dataset CASCADE");
+        jdbc.execute("VACUUM ANALYZE");
+    }
+
+    static String[] springArgs(boolean web) {
+        return web ? new String[] {"--server.port=0", "--stagehand.db.local-database=" + DATABASE, "--logging.level.root=WARN"}
+                : new String[] {"--spring.main.web-application-type=none", "--stagehand.db.local-database=" + DATABASE,
+                        "--logging.level.root=WARN", "--logging.level.dev.stagehand.catalog=INFO"};
+    }
+}

@@ -1,0 +1,188 @@
+package dev.stagehand.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.stagehand.ItCatalog;
+import dev.stagehand.api.ApiClient.Answer;
+import dev.stagehand.catalog.CatalogImporter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.jdbc.core.JdbcTemplate;
+import tools.jackson.databind.JsonNode;
+
+/** The native request API end to end: real HTTP, real PostgreSQL. */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class RequestApiIT {
+
+    @LocalServerPort
+    int port;
+    @Autowired
+    CatalogImporter importer;
+    @Autowired
+    JdbcTemplate jdbc;
+
+    ApiClient api;
+    ItCatalog catalog;
+
+    @BeforeEach
+    void setUp() {
+        api = new ApiClient(port);
+        catalog = ItCatalog.load(importer, 30);
+    }
+
+    private Answer submit(List<String> files, String clientRequestId, String owner) {
+        var body = new java.util.LinkedHashMap<String, Object>();
+        body.put("files", files);
+        if (clientRequestId != null) body.put("clientRequestId", clientRequestId);
+        body.put("experiment", "atlas");
+        return api.post("/api/v1/requests", ApiClient.json(body), owner);
+    }
+
+    @Test
+    void submitThenReadCountsFilesInOrderAndPages() {
+        List<String> files = new ArrayList<>(catalog.files.subList(0, 25));
+        java.util.Collections.reverse(files); // not catalog order: reads must keep the submitted order
+        Answer created = submit(files, null, "alice");
+        assertThat(created.status()).isEqualTo(201);
+        String id = created.json().get("id").stringValue();
+        assertThat(created.location()).endsWith("/api/v1/requests/" + id);
+        assertThat(created.json().get("state").stringValue()).isEqualTo("submitted");
+        assertThat(created.json().get("fileCount").intValue()).isEqualTo(25);
+        assertThat(created.json().get("owner").stringValue()).isEqualTo("alice");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM stage_request_file WHERE request_id = ?::uuid", Long.class, id)).isEqualTo(25);
+
+        Answer got = api.get("/api/v1/requests/" + id + "?fileOffset=5&fileLimit=10");
+        assertThat(got.status()).isEqualTo(200);
+        assertThat(got.json().get("counts").get("queued").longValue()).isEqualTo(25);
+        assertThat(got.json().get("counts").get("done").longValue()).isZero();
+        JsonNode page = got.json().get("files");
+        assertThat(page.size()).isEqualTo(10);
+        for (int i = 0; i < 10; i++) {
+            assertThat(page.get(i).get("path").stringValue()).isEqualTo(files.get(5 + i));
+            assertThat(page.get(i).get("state").stringValue()).isEqualTo("queued");
+        }
+    }
+
+    @Test
+    void listFiltersByOwnerStateExperimentAndSince() {
+        String owner = "lister-" + UUID.randomUUID().toString().substring(0, 8);
+        for (int i = 0; i < 3; i++) assertThat(submit(catalog.files.subList(i, i + 2), null, owner).status()).isEqualTo(201);
+        Answer all = api.get("/api/v1/requests?owner=" + owner + "&limit=2");
+        assertThat(all.status()).isEqualTo(200);
+        assertThat(all.json().get("total").longValue()).isEqualTo(3);
+        assertThat(all.json().get("items").size()).isEqualTo(2);
+        Answer rest = api.get("/api/v1/requests?owner=" + owner + "&limit=2&offset=2");
+        assertThat(rest.json().get("items").size()).isEqualTo(1);
+        assertThat(api.get("/api/v1/requests?owner=" + owner + "&state=done").json().get("total").longValue()).isZero();
+        assertThat(api.get("/api/v1/requests?owner=" + owner + "&state=submitted&experiment=atlas").json().get("total").longValue()).isEqualTo(3);
+        assertThat(api.get("/api/v1/requests?owner=" + owner + "&experiment=cms").json().get("total").longValue()).isZero();
+        assertThat(api.get("/api/v1/requests?owner=" + owner + "&since=2999-01-01T00:00:00Z").json().get("total").longValue()).isZero();
+        assertThat(api.get("/api/v1/requests?owner=" + owner + "&since=2000-01-01T00:00:00Z").json().get("total").longValue()).isEqualTo(3);
+    }
+
+    @Test
+    void aRetryWithTheSameClientIdReturnsTheSameRequestAndOtherContentConflicts() {
+        String cid = "retry-" + UUID.randomUUID();
+        List<String> files = catalog.files.subList(0, 5);
+        Answer first = submit(files, cid, "bob");
+        assertThat(first.status()).isEqualTo(201);
+        long requests = count("stage_request"), rows = count("stage_request_file");
+
+        Answer retry = submit(files, cid, "bob");
+        assertThat(retry.status()).isEqualTo(200);
+        assertThat(retry.json().get("id").stringValue()).isEqualTo(first.json().get("id").stringValue());
+
+        Answer other = submit(catalog.files.subList(0, 6), cid, "bob");
+        assertThat(other.status()).isEqualTo(409);
+        assertThat(other.contentType()).startsWith("application/problem+json");
+        assertThat(other.json().get("errors").get(0).get("field").stringValue()).isEqualTo("clientRequestId");
+        assertThat(count("stage_request")).isEqualTo(requests);
+        assertThat(count("stage_request_file")).isEqualTo(rows);
+
+        // The key is per owner: another owner may use the same client id.
+        assertThat(submit(files, cid, "carol").status()).isEqualTo(201);
+    }
+
+    @Test
+    void cancelSomeThenAllThenAgain() {
+        String id = submit(catalog.files.subList(0, 10), null, null).json().get("id").stringValue();
+        // A file that already ended stays as it was and is reported unchanged.
+        jdbc.update("UPDATE stage_request_file SET state = 'done' WHERE request_id = ?::uuid AND file_id = "
+                + "(SELECT id FROM file WHERE name = ?)", id, catalog.files.get(1));
+
+        Answer some = api.post("/api/v1/requests/" + id + "/cancel", ApiClient.json(Map.of("files", catalog.files.subList(0, 3))));
+        assertThat(some.status()).isEqualTo(200);
+        assertThat(some.json().get("changed").longValue()).isEqualTo(2);
+        assertThat(some.json().get("unchanged").get(0).get("path").stringValue()).isEqualTo(catalog.files.get(1));
+        assertThat(some.json().get("unchanged").get(0).get("state").stringValue()).isEqualTo("done");
+        assertThat(some.json().get("state").stringValue()).isEqualTo("submitted");
+
+        Answer detail = api.get("/api/v1/requests/" + id);
+        assertThat(detail.json().get("counts").get("cancelled").longValue()).isEqualTo(2);
+        assertThat(detail.json().get("counts").get("queued").longValue()).isEqualTo(7);
+
+        Answer all = api.post("/api/v1/requests/" + id + "/cancel", null);
+        assertThat(all.status()).isEqualTo(200);
+        assertThat(all.json().get("changed").longValue()).isEqualTo(7);
+        assertThat(all.json().get("state").stringValue()).isEqualTo("cancelled");
+        assertThat(api.get("/api/v1/requests/" + id).json().get("counts").get("cancelled").longValue()).isEqualTo(9);
+
+        Answer again = api.post("/api/v1/requests/" + id + "/cancel", null);
+        assertThat(again.status()).isEqualTo(409);
+        assertThat(again.json().get("errors").get(0).get("field").stringValue()).isEqualTo("state");
+    }
+
+    @Test
+    void cancellingTheLastOpenFilesEndsTheRequest() {
+        String id = submit(catalog.files.subList(0, 3), null, null).json().get("id").stringValue();
+        jdbc.update("UPDATE stage_request_file SET state = 'on_disk' WHERE request_id = ?::uuid AND file_id = "
+                + "(SELECT id FROM file WHERE name = ?)", id, catalog.files.get(0));
+        Answer a = api.post("/api/v1/requests/" + id + "/cancel", ApiClient.json(Map.of("files", catalog.files.subList(1, 3))));
+        assertThat(a.status()).isEqualTo(200);
+        // no destination: the file on disk has ended, so with the other two cancelled the request is done
+        assertThat(a.json().get("state").stringValue()).isEqualTo("done");
+        assertThat(jdbc.queryForObject("SELECT completed_at IS NOT NULL FROM stage_request WHERE id = ?::uuid", Boolean.class, id)).isTrue();
+    }
+
+    @Test
+    void releaseSomeThenAll() {
+        String id = submit(catalog.files.subList(0, 6), null, null).json().get("id").stringValue();
+        Answer some = api.post("/api/v1/requests/" + id + "/release", ApiClient.json(Map.of("files", catalog.files.subList(0, 2))));
+        assertThat(some.status()).isEqualTo(200);
+        assertThat(some.json().get("changed").longValue()).isEqualTo(2);
+        assertThat(api.get("/api/v1/requests/" + id).json().get("released").longValue()).isEqualTo(2);
+
+        Answer again = api.post("/api/v1/requests/" + id + "/release", ApiClient.json(Map.of("files", catalog.files.subList(1, 3))));
+        assertThat(again.json().get("changed").longValue()).isEqualTo(1);
+        assertThat(again.json().get("unchanged").get(0).get("path").stringValue()).isEqualTo(catalog.files.get(1));
+
+        Answer all = api.post("/api/v1/requests/" + id + "/release", "{}");
+        assertThat(all.status()).isEqualTo(200);
+        assertThat(all.json().get("changed").longValue()).isEqualTo(3);
+        Answer detail = api.get("/api/v1/requests/" + id + "?fileLimit=6");
+        assertThat(detail.json().get("released").longValue()).isEqualTo(6);
+        detail.json().get("files").forEach(f -> assertThat(f.get("released").booleanValue()).isTrue());
+        // releasing does not cancel: the files are still queued
+        assertThat(detail.json().get("counts").get("queued").longValue()).isEqualTo(6);
+    }
+
+    @Test
+    void theOpenApiDocumentIsServed() {
+        Answer doc = api.get("/v3/api-docs");
+        assertThat(doc.status()).isEqualTo(200);
+        assertThat(doc.json().get("openapi").stringValue()).startsWith("3.");
+        assertThat(doc.json().get("paths").has("/api/v1/requests")).isTrue();
+        assertThat(doc.json().get("paths").has("/api/v1/requests/{id}/cancel")).isTrue();
+    }
+
+    private long count(String table) {
+        return jdbc.queryForObject("SELECT count(*) FROM " + table, Long.class);
+    }
+}

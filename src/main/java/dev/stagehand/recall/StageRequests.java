@@ -1,0 +1,132 @@
+package dev.stagehand.recall;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * Stage (recall) requests as clients see them: submit, read, list, cancel, release. The recall scheduler
+ * drives the states afterwards (request submitted &rarr; active &rarr; done/failed; file queued &rarr; staging
+ * &rarr; on_disk &rarr; transferring &rarr; done/failed).
+ *
+ * <p>Every method either does all of its work in one transaction or throws {@link StageRequestRejected}
+ * and changes nothing. The {@code owner} is the account on whose behalf the call is made; until security
+ * lands it is whatever the caller says (the REST API: a header, else {@code anonymous}).
+ */
+public interface StageRequests {
+
+    /** The most files one request may name. */
+    int MAX_FILES = 100_000;
+
+    /**
+     * Submits a request. With a {@code clientRequestId}, a retry with the same content returns the request
+     * stored the first time ({@code created == false}); the same id with different content is rejected
+     * ({@link StageRequestRejected.Kind#CONFLICT}).
+     */
+    Submission submit(String owner, NewStageRequest request);
+
+    /**
+     * The errors {@link #submit} would report without looking at the catalog (fields, path rules,
+     * duplicates; null list entries count as missing names). Empty when the request is well formed.
+     */
+    List<StageRequestRejected.EntryError> check(String owner, NewStageRequest request);
+
+    /** The request with its per-state counts and one page of its files (in submitted order). */
+    Optional<StageRequestDetail> get(UUID id, int fileOffset, int fileLimit);
+
+    /** Requests, newest first, matching every given filter. */
+    RequestPage list(RequestQuery query);
+
+    /**
+     * Cancels the whole request ({@code files == null}) or some of its files. Rules:
+     * <ul>
+     *   <li>a finished request (done, failed, cancelled) cannot be cancelled: {@code CONFLICT};</li>
+     *   <li>files still queued, staging or transferring, and files on disk that still wait for a transfer
+     *       (request with a destination), become {@code cancelled}; files that ended (done, failed,
+     *       cancelled, or on disk in a request without destination) keep their state and are listed as
+     *       unchanged;</li>
+     *   <li>cancelling the whole request makes it {@code cancelled}; after cancelling some files, a request
+     *       with no open file left ends: cancelled when every file was cancelled, failed when one failed,
+     *       else done;</li>
+     *   <li>a named file that is not part of the request is an error naming it; nothing is changed.</li>
+     * </ul>
+     */
+    FileChange cancel(UUID id, List<String> files);
+
+    /**
+     * Releases (unpins) all ({@code files == null}) or some files of a request, in any request state: the
+     * cache may evict them once no other request holds them. Release does not stop a recall still in
+     * progress (that is what cancel is for); the file is simply not kept pinned once it lands. Releasing a
+     * released file again changes nothing.
+     */
+    FileChange release(UUID id, List<String> files);
+
+    /** What a client asks for. Null fields take their defaults. */
+    record NewStageRequest(
+            String clientRequestId,
+            List<String> files,
+            Integer priority,
+            Long diskLifetimeSeconds,
+            String destination,
+            String experiment) {}
+
+    /** The outcome of {@link #submit}: the stored request, and whether this call created it. */
+    record Submission(StageRequestSummary request, boolean created) {}
+
+    enum RequestState {
+        SUBMITTED, ACTIVE, DONE, FAILED, CANCELLED;
+
+        public String dbName() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+
+        public static RequestState ofDb(String s) {
+            return valueOf(s.toUpperCase(java.util.Locale.ROOT));
+        }
+
+        public boolean finished() {
+            return this == DONE || this == FAILED || this == CANCELLED;
+        }
+    }
+
+    enum FileState {
+        QUEUED, STAGING, ON_DISK, TRANSFERRING, DONE, FAILED, CANCELLED;
+
+        public String dbName() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+
+        public static FileState ofDb(String s) {
+            return valueOf(s.toUpperCase(java.util.Locale.ROOT));
+        }
+    }
+
+    record StageRequestSummary(
+            UUID id, String clientRequestId, String owner, String experiment, int priority, String destination,
+            long diskLifetimeSeconds, RequestState state, int fileCount,
+            Instant createdAt, Instant startedAt, Instant completedAt) {}
+
+    /** One file of a request. */
+    record RequestFile(String path, FileState state, String error, boolean released, Instant startedAt, Instant finishedAt) {}
+
+    /**
+     * A request, the number of its files in each state (every state present, zeros included), how many are
+     * released, and files [fileOffset, fileOffset + files.size()) in submitted order.
+     */
+    record StageRequestDetail(
+            StageRequestSummary request, Map<FileState, Long> counts, long released,
+            List<RequestFile> files, int fileOffset, int fileLimit) {}
+
+    /** Filters for {@link #list}; null means "any". */
+    record RequestQuery(RequestState state, String experiment, String owner, Instant createdSince, int offset, int limit) {}
+
+    record RequestPage(List<StageRequestSummary> items, long total, int offset, int limit) {}
+
+    /** A file a cancel or release left as it was, and its state. */
+    record Unchanged(String path, FileState state) {}
+
+    /** The outcome of cancel or release: how many files changed, which named ones did not, the request's state after. */
+    record FileChange(UUID requestId, RequestState requestState, long changed, List<Unchanged> unchanged) {}
+}

@@ -1,0 +1,394 @@
+package dev.stagehand.recall.request;
+
+import dev.stagehand.catalog.FileNames;
+import dev.stagehand.recall.StageRequestRejected;
+import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.recall.StageRequestRejected.Kind;
+import dev.stagehand.recall.StageRequests;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.regex.Pattern;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.RowMapper;
+import org.springframework.stereotype.Service;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * {@link StageRequests} on PostgreSQL. Submission checks everything it can without the database first,
+ * then resolves all names with one {@code unnest(...) WITH ORDINALITY} query (unknown names found by the
+ * same query) and inserts the files with one {@code INSERT ... SELECT} from an id array.
+ */
+@Service
+class JdbcStageRequests implements StageRequests {
+
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._+-]{1,64}");
+    private static final Pattern OWNER = Pattern.compile("[A-Za-z0-9._@+=-]{1,128}");
+    private static final int MAX_CLIENT_ID = 200;
+    private static final int MAX_DESTINATION = 2048;
+    private static final String SUMMARY_COLUMNS = "r.id, r.client_request_id, r.owner, r.experiment, r.priority, "
+            + "r.destination, r.disk_lifetime_s, r.state, r.file_count, r.created_at, r.started_at, r.completed_at";
+
+    private final JdbcTemplate jdbc;
+    private final TransactionTemplate tx;
+    private final StageRequestProperties props;
+    private final RequestSettlement settlement;
+
+    JdbcStageRequests(JdbcTemplate jdbc, TransactionTemplate tx, StageRequestProperties props, RequestSettlement settlement) {
+        this.jdbc = jdbc;
+        this.tx = tx;
+        this.props = props;
+        this.settlement = settlement;
+    }
+
+    // ---- submit --------------------------------------------------------------------------------------
+
+    @Override
+    public List<EntryError> check(String owner, NewStageRequest req) {
+        List<EntryError> errors = new ArrayList<>();
+        checkFields(owner, req, errors);
+        if (req.files() != null && req.files().size() <= MAX_FILES) checkNames(req.files(), errors);
+        return errors;
+    }
+
+    @Override
+    public Submission submit(String owner, NewStageRequest req) {
+        List<EntryError> errors = new ArrayList<>();
+        checkFields(owner, req, errors);
+        List<String> files = req.files();
+        if (files == null) {
+            errors.add(EntryError.field("files", "required: a list of logical file names"));
+        } else if (files.isEmpty()) {
+            errors.add(EntryError.field("files", "empty: name at least one file"));
+        } else if (files.size() > MAX_FILES) {
+            throw new StageRequestRejected(Kind.TOO_LARGE, "a request may name at most " + MAX_FILES + " files, this one names "
+                    + files.size(), List.of(EntryError.field("files", files.size() + " files; at most " + MAX_FILES)));
+        } else {
+            checkNames(files, errors);
+        }
+        if (!errors.isEmpty()) throw invalid(errors);
+        String fingerprint = fingerprint(req);
+        return tx.execute(status -> {
+            if (req.clientRequestId() != null) {
+                Optional<Submission> earlier = earlier(owner, req.clientRequestId(), fingerprint);
+                if (earlier.isPresent()) return earlier.get();
+            }
+            long[] ids = resolve(files, errors);
+            if (!errors.isEmpty()) throw invalid(errors);
+            UUID id = UUID.randomUUID();
+            int priority = req.priority() == null ? 0 : req.priority();
+            long lifetime = req.diskLifetimeSeconds() == null ? props.defaultDiskLifetimeSeconds() : req.diskLifetimeSeconds();
+            List<UUID> inserted = jdbc.query("""
+                    INSERT INTO stage_request (id, client_request_id, owner, experiment, priority, destination,
+                                               disk_lifetime_s, file_count, content_sha256)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (owner, client_request_id) DO NOTHING RETURNING id""",
+                    (rs, i) -> rs.getObject(1, UUID.class),
+                    id, req.clientRequestId(), owner, req.experiment(), priority, req.destination(), lifetime,
+                    files.size(), fingerprint);
+            if (inserted.isEmpty()) {
+                // Another call with the same client id committed meanwhile: answer as a retry would be answered.
+                return earlier(owner, req.clientRequestId(), fingerprint).orElseThrow();
+            }
+            jdbc.update(con -> {
+                var ps = con.prepareStatement("INSERT INTO stage_request_file (request_id, file_id, ordinal) "
+                        + "SELECT ?, t.id, t.ord FROM unnest(?::bigint[]) WITH ORDINALITY AS t(id, ord)");
+                ps.setObject(1, id);
+                ps.setObject(2, ids);
+                return ps;
+            });
+            return new Submission(summary(id).orElseThrow(), true);
+        });
+    }
+
+    private void checkFields(String owner, NewStageRequest req, List<EntryError> errors) {
+        if (owner == null || !OWNER.matcher(owner).matches())
+            errors.add(EntryError.field("owner", "expected 1-128 of A-Z a-z 0-9 . _ @ + = -"));
+        String cid = req.clientRequestId();
+        if (cid != null && (cid.isEmpty() || cid.length() > MAX_CLIENT_ID || FileNames.hasControl(cid)))
+            errors.add(EntryError.field("clientRequestId", "1-" + MAX_CLIENT_ID + " characters without control characters"));
+        if (req.priority() != null && Math.abs((long) req.priority()) > props.maxPriority())
+            errors.add(EntryError.field("priority", "must be between " + -props.maxPriority() + " and " + props.maxPriority()
+                    + ", got " + req.priority()));
+        Long life = req.diskLifetimeSeconds();
+        if (life != null && (life <= 0 || life > props.maxDiskLifetimeSeconds()))
+            errors.add(EntryError.field("diskLifetimeSeconds", "must be between 1 and " + props.maxDiskLifetimeSeconds()
+                    + " seconds, got " + life));
+        String dest = req.destination();
+        if (dest != null) {
+            String why = destinationProblem(dest);
+            if (why != null) errors.add(EntryError.field("destination", why));
+        }
+        if (req.experiment() != null && !NAME.matcher(req.experiment()).matches())
+            errors.add(EntryError.field("experiment", "expected 1-64 of A-Z a-z 0-9 . _ + -"));
+    }
+
+    private static String destinationProblem(String dest) {
+        if (dest.isEmpty() || dest.length() > MAX_DESTINATION || FileNames.hasControl(dest))
+            return "1-" + MAX_DESTINATION + " characters without control characters";
+        try {
+            URI uri = new URI(dest);
+            if (!uri.isAbsolute() || uri.getPath() == null || uri.getPath().isEmpty())
+                return "expected an absolute URL such as gsiftp://host:2811/path";
+            return null;
+        } catch (URISyntaxException e) {
+            return "not a URL: " + e.getReason();
+        }
+    }
+
+    /** Path rules and duplicates; errors name each offending entry by index and path. */
+    private static void checkNames(List<String> files, List<EntryError> errors) {
+        Map<String, Integer> seen = new HashMap<>(files.size() * 2);
+        for (int i = 0; i < files.size(); i++) {
+            String path = files.get(i);
+            String why = FileNames.problem(path);
+            if (why != null) {
+                errors.add(EntryError.file(i, path, why));
+                continue;
+            }
+            Integer first = seen.putIfAbsent(path, i);
+            if (first != null) errors.add(EntryError.file(i, path, "duplicate of entry " + first));
+        }
+    }
+
+    /** Catalog ids of {@code files}, in order; adds an error for every name not in the catalog. */
+    private long[] resolve(List<String> files, List<EntryError> errors) {
+        long[] ids = new long[files.size()];
+        jdbc.query(con -> {
+            var ps = con.prepareStatement("SELECT t.ord, f.id FROM unnest(?::text[]) WITH ORDINALITY AS t(name, ord) "
+                    + "LEFT JOIN file f ON f.name = t.name");
+            ps.setArray(1, con.createArrayOf("text", files.toArray()));
+            return ps;
+        }, rs -> {
+            int i = rs.getInt(1) - 1;
+            long id = rs.getLong(2);
+            if (rs.wasNull()) errors.add(EntryError.file(i, files.get(i), "not in the catalog"));
+            else ids[i] = id;
+        });
+        errors.sort((a, b) -> Integer.compare(a.index(), b.index()));
+        return ids;
+    }
+
+    private Optional<Submission> earlier(String owner, String clientRequestId, String fingerprint) {
+        List<String[]> rows = jdbc.query("SELECT id::text, content_sha256 FROM stage_request WHERE owner = ? AND client_request_id = ?",
+                (rs, i) -> new String[] {rs.getString(1), rs.getString(2)}, owner, clientRequestId);
+        if (rows.isEmpty()) return Optional.empty();
+        if (!Objects.equals(rows.getFirst()[1], fingerprint)) {
+            throw new StageRequestRejected(Kind.CONFLICT, "clientRequestId '" + clientRequestId + "' was used by request "
+                    + rows.getFirst()[0] + " with different content",
+                    List.of(EntryError.field("clientRequestId", "already used for request " + rows.getFirst()[0]
+                            + " with different files or options")));
+        }
+        return Optional.of(new Submission(summary(UUID.fromString(rows.getFirst()[0])).orElseThrow(), false));
+    }
+
+    /** SHA-256 over what the client sent; the same content always gives the same value. */
+    static String fingerprint(NewStageRequest req) {
+        try {
+            MessageDigest md = MessageDigest.getInstance("SHA-256");
+            String head = String.join("\u0000", String.valueOf(req.priority()), String.valueOf(req.diskLifetimeSeconds()),
+                    String.valueOf(req.destination()), String.valueOf(req.experiment()));
+            md.update(head.getBytes(StandardCharsets.UTF_8));
+            for (String f : req.files()) {
+                md.update((byte) '\n');
+                md.update(f.getBytes(StandardCharsets.UTF_8));
+            }
+            return HexFormat.of().formatHex(md.digest());
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static StageRequestRejected invalid(List<EntryError> errors) {
+        long files = errors.stream().filter(e -> e.index() != null).count();
+        String msg = files > 0
+                ? files + " of the named files cannot be staged" + (files < errors.size() ? ", and other fields are wrong" : "")
+                : "the request is not valid";
+        return new StageRequestRejected(Kind.INVALID, msg, errors);
+    }
+
+    // ---- reads ---------------------------------------------------------------------------------------
+
+    private Optional<StageRequestSummary> summary(UUID id) {
+        return jdbc.query("SELECT " + SUMMARY_COLUMNS + " FROM stage_request r WHERE r.id = ?", SUMMARY, id).stream().findFirst();
+    }
+
+    @Override
+    public Optional<StageRequestDetail> get(UUID id, int fileOffset, int fileLimit) {
+        return tx.execute(status -> summary(id).map(s -> {
+            Map<FileState, Long> counts = new EnumMap<>(FileState.class);
+            for (FileState st : FileState.values()) counts.put(st, 0L);
+            long[] released = {0};
+            jdbc.query("SELECT state, count(*), count(*) FILTER (WHERE released) FROM stage_request_file "
+                    + "WHERE request_id = ? GROUP BY state", rs -> {
+                counts.put(FileState.ofDb(rs.getString(1)), rs.getLong(2));
+                released[0] += rs.getLong(3);
+            }, id);
+            List<RequestFile> files = jdbc.query("""
+                    SELECT f.name, srf.state, srf.error, srf.released, srf.started_at, srf.finished_at
+                    FROM stage_request_file srf JOIN file f ON f.id = srf.file_id
+                    WHERE srf.request_id = ? ORDER BY srf.ordinal, srf.file_id OFFSET ? LIMIT ?""",
+                    (rs, i) -> new RequestFile(rs.getString(1), FileState.ofDb(rs.getString(2)), rs.getString(3),
+                            rs.getBoolean(4), instant(rs, 5), instant(rs, 6)),
+                    id, fileOffset, fileLimit);
+            return new StageRequestDetail(s, counts, released[0], files, fileOffset, fileLimit);
+        }));
+    }
+
+    @Override
+    public RequestPage list(RequestQuery q) {
+        StringBuilder where = new StringBuilder(" WHERE true");
+        List<Object> args = new ArrayList<>();
+        if (q.state() != null) {
+            where.append(" AND r.state = ?");
+            args.add(q.state().dbName());
+        }
+        if (q.experiment() != null) {
+            where.append(" AND r.experiment = ?");
+            args.add(q.experiment());
+        }
+        if (q.owner() != null) {
+            where.append(" AND r.owner = ?");
+            args.add(q.owner());
+        }
+        if (q.createdSince() != null) {
+            where.append(" AND r.created_at >= ?");
+            args.add(Timestamp.from(q.createdSince()));
+        }
+        return tx.execute(status -> {
+            Long total = jdbc.queryForObject("SELECT count(*) FROM stage_request r" + where, Long.class, args.toArray());
+            List<Object> pageArgs = new ArrayList<>(args);
+            pageArgs.add(q.offset());
+            pageArgs.add(q.limit());
+            List<StageRequestSummary> items = jdbc.query("SELECT " + SUMMARY_COLUMNS + " FROM stage_request r" + where
+                    + " ORDER BY r.created_at DESC, r.id OFFSET ? LIMIT ?", SUMMARY, pageArgs.toArray());
+            return new RequestPage(items, total == null ? 0 : total, q.offset(), q.limit());
+        });
+    }
+
+    // ---- cancel and release --------------------------------------------------------------------------
+
+    @Override
+    public FileChange cancel(UUID id, List<String> files) {
+        return tx.execute(status -> {
+            RequestState state = lockRequest(id);
+            if (state.finished()) {
+                throw new StageRequestRejected(Kind.CONFLICT, "request " + id + " is already " + state.dbName()
+                        + "; a finished request cannot be cancelled", List.of(EntryError.field("state", state.dbName())));
+            }
+            if (files == null) {
+                long changed = jdbc.update("UPDATE stage_request_file srf SET state = 'cancelled', finished_at = now() "
+                        + "FROM stage_request r WHERE r.id = srf.request_id AND srf.request_id = ? AND " + RequestSettlement.OPEN_FILE, id);
+                jdbc.update("UPDATE stage_request SET state = 'cancelled', completed_at = now() WHERE id = ?", id);
+                return new FileChange(id, RequestState.CANCELLED, changed, List.of());
+            }
+            Named named = named(id, files);
+            List<Unchanged> ended = unchanged(id, named, "NOT " + RequestSettlement.OPEN_FILE);
+            long changed = jdbc.update(con -> {
+                var ps = con.prepareStatement("UPDATE stage_request_file srf SET state = 'cancelled', finished_at = now() "
+                        + "FROM stage_request r WHERE r.id = srf.request_id AND srf.request_id = ? AND srf.file_id = ANY (?) AND "
+                        + RequestSettlement.OPEN_FILE);
+                ps.setObject(1, id);
+                ps.setObject(2, named.ids());
+                return ps;
+            });
+            settlement.settle(id);
+            return new FileChange(id, lockRequest(id), changed, ended);
+        });
+    }
+
+    @Override
+    public FileChange release(UUID id, List<String> files) {
+        return tx.execute(status -> {
+            lockRequest(id);
+            if (files == null) {
+                long changed = jdbc.update("UPDATE stage_request_file SET released = true WHERE request_id = ? AND NOT released", id);
+                return new FileChange(id, lockRequest(id), changed, List.of());
+            }
+            Named named = named(id, files);
+            List<Unchanged> already = unchanged(id, named, "srf.released");
+            long changed = jdbc.update(con -> {
+                var ps = con.prepareStatement("UPDATE stage_request_file SET released = true "
+                        + "WHERE request_id = ? AND file_id = ANY (?) AND NOT released");
+                ps.setObject(1, id);
+                ps.setObject(2, named.ids());
+                return ps;
+            });
+            return new FileChange(id, lockRequest(id), changed, already);
+        });
+    }
+
+    /** Locks the request row (cancel, release and the scheduler's settling serialise on it). */
+    private RequestState lockRequest(UUID id) {
+        List<String> s = jdbc.queryForList("SELECT state FROM stage_request WHERE id = ? FOR UPDATE", String.class, id);
+        if (s.isEmpty()) throw new StageRequestRejected(Kind.NOT_FOUND, "no request " + id, List.of(EntryError.field("id", "no request " + id)));
+        return RequestState.ofDb(s.getFirst());
+    }
+
+    private record Named(List<String> files, long[] ids) {}
+
+    /** Catalog ids of the named files, all of which must belong to the request; otherwise INVALID naming each. */
+    private Named named(UUID id, List<String> files) {
+        List<EntryError> errors = new ArrayList<>();
+        if (files.isEmpty()) errors.add(EntryError.field("files", "empty: name at least one file, or omit the list for all"));
+        else if (files.size() > MAX_FILES) errors.add(EntryError.field("files", files.size() + " files; at most " + MAX_FILES));
+        else checkNames(files, errors);
+        if (!errors.isEmpty()) throw invalid(errors);
+        long[] ids = new long[files.size()];
+        jdbc.query(con -> {
+            var ps = con.prepareStatement("SELECT t.ord, srf.file_id FROM unnest(?::text[]) WITH ORDINALITY AS t(name, ord) "
+                    + "LEFT JOIN file f ON f.name = t.name "
+                    + "LEFT JOIN stage_request_file srf ON srf.file_id = f.id AND srf.request_id = ?");
+            ps.setArray(1, con.createArrayOf("text", files.toArray()));
+            ps.setObject(2, id);
+            return ps;
+        }, rs -> {
+            int i = rs.getInt(1) - 1;
+            long fid = rs.getLong(2);
+            if (rs.wasNull()) errors.add(EntryError.file(i, files.get(i), "not part of request " + id));
+            else ids[i] = fid;
+        });
+        if (!errors.isEmpty()) {
+            errors.sort((a, b) -> Integer.compare(a.index(), b.index()));
+            throw invalid(errors);
+        }
+        return new Named(files, ids);
+    }
+
+    /** Named files matching {@code condition} (they were left as they were), in the order named. */
+    private List<Unchanged> unchanged(UUID id, Named named, String condition) {
+        return jdbc.query(con -> {
+            var ps = con.prepareStatement("SELECT f.name, srf.state FROM unnest(?::bigint[]) WITH ORDINALITY AS t(id, ord) "
+                    + "JOIN stage_request_file srf ON srf.request_id = ? AND srf.file_id = t.id JOIN file f ON f.id = t.id "
+                    + "JOIN stage_request r ON r.id = srf.request_id "
+                    + "WHERE " + condition + " ORDER BY t.ord");
+            ps.setObject(1, named.ids());
+            ps.setObject(2, id);
+            return ps;
+        }, (rs, i) -> new Unchanged(rs.getString(1), FileState.ofDb(rs.getString(2))));
+    }
+
+    private static final RowMapper<StageRequestSummary> SUMMARY = (rs, i) -> new StageRequestSummary(
+            rs.getObject(1, UUID.class), rs.getString(2), rs.getString(3), rs.getString(4), rs.getInt(5), rs.getString(6),
+            rs.getLong(7), RequestState.ofDb(rs.getString(8)), rs.getInt(9), instant(rs, 10), instant(rs, 11), instant(rs, 12));
+
+    private static Instant instant(ResultSet rs, int col) throws SQLException {
+        Timestamp t = rs.getTimestamp(col);
+        return t == null ? null : t.toInstant();
+    }
+}

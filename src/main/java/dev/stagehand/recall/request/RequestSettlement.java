@@ -1,0 +1,41 @@
+package dev.stagehand.recall.request;
+
+import java.util.UUID;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Component;
+
+/**
+ * Ends a request once none of its files is open any more. Open files are those still queued, staging or
+ * transferring, and those on disk that wait for a transfer (the request has a destination); a file on
+ * disk in a request without destination has ended (it stays pinned until released or expired).
+ *
+ * <p>The final state: cancelled when every file was cancelled, failed when any file failed, else done.
+ * Call it in the transaction that moved a file to an ended state (cancel does; the scheduler should).
+ */
+@Component
+public class RequestSettlement {
+
+    /** SQL condition, over alias {@code srf} and request alias {@code r}, for a file that is still open. */
+    public static final String OPEN_FILE =
+            "(srf.state IN ('queued', 'staging', 'transferring') OR (srf.state = 'on_disk' AND r.destination IS NOT NULL))";
+
+    private final JdbcTemplate jdbc;
+
+    public RequestSettlement(JdbcTemplate jdbc) {
+        this.jdbc = jdbc;
+    }
+
+    /** @return true if the request ended now */
+    public boolean settle(UUID requestId) {
+        return jdbc.update("""
+                UPDATE stage_request r SET
+                  state = CASE
+                    WHEN NOT EXISTS (SELECT 1 FROM stage_request_file f WHERE f.request_id = r.id AND f.state <> 'cancelled') THEN 'cancelled'
+                    WHEN EXISTS (SELECT 1 FROM stage_request_file f WHERE f.request_id = r.id AND f.state = 'failed') THEN 'failed'
+                    ELSE 'done' END,
+                  completed_at = now()
+                WHERE r.id = ? AND r.state IN ('submitted', 'active')
+                  AND NOT EXISTS (SELECT 1 FROM stage_request_file srf WHERE srf.request_id = r.id AND """ + OPEN_FILE + ")",
+                requestId) > 0;
+    }
+}
