@@ -3,6 +3,7 @@ package dev.stagehand.cli;
 import dev.stagehand.StagehandApplication;
 import dev.stagehand.catalog.CatalogImporter;
 import dev.stagehand.catalog.ImportSummary;
+import dev.stagehand.tape.LibraryEventPrinter;
 import java.io.ByteArrayInputStream;
 import java.io.PrintStream;
 import java.net.URI;
@@ -58,7 +59,13 @@ final class DemoRun implements AutoCloseable {
         SpringApplication app = new SpringApplication(StagehandApplication.class);
         app.addListeners(new ServingUrlPrinter(out));
         // Quiet logs: the demo's own lines are the show; warnings and errors still appear.
-        context = app.run("--server.port=" + port, "--stagehand.db.local-database=" + DATABASE, "--logging.level.root=WARN");
+        // The simulated library prints what its drives do; the demo runs it on the scaled clock (x60).
+        app.addInitializers(ctx -> ctx.getBeanFactory().registerSingleton("demoLibraryEvents",
+                new LibraryEventPrinter(out, Instant.now(), false)));
+        context = app.run("--server.port=" + port, "--stagehand.db.local-database=" + DATABASE, "--logging.level.root=WARN",
+                "--stagehand.tape.clock=scaled", "--stagehand.tape.scale=60", "--stagehand.recall.staging-dir=var/demo/stage",
+                "--stagehand.cache.directories[0].path=var/demo/cache", "--stagehand.cache.directories[0].capacity=20GB",
+                "--stagehand.recall.poll-interval=500ms");
         int actual = ((WebServerApplicationContext) context).getWebServer().getPort();
         baseUrl = "http://localhost:" + actual;
         out.printf("[demo] service up (database %s); API %s/api/v1/requests, OpenAPI %s/v3/api-docs%n", DATABASE, baseUrl, baseUrl);
@@ -66,7 +73,7 @@ final class DemoRun implements AutoCloseable {
 
     /** The demo database starts each run without old requests, so the progress shown is this run's. */
     void resetRequests() {
-        context.getBean(JdbcTemplate.class).execute("TRUNCATE stage_request CASCADE");
+        context.getBean(JdbcTemplate.class).execute("TRUNCATE stage_request, recall_file CASCADE");
     }
 
     void loadCatalog() {
@@ -113,10 +120,9 @@ final class DemoRun implements AutoCloseable {
                 return state.equals("done") ? 0 : 1;
             }
             if (Duration.between(lastChange, Instant.now()).compareTo(stall) >= 0) {
-                out.printf("[demo] nothing changed for %d s. This build has no recall scheduler or simulated tape library "
-                        + "yet (they are separate pieces of work), so nothing moves the files beyond 'queued'. What works: "
-                        + "the catalog import, the request API and its state in PostgreSQL. Stopping.%n", stall.toSeconds());
-                return 0;
+                out.printf("[demo] nothing changed for %d s: the recall is stuck (see the log above). Stopping.%n",
+                        stall.toSeconds());
+                return 1;
             }
             if (Instant.now().isAfter(deadline)) {
                 out.printf("[demo] timed out after %d s with the request %s%n", timeout.toSeconds(), state);

@@ -1,13 +1,16 @@
 package dev.stagehand.cli;
 
+import dev.stagehand.tape.SimulatedContent;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 
 /**
- * A small deterministic catalog for the demo: 3 datasets of 40 files (50-500 MB) written back to back on
+ * A small deterministic catalog for the demo: 3 datasets of 40 files (10-60 MB) written back to back on
  * 6 LTO-9 volumes (each dataset on two volumes, after data already on them), the first files of one
- * dataset with a second copy on another volume.
+ * dataset with a second copy on another volume. Checksums are those of the simulated library's content,
+ * so every staged file is verified against the catalog for real. Files are small so the demo writes only
+ * a few GB of real bytes.
  */
 final class SampleCatalog {
 
@@ -34,10 +37,10 @@ final class SampleCatalog {
                     offset = d.startOffset() / 2;
                     fseq = 500;
                 }
-                long size = 50 * MB + (long) (random.nextDouble() * 450 * MB);
+                long size = 10 * MB + (long) (random.nextDouble() * 50 * MB);
                 String volume = i < FILES_PER_DATASET / 2 ? d.firstVolume() : d.secondVolume();
                 String name = fileName(d, i);
-                String adler = String.format("%08x", random.nextInt() & 0xffffffffL);
+                String adler = SimulatedContent.adler32Hex(name, size);
                 row(out, name, volume, offset, size, d, adler, fseq++);
                 if (d.experiment().equals("climate") && i < 5) { // a second copy, written elsewhere on another tape
                     row(out, name, "DM0001", 12 * TB + i * 600 * MB, size, d, adler, 9000 + i);
@@ -51,7 +54,7 @@ final class SampleCatalog {
     private static void row(StringBuilder out, String name, String volume, long offset, long size, Dataset d, String adler, int fseq) {
         out.append(name).append(',').append(volume).append(',').append(offset).append(',').append(size).append(',')
                 .append(d.experiment()).append(',').append(d.name()).append(',').append(adler).append(',').append(fseq)
-                .append(",demo-library,LTO-9\n");
+                .append(",sim,LTO-9\n");
     }
 
     static String fileName(Dataset d, int i) {
