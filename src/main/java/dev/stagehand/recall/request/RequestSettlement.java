@@ -27,15 +27,21 @@ public class RequestSettlement {
 
     /** @return true if the request ended now */
     public boolean settle(UUID requestId) {
-        return jdbc.update("""
-                UPDATE stage_request r SET
-                  state = CASE
-                    WHEN NOT EXISTS (SELECT 1 FROM stage_request_file f WHERE f.request_id = r.id AND f.state <> 'cancelled') THEN 'cancelled'
-                    WHEN EXISTS (SELECT 1 FROM stage_request_file f WHERE f.request_id = r.id AND f.state = 'failed') THEN 'failed'
-                    ELSE 'done' END,
-                  completed_at = now()
-                WHERE r.id = ? AND r.state IN ('submitted', 'active')
-                  AND NOT EXISTS (SELECT 1 FROM stage_request_file srf WHERE srf.request_id = r.id AND """ + OPEN_FILE + ")",
-                requestId) > 0;
+        return jdbc.update(SETTLE + "r.id = ?", requestId) > 0;
     }
+
+    /** Settles every open request that holds {@code fileId} (after the file reached an ended state). */
+    public int settleRequestsOf(long fileId) {
+        return jdbc.update(SETTLE + "r.id IN (SELECT request_id FROM stage_request_file WHERE file_id = ?)", fileId);
+    }
+
+    private static final String SETTLE = """
+            UPDATE stage_request r SET
+              state = CASE
+                WHEN NOT EXISTS (SELECT 1 FROM stage_request_file f WHERE f.request_id = r.id AND f.state <> 'cancelled') THEN 'cancelled'
+                WHEN EXISTS (SELECT 1 FROM stage_request_file f WHERE f.request_id = r.id AND f.state = 'failed') THEN 'failed'
+                ELSE 'done' END,
+              completed_at = now()
+            WHERE r.state IN ('submitted', 'active')
+              AND NOT EXISTS (SELECT 1 FROM stage_request_file srf WHERE srf.request_id = r.id AND """ + OPEN_FILE + ") AND ";
 }

@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
+import dev.stagehand.recall.request.RequestSettlement;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
@@ -28,6 +29,7 @@ public final class JdbcQueueStore implements QueueStore {
     private final Duration lease;
     private final java.util.function.Function<FileWork, Path> targets;
     private final DoubleFunction<Instant> toInstant;
+    private final RequestSettlement settlement;
 
     public JdbcQueueStore(JdbcTemplate jdbc, String instance, Duration lease,
                           java.util.function.Function<FileWork, Path> targets, DoubleFunction<Instant> toInstant) {
@@ -36,6 +38,7 @@ public final class JdbcQueueStore implements QueueStore {
         this.lease = lease;
         this.targets = targets;
         this.toInstant = toInstant;
+        this.settlement = new RequestSettlement(jdbc);
     }
 
     @Override
@@ -97,18 +100,9 @@ public final class JdbcQueueStore implements QueueStore {
         completeRequests(file.id());
     }
 
-    /** Requests without a destination end once none of their files is queued or staging any more. */
+    /** Ends the requests holding this file once none of their files is open (one rule: RequestSettlement). */
     void completeRequests(long fileId) {
-        jdbc.update("""
-                UPDATE stage_request sr
-                   SET state = CASE WHEN EXISTS (SELECT 1 FROM stage_request_file x
-                                                  WHERE x.request_id = sr.id AND x.state = 'failed')
-                                    THEN 'failed' ELSE 'done' END,
-                       completed_at = now()
-                 WHERE sr.id IN (SELECT request_id FROM stage_request_file WHERE file_id = ?)
-                   AND sr.state IN ('submitted', 'active') AND sr.destination IS NULL
-                   AND NOT EXISTS (SELECT 1 FROM stage_request_file x
-                                    WHERE x.request_id = sr.id AND x.state IN ('queued', 'staging'))""", fileId);
+        settlement.settleRequestsOf(fileId);
     }
 
     @Override
