@@ -85,6 +85,12 @@ public final class GridFtpServer implements AutoCloseable {
         }
     }
 
+    /** Writes every thread's stack (virtual ones too) to {@code file}: for diagnosing a hung test. */
+    public static void dumpThreads(String file) throws Exception {
+        new ProcessBuilder(System.getProperty("java.home") + "/bin/jcmd", String.valueOf(ProcessHandle.current().pid()),
+                "Thread.dump_to_file", "-overwrite", "-format=text", file).inheritIO().start().waitFor();
+    }
+
     public static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
             return s.getLocalPort();

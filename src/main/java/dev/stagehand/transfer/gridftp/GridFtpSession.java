@@ -21,17 +21,17 @@ import org.ietf.jgss.GSSCredential;
 final class GridFtpSession implements AutoCloseable {
 
     final Endpoint.HostPort host;
-    private final GridFTPClient client;
+    private final StagehandClient client;
     private volatile boolean closed;
 
-    private GridFtpSession(Endpoint.HostPort host, GridFTPClient client) {
+    private GridFtpSession(Endpoint.HostPort host, StagehandClient client) {
         this.host = host;
         this.client = client;
     }
 
     static GridFtpSession open(Endpoint.HostPort host, boolean gsi, GSSCredential credential, MoverSettings s)
             throws Exception {
-        GridFTPClient c = new GridFTPClient(host.host(), host.port());
+        StagehandClient c = new StagehandClient(host.host(), host.port());
         try {
             // waitDelay is jglobus's polling period for replies: its 2 s default costs seconds per small file.
             c.setClientWaitParams(Integer.MAX_VALUE, 5);
@@ -100,7 +100,8 @@ final class GridFtpSession implements AutoCloseable {
     public void close() {
         if (closed) return;
         closed = true;
-        closeQuietly(client);
+        client.hardClose();
+        Thread.ofVirtual().start(() -> closeQuietly(client));
     }
 
     private static void closeQuietly(GridFTPClient c) {
