@@ -6,7 +6,7 @@ import picocli.CommandLine.Command;
 /** {@code stagehand <subcommand>}: one executable, one subcommand per job. */
 @Command(name = "stagehand", mixinStandardHelpOptions = true, version = "stagehand 0.1.0",
         description = "HSM/tape-aware archive staging service.",
-        subcommands = {ServeCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {ServeCommand.class, CopyCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 
     @CommandLine.Spec

@@ -48,6 +48,10 @@ final class Failures {
             if (c.getMessage() != null && !c.getMessage().isBlank()) best = c.getClass().getSimpleName() + ": " + c.getMessage();
             if (c.getCause() == c) break;
         }
-        return best.replaceAll("\\s+", " ").trim();
+        best = best.replaceAll("\\s+", " ").trim();
+        // jglobus wraps the server's reply in boilerplate: keep the reply
+        int reply = best.indexOf("Unexpected reply: ");
+        if (reply >= 0) best = best.substring(reply + 18).replaceAll("\\]$", "").replaceAll("\\b[45]\\d\\d[- ]", "").trim();
+        return best;
     }
 }

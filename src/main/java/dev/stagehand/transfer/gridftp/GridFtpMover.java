@@ -34,6 +34,7 @@ public final class GridFtpMover implements Mover {
     private final ScheduledExecutorService timer =
             Executors.newScheduledThreadPool(1, Thread.ofPlatform().daemon().name("mover-timer").factory());
     private final Map<String, Link> links = new ConcurrentHashMap<>();
+    private final java.util.concurrent.ExecutorService checksums = Executors.newVirtualThreadPerTaskExecutor();
     private volatile GSSCredential credential;
 
     public GridFtpMover(MoverSettings settings, TransferListener listener) {
@@ -75,6 +76,7 @@ public final class GridFtpMover implements Mover {
             Link link = links.computeIfAbsent(destination.link(),
                     k -> new Link(destination, settings, listener, watchdog, timer, this::credential));
             job.pieces(split(job, link.concurrency()));
+            sumSeparately(job);
             byLink.computeIfAbsent(link, l -> new ArrayList<>()).addAll(job.pieces);
         }
         byLink.forEach(Link::enqueue);
@@ -98,7 +100,14 @@ public final class GridFtpMover implements Mover {
         if (!Files.isRegularFile(local) || !Files.isReadable(local))
             throw new TransferFailure(Kind.BAD_REQUEST, "cannot read local file " + local);
         Job job = new Job(copy, destination, null, local);
-        if (copy.adler32() == null && settings.verifyChecksum()) {
+        return job;
+    }
+
+    /** Split files are sent out of order, so their Adler32 is read separately, alongside the upload. */
+    private void sumSeparately(Job job) {
+        FileCopy copy = job.copy;
+        Path local = job.local;
+        if (local != null && job.pieces.size() > 1 && copy.adler32() == null && settings.verifyChecksum()) {
             // computed alongside the upload (page cache), not before it
             job.localAdler32 = CompletableFuture.supplyAsync(() -> {
                 try {
@@ -106,9 +115,8 @@ public final class GridFtpMover implements Mover {
                 } catch (java.io.IOException e) {
                     throw new TransferFailure(Kind.BAD_REQUEST, "cannot read " + local + ": " + e.getMessage());
                 }
-            }, Executors.newVirtualThreadPerTaskExecutor());
+            }, checksums);
         }
-        return job;
     }
 
     /** Big local files become byte ranges, one per connection of the link, so several connections share them. */
@@ -133,6 +141,7 @@ public final class GridFtpMover implements Mover {
         links.values().forEach(Link::close);
         timer.shutdownNow();
         watchdog.close();
+        checksums.shutdownNow();
     }
 
     private static final class Batch implements CopyBatch {

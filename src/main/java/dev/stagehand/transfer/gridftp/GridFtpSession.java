@@ -23,6 +23,7 @@ final class GridFtpSession implements AutoCloseable {
     final Endpoint.HostPort host;
     private final StagehandClient client;
     private volatile boolean closed;
+    private boolean putChannelsReady;
 
     private GridFtpSession(Endpoint.HostPort host, StagehandClient client) {
         this.host = host;
@@ -33,8 +34,9 @@ final class GridFtpSession implements AutoCloseable {
             throws Exception {
         StagehandClient c = new StagehandClient(host.host(), host.port());
         try {
-            // waitDelay is jglobus's polling period for replies: its 2 s default costs seconds per small file.
-            c.setClientWaitParams(Integer.MAX_VALUE, 5);
+            // waitDelay is jglobus's polling period (its local reply queue sleeps that long between looks):
+            // the 2 s default costs seconds per small file; 5 ms still cost ~5 ms/file, 1 ms ~2.3 ms/file.
+            c.setClientWaitParams(Integer.MAX_VALUE, 1);
             if (gsi) {
                 c.authenticate(credential);
             } else {
@@ -59,8 +61,12 @@ final class GridFtpSession implements AutoCloseable {
 
     /** Stores {@code source} at {@code path} from {@code offset} (0: the whole file). MODE E: server passive. */
     void put(String path, long offset, DataSource source, MarkerListener markers) throws Exception {
-        client.setPassive();
-        client.setLocalActive();
+        // MODE E data channels stay up between files: PASV/PORT once per connection, not per file
+        if (!putChannelsReady) {
+            client.setPassive();
+            client.setLocalActive();
+            putChannelsReady = true;
+        }
         if (offset > 0) {
             client.extendedPut(path, offset, source, markers);
         } else {
@@ -71,6 +77,7 @@ final class GridFtpSession implements AutoCloseable {
     /** Server-to-server copy: this session is the source, {@code destination} receives. */
     void transferTo(String sourcePath, GridFtpSession destination, String destinationPath, MarkerListener markers)
             throws Exception {
+        destination.putChannelsReady = false; // third-party set-up replaces its data channel mode
         client.extendedTransfer(sourcePath, destination.client, destinationPath, markers);
     }
 

@@ -40,7 +40,8 @@ final class Job {
     final AtomicLong bytes = new AtomicLong();
     final Set<Watchdog.Attempt> running = ConcurrentHashMap.newKeySet();
     volatile List<Piece> pieces = List.of();
-    volatile CompletableFuture<Long> localAdler32;
+    volatile CompletableFuture<Long> localAdler32; // split files: read separately
+    volatile Long streamedAdler32; // whole files: summed while sending
     volatile boolean cancelled;
 
     Job(FileCopy copy, Endpoint destination, Endpoint source, Path local) {

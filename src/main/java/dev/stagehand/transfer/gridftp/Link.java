@@ -180,6 +180,7 @@ final class Link {
 
     void close() {
         closed = true;
+        idleCheckers.values().forEach(q -> q.forEach(GridFtpSession::close));
         for (Job.Piece p; (p = queue.poll()) != null; ) {
             p.job.fail(new TransferFailure(Kind.CANCELLED, "mover closed", p.attempts, null));
         }
@@ -268,19 +269,23 @@ final class Link {
                 String path = job.destination.path();
                 long sent;
                 if (job.source == null) {
-                    try (RangeSource src = new RangeSource(job.local, p.offset, p.length, n -> {
+                    boolean whole = p.offset == 0 && p.length == job.copy.sizeBytes();
+                    boolean streamSum = whole && settings.verifyChecksum() && job.copy.adler32() == null;
+                    try (RangeSource src = new RangeSource(job.local, p.offset, p.length, streamSum, n -> {
                         a.progress();
                         job.bytes.addAndGet(n);
                         windowBytes.addAndGet(n);
                         listener.bytes(job.copy, n);
                     })) {
                         s.put(path, p.offset, src, marker -> a.progress());
+                        if (streamSum) job.streamedAdler32 = src.adler32();
                     }
                     sent = p.length;
                 } else {
                     GridFtpSession from = sourceSession(job.source, a);
+                    sent = job.copy.sizeBytes() > 0 ? job.copy.sizeBytes() : from.size(job.source.path());
+                    a.progress();
                     from.transferTo(job.source.path(), s, path, marker -> a.progress());
-                    sent = job.copy.sizeBytes();
                     job.bytes.addAndGet(sent);
                     windowBytes.addAndGet(sent);
                     listener.bytes(job.copy, sent);
@@ -324,17 +329,69 @@ final class Link {
                 return;
             }
             Long expected = job.copy.adler32();
+            if (expected == null) expected = job.streamedAdler32;
             if (expected == null && job.localAdler32 != null) expected = job.localAdler32.get();
             if (expected == null && job.source != null) expected = sources.get(job.source.link()).adler32(job.source.path());
+            if (job.source == null) {
+                // local sources: CKSM on a separate checker connection, so this one streams the next file
+                // while the server sums this one
+                checkLater(job, s.host, expected);
+                return;
+            }
             a.progress();
             long actual = s.adler32(job.destination.path());
             a.progress();
-            if (actual != expected) {
-                throw new ChecksumMismatch(String.format("destination %s has ADLER32 %08x, expected %08x",
-                        job.destination.path(), actual, expected));
-            }
+            compare(job, actual, expected);
             job.complete(s.host.toString(), actual);
         }
+    }
+
+    private static void compare(Job job, long actual, long expected) throws ChecksumMismatch {
+        if (actual != expected) {
+            throw new ChecksumMismatch(String.format("destination %s has ADLER32 %08x, expected %08x",
+                    job.destination.path(), actual, expected));
+        }
+    }
+
+    private final Map<Endpoint.HostPort, java.util.concurrent.ConcurrentLinkedQueue<GridFtpSession>> idleCheckers =
+            new ConcurrentHashMap<>();
+    private final java.util.concurrent.Semaphore checkSlots = new java.util.concurrent.Semaphore(4);
+
+    /** Asks {@code host} (the one that wrote the file) for its CKSM ADLER32 on a pooled checker connection. */
+    private void checkLater(Job job, Endpoint.HostPort host, long expected) {
+        Thread.ofVirtual().name("cksm-" + key).start(() -> {
+            var idle = idleCheckers.computeIfAbsent(host, h -> new java.util.concurrent.ConcurrentLinkedQueue<>());
+            Watchdog.Attempt a = watchdog.watch();
+            job.running.add(a);
+            GridFtpSession s = null;
+            boolean slot = false;
+            try {
+                checkSlots.acquire();
+                slot = true;
+                s = idle.poll();
+                if (s == null || s.isClosed()) {
+                    s = GridFtpSession.open(host, endpoint.gsi(), endpoint.gsi() ? credentials.get() : null, settings);
+                }
+                a.add(s);
+                long actual = s.adler32(job.destination.path());
+                compare(job, actual, expected);
+                job.complete(host.toString(), actual);
+                if (closed) s.close();
+                else idle.add(s);
+                s = null;
+            } catch (Throwable e) {
+                if (s != null) s.close();
+                TransferFailure f = e instanceof ChecksumMismatch
+                        ? new TransferFailure(Kind.CHECKSUM_MISMATCH, e.getMessage(), 0, e)
+                        : a.stalled ? new TransferFailure(Kind.STALL, "no CKSM reply in " + settings.stallTimeout() + " from " + host, 0, e)
+                        : new TransferFailure(Failures.classify(e), "checksum: " + Failures.message(e) + " (" + host + ")", 0, e);
+                failed(job.pieces.getFirst(), f, true);
+            } finally {
+                if (slot) checkSlots.release();
+                job.running.remove(a);
+                watchdog.unwatch(a);
+            }
+        });
     }
 
     /** {@code wholeFile}: the failure came after every piece was written (verification), so all are sent again. */
@@ -379,7 +436,8 @@ final class Link {
     static long adler32(java.nio.file.Path file) throws java.io.IOException {
         Adler32 sum = new Adler32();
         try (var ch = java.nio.channels.FileChannel.open(file)) {
-            var buf = java.nio.ByteBuffer.allocateDirect(1 << 20);
+            // heap buffer: a direct one per file hits the direct-memory limit and System.gc() stalls
+            var buf = java.nio.ByteBuffer.allocate(1 << 20);
             while (ch.read(buf) > 0) {
                 buf.flip();
                 sum.update(buf);

@@ -21,9 +21,12 @@ final class RangeSource implements DataSource, AutoCloseable {
     private final long start;
     private final long length;
     private final LongConsumer progress;
+    private final java.util.zip.Adler32 sum;
     private long position;
 
-    RangeSource(Path file, long start, long length, LongConsumer progress) throws IOException {
+    /** {@code checksum}: keep the Adler32 of the bytes sent (reads are in order, one at a time). */
+    RangeSource(Path file, long start, long length, boolean checksum, LongConsumer progress) throws IOException {
+        this.sum = checksum ? new java.util.zip.Adler32() : null;
         this.channel = FileChannel.open(file, StandardOpenOption.READ);
         this.start = start;
         this.length = length;
@@ -41,10 +44,16 @@ final class RangeSource implements DataSource, AutoCloseable {
             int r = channel.read(bb, start + position + bb.position());
             if (r < 0) throw new IOException("file shrank while sending (at offset " + (start + position + bb.position()) + ")");
         }
+        if (sum != null) sum.update(data, 0, n);
         Buffer buffer = new Buffer(data, n, position);
         position += n;
         progress.accept(n);
         return buffer;
+    }
+
+    /** Adler32 of everything sent, or null when not asked for or not finished. */
+    synchronized Long adler32() {
+        return sum != null && position == length ? sum.getValue() : null;
     }
 
     @Override
