@@ -57,8 +57,8 @@ public final class GridFtpBench {
                 tools.put("globus-url-copy -fast -p 4", () -> run(List.of("globus-url-copy", "-fast", "-p", "4", srcArg, gucDst)));
                 tools.put("globus-url-copy -fast -cc 4 -p 2", () -> run(List.of("globus-url-copy", "-fast", "-cc", "4", "-p", "2", srcArg, gucDst)));
                 tools.put("globus-url-copy -fast -cc 4 -p 2 -pp", () -> run(List.of("globus-url-copy", "-fast", "-pp", "-cc", "4", "-p", "2", srcArg, gucDst)));
-                tools.put("stagehand (CKSM verified)", () -> stagehand(files, dstUrl, true));
-                tools.put("stagehand (no checksum)", () -> stagehand(files, dstUrl, false));
+                tools.put("stagehand -c 4 -p 2 (CKSM verified)", () -> stagehand(files, dstUrl, true));
+                tools.put("stagehand -c 4 -p 2 (no checksum)", () -> stagehand(files, dstUrl, false));
                 for (var tool : tools.entrySet()) {
                     double best = Double.MAX_VALUE;
                     for (int r = 0; r < rounds; r++) {
@@ -84,8 +84,8 @@ public final class GridFtpBench {
         System.out.println();
         for (String set : sets) {
             double guc = rows.stream().filter(r -> r.set.equals(set) && r.tool.startsWith("globus")).mapToDouble(Row::seconds).min().orElse(Double.NaN);
-            double ours = rows.stream().filter(r -> r.set.equals(set) && r.tool.startsWith("stagehand (CKSM")).mapToDouble(Row::seconds).min().orElse(Double.NaN);
-            double raw = rows.stream().filter(r -> r.set.equals(set) && r.tool.startsWith("stagehand (no")).mapToDouble(Row::seconds).min().orElse(Double.NaN);
+            double ours = rows.stream().filter(r -> r.set.equals(set) && r.tool.contains("(CKSM")).mapToDouble(Row::seconds).min().orElse(Double.NaN);
+            double raw = rows.stream().filter(r -> r.set.equals(set) && r.tool.contains("(no checksum")).mapToDouble(Row::seconds).min().orElse(Double.NaN);
             System.out.printf(Locale.ROOT, "%-6s stagehand/globus-url-copy-best speed: %.2fx verified, %.2fx without checksum%n", set, guc / ours, guc / raw);
         }
     }
@@ -102,7 +102,7 @@ public final class GridFtpBench {
     }
 
     static double stagehand(List<Path> files, String dstUrl, boolean verify) throws Exception {
-        MoverSettings s = MoverSettings.defaults().withStreams(4, 4, false)
+        MoverSettings s = MoverSettings.defaults().withStreams(2, 4, false)
                 .withSecurity(verify, "NONE", "", "")
                 .withRetry(Duration.ofSeconds(30), 3, Duration.ofSeconds(1), Duration.ofSeconds(10));
         List<FileCopy> copies = new ArrayList<>();
