@@ -76,7 +76,6 @@ public final class GridFtpMover implements Mover {
             Link link = links.computeIfAbsent(destination.link(),
                     k -> new Link(destination, settings, listener, watchdog, timer, this::credential));
             job.pieces(split(job, link.concurrency()));
-            sumSeparately(job);
             byLink.computeIfAbsent(link, l -> new ArrayList<>()).addAll(job.pieces);
         }
         byLink.forEach(Link::enqueue);
@@ -101,22 +100,6 @@ public final class GridFtpMover implements Mover {
             throw new TransferFailure(Kind.BAD_REQUEST, "cannot read local file " + local);
         Job job = new Job(copy, destination, null, local);
         return job;
-    }
-
-    /** Split files are sent out of order, so their Adler32 is read separately, alongside the upload. */
-    private void sumSeparately(Job job) {
-        FileCopy copy = job.copy;
-        Path local = job.local;
-        if (local != null && job.pieces.size() > 1 && copy.adler32() == null && settings.verifyChecksum()) {
-            // computed alongside the upload (page cache), not before it
-            job.localAdler32 = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return Link.adler32(local);
-                } catch (java.io.IOException e) {
-                    throw new TransferFailure(Kind.BAD_REQUEST, "cannot read " + local + ": " + e.getMessage());
-                }
-            }, checksums);
-        }
     }
 
     /** Big local files become byte ranges, one per connection of the link, so several connections share them. */

@@ -82,7 +82,12 @@ final class GridFtpSession implements AutoCloseable {
     }
 
     long adler32(String path) throws Exception {
-        String sum = client.checksum(new ChecksumAlgorithm("ADLER32"), 0, -1, path);
+        return adler32(path, 0, -1);
+    }
+
+    /** The server's Adler32 of {@code length} bytes from {@code offset} (-1: to the end). */
+    long adler32(String path, long offset, long length) throws Exception {
+        String sum = client.checksum(new ChecksumAlgorithm("ADLER32"), offset, length, path);
         return Long.parseUnsignedLong(sum.trim().toLowerCase(Locale.ROOT), 16);
     }
 

@@ -21,6 +21,7 @@ final class Job {
         final long offset;
         final long length;
         int attempts;
+        volatile Long adler32; // of this range, summed while it was sent
 
         Piece(Job job, long offset, long length) {
             this.job = job;
@@ -40,8 +41,6 @@ final class Job {
     final AtomicLong bytes = new AtomicLong();
     final Set<Watchdog.Attempt> running = ConcurrentHashMap.newKeySet();
     volatile List<Piece> pieces = List.of();
-    volatile CompletableFuture<Long> localAdler32; // split files: read separately
-    volatile Long streamedAdler32; // whole files: summed while sending
     volatile boolean cancelled;
 
     Job(FileCopy copy, Endpoint destination, Endpoint source, Path local) {

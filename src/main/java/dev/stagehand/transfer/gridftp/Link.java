@@ -269,8 +269,7 @@ final class Link {
                 String path = job.destination.path();
                 long sent;
                 if (job.source == null) {
-                    boolean whole = p.offset == 0 && p.length == job.copy.sizeBytes();
-                    boolean streamSum = whole && settings.verifyChecksum() && job.copy.adler32() == null;
+                    boolean streamSum = settings.verifyChecksum();
                     try (RangeSource src = new RangeSource(job.local, p.offset, p.length, streamSum, n -> {
                         a.progress();
                         job.bytes.addAndGet(n);
@@ -278,7 +277,7 @@ final class Link {
                         listener.bytes(job.copy, n);
                     })) {
                         s.put(path, p.offset, src, marker -> a.progress());
-                        if (streamSum) job.streamedAdler32 = src.adler32();
+                        if (streamSum) p.adler32 = src.adler32();
                     }
                     sent = p.length;
                 } else {
@@ -328,16 +327,12 @@ final class Link {
                 job.complete(s.host.toString(), -1);
                 return;
             }
-            Long expected = job.copy.adler32();
-            if (expected == null) expected = job.streamedAdler32;
-            if (expected == null && job.localAdler32 != null) expected = job.localAdler32.get();
-            if (expected == null && job.source != null) expected = sources.get(job.source.link()).adler32(job.source.path());
             if (job.source == null) {
-                // local sources: CKSM on a separate checker connection, so this one streams the next file
-                // while the server sums this one
-                checkLater(job, s.host, expected);
+                checkLater(job, s.host, localRanges(job));
                 return;
             }
+            Long expected = job.copy.adler32();
+            if (expected == null) expected = sources.get(job.source.link()).adler32(job.source.path());
             a.progress();
             long actual = s.adler32(job.destination.path());
             a.progress();
@@ -357,41 +352,91 @@ final class Link {
             new ConcurrentHashMap<>();
     private final java.util.concurrent.Semaphore checkSlots = new java.util.concurrent.Semaphore(4);
 
-    /** Asks {@code host} (the one that wrote the file) for its CKSM ADLER32 on a pooled checker connection. */
-    private void checkLater(Job job, Endpoint.HostPort host, long expected) {
-        Thread.ofVirtual().name("cksm-" + key).start(() -> {
-            var idle = idleCheckers.computeIfAbsent(host, h -> new java.util.concurrent.ConcurrentLinkedQueue<>());
-            Watchdog.Attempt a = watchdog.watch();
-            job.running.add(a);
-            GridFtpSession s = null;
-            boolean slot = false;
-            try {
-                checkSlots.acquire();
-                slot = true;
-                s = idle.poll();
-                if (s == null || s.isClosed()) {
-                    s = GridFtpSession.open(host, endpoint.gsi(), endpoint.gsi() ? credentials.get() : null, settings);
+    /** A byte range of a written file and the Adler32 it must have (length -1: to the end). */
+    private record Range(long offset, long length, long adler32) {}
+
+    /**
+     * What the server must report for a local file: one range for a whole file; for a file sent as byte
+     * ranges, each range on its own (so several server processes sum it at once), after the ranges' sums,
+     * combined, were checked against the catalog's.
+     */
+    private static List<Range> localRanges(Job job) throws ChecksumMismatch {
+        List<Job.Piece> pieces = job.pieces;
+        long combined = 1;
+        for (Job.Piece p : pieces) combined = combine(combined, p.adler32, p.length);
+        Long expected = job.copy.adler32();
+        if (expected != null && expected != combined) {
+            throw new ChecksumMismatch(String.format("local source %s read as ADLER32 %08x, catalog says %08x",
+                    job.local, combined, expected));
+        }
+        if (pieces.size() == 1) return List.of(new Range(0, -1, combined));
+        return pieces.stream().map(p -> new Range(p.offset, p.length, p.adler32)).toList();
+    }
+
+    /** zlib's adler32_combine: the Adler32 of A followed by B from the sums of A and B and B's length. */
+    static long combine(long adlerA, long adlerB, long lengthB) {
+        final long base = 65521;
+        long rem = lengthB % base;
+        long sum1 = adlerA & 0xffff;
+        long sum2 = (rem * sum1) % base;
+        sum1 += (adlerB & 0xffff) + base - 1;
+        sum2 += ((adlerA >>> 16) & 0xffff) + ((adlerB >>> 16) & 0xffff) + base - rem;
+        if (sum1 >= base) sum1 -= base;
+        if (sum1 >= base) sum1 -= base;
+        if (sum2 >= (base << 1)) sum2 -= (base << 1);
+        if (sum2 >= base) sum2 -= base;
+        return (sum2 << 16) | sum1;
+    }
+
+    /**
+     * Asks {@code host} (the one that wrote the file) for the CKSM ADLER32 of each range, on pooled checker
+     * connections, so the sending connection streams the next file meanwhile.
+     */
+    private void checkLater(Job job, Endpoint.HostPort host, List<Range> ranges) {
+        long whole = ranges.size() == 1 ? ranges.getFirst().adler32()
+                : job.pieces.stream().reduce(1L, (acc, p) -> combine(acc, p.adler32, p.length), (x, y) -> x);
+        AtomicInteger left = new AtomicInteger(ranges.size());
+        java.util.concurrent.atomic.AtomicBoolean failedOnce = new java.util.concurrent.atomic.AtomicBoolean();
+        for (Range range : ranges) {
+            Thread.ofVirtual().name("cksm-" + key).start(() -> {
+                var idle = idleCheckers.computeIfAbsent(host, h -> new java.util.concurrent.ConcurrentLinkedQueue<>());
+                Watchdog.Attempt a = watchdog.watch();
+                job.running.add(a);
+                GridFtpSession s = null;
+                boolean slot = false;
+                try {
+                    checkSlots.acquire();
+                    slot = true;
+                    s = idle.poll();
+                    if (s == null || s.isClosed()) {
+                        s = GridFtpSession.open(host, endpoint.gsi(), endpoint.gsi() ? credentials.get() : null, settings);
+                    }
+                    a.add(s);
+                    long actual = s.adler32(job.destination.path(), range.offset(), range.length());
+                    if (actual != range.adler32()) {
+                        throw new ChecksumMismatch(String.format("destination %s has ADLER32 %08x at [%d, +%d), expected %08x",
+                                job.destination.path(), actual, range.offset(), range.length(), range.adler32()));
+                    }
+                    if (closed) s.close();
+                    else idle.add(s);
+                    s = null;
+                    if (left.decrementAndGet() == 0 && !failedOnce.get()) job.complete(host.toString(), whole);
+                } catch (Throwable e) {
+                    if (s != null) s.close();
+                    if (failedOnce.compareAndSet(false, true)) {
+                        TransferFailure f = e instanceof ChecksumMismatch
+                                ? new TransferFailure(Kind.CHECKSUM_MISMATCH, e.getMessage(), 0, e)
+                                : a.stalled ? new TransferFailure(Kind.STALL, "no CKSM reply in " + settings.stallTimeout() + " from " + host, 0, e)
+                                : new TransferFailure(Failures.classify(e), "checksum: " + Failures.message(e) + " (" + host + ")", 0, e);
+                        failed(job.pieces.getFirst(), f, true);
+                    }
+                } finally {
+                    if (slot) checkSlots.release();
+                    job.running.remove(a);
+                    watchdog.unwatch(a);
                 }
-                a.add(s);
-                long actual = s.adler32(job.destination.path());
-                compare(job, actual, expected);
-                job.complete(host.toString(), actual);
-                if (closed) s.close();
-                else idle.add(s);
-                s = null;
-            } catch (Throwable e) {
-                if (s != null) s.close();
-                TransferFailure f = e instanceof ChecksumMismatch
-                        ? new TransferFailure(Kind.CHECKSUM_MISMATCH, e.getMessage(), 0, e)
-                        : a.stalled ? new TransferFailure(Kind.STALL, "no CKSM reply in " + settings.stallTimeout() + " from " + host, 0, e)
-                        : new TransferFailure(Failures.classify(e), "checksum: " + Failures.message(e) + " (" + host + ")", 0, e);
-                failed(job.pieces.getFirst(), f, true);
-            } finally {
-                if (slot) checkSlots.release();
-                job.running.remove(a);
-                watchdog.unwatch(a);
-            }
-        });
+            });
+        }
     }
 
     /** {@code wholeFile}: the failure came after every piece was written (verification), so all are sent again. */
