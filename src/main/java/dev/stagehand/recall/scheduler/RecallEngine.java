@@ -79,7 +79,8 @@ public final class RecallEngine {
         this.targets = targets;
         this.listener = listener;
         this.mountPlanner = new MountPlanner(config, cost);
-        this.runPlanner = new RunPlanner(cost, config.orderingBudget());
+        this.runPlanner = new RunPlanner(cost, config.orderingBudget(),
+                config.policy() == Policy.TAPE_AWARE && library.readsWithoutTarget());
         this.accessors = Math.max(1, library.layout().accessors());
         this.epoch = clock.now();
         for (DriveStatus s : library.drives()) {
@@ -446,16 +447,51 @@ public final class RecallEngine {
         d.state = DState.READING;
         d.busyUntil = t + runPlanner.locateSeconds(volume, mine, d.head) + cost.readSeconds(bytes);
         List<SegmentRead> segments = new ArrayList<>(mine.size());
+        List<FileWork> owners = new ArrayList<>(mine.size());
+        long h = d.head;
+        long moved = d.moved;
+        for (FileWork f : mine) moved += f.sizeBytes;
         for (FileWork f : mine) {
-            segments.add(new SegmentRead(f.id, f.name, volume, f.offsetOn(volume), f.sizeBytes, targets.apply(f)));
+            long o = f.offsetOn(volume);
+            if (runPlanner.readThrough() && worthReadingThrough(h, o, moved)) {
+                moved += o - h;
+                // streaming over the unrequested bytes before this file is quicker than a locate to it
+                segments.add(new SegmentRead(GAP_ID, GAP_NAME, volume, h, o - h, null));
+                owners.add(null);
+            }
+            segments.add(new SegmentRead(f.id, f.name, volume, o, f.sizeBytes, targets.apply(f)));
+            owners.add(f);
+            h = o + f.sizeBytes;
         }
         ReadBatch rb = library.read(d.name, segments);
         for (int i = 0; i < segments.size(); i++) {
             SegmentRead s = segments.get(i);
-            FileWork f = mine.get(i);
-            rb.result(s).whenComplete((r, e) -> segmentDone(d, f, s, r, e));
+            FileWork f = owners.get(i);
+            if (f == null) rb.result(s).whenComplete((r, e) -> gapDone(d, s, e));
+            else rb.result(s).whenComplete((r, e) -> segmentDone(d, f, s, r, e));
         }
         rb.done().whenComplete((v, e) -> batchDone(d));
+    }
+
+    /**
+     * A gap is read through when streaming over it saves more than it may add to the rewind at dismount
+     * (the rewind grows with the bytes a mount moved, and gap bytes count).
+     */
+    private boolean worthReadingThrough(long from, long to, long moved) {
+        if (!cost.readThrough(from, to)) return false;
+        double saving = cost.locateSeconds(from, to) - cost.readSeconds(to - from);
+        return saving > cost.dismountSeconds(moved + (to - from)) - cost.dismountSeconds(moved);
+    }
+
+    /** Segment id and name of a gap read through (no file: its bytes are dropped). */
+    static final long GAP_ID = -1;
+    static final String GAP_NAME = "(gap read through)";
+
+    /** A gap read through: the head moved on; a failure there is left to the next file's own read. */
+    private synchronized void gapDone(Drive d, SegmentRead s, Throwable e) {
+        if (e != null) return;
+        d.head = s.offsetBytes() + s.sizeBytes();
+        d.moved += s.sizeBytes();
     }
 
     private synchronized void segmentDone(Drive d, FileWork f, SegmentRead s, ReadResult r, Throwable e) {
