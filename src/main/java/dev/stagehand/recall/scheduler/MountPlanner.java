@@ -84,10 +84,10 @@ public final class MountPlanner {
         return Comparator
                 .comparing((Cand c) -> c.age < aging) // starving (false) first
                 .thenComparing(c -> c.age >= aging ? -c.age : 0.0)
+                .thenComparing(c -> !worthMounting(c))
                 .thenComparing(c -> -c.q.maxPriority())
                 .thenComparingDouble(c -> shares.isEmpty() ? 0.0
                         : drivesInUse.getOrDefault(c.experiment, 0) / shares.getOrDefault(c.experiment, 1e-3))
-                .thenComparing(c -> !worthMounting(c))
                 .thenComparing(c -> c.q.completable() == 0)
                 .thenComparingDouble(c -> c.q.completable() > 0
                         ? -((c.age + c.service) / c.service) * c.q.completable()
@@ -144,7 +144,7 @@ public final class MountPlanner {
      * A queue whose locates and reads take long (a tape-full of a bulk recall): finishing its request a few
      * minutes sooner matters less than drives finishing evenly, so it is balanced even when it completes one.
      */
-    boolean longWork(VolumeQueue q) {
+    public boolean longWork(VolumeQueue q) {
         return locateSeconds(q) + cost.readSeconds(q.bytes()) >= LONG_WORK_SECONDS;
     }
 

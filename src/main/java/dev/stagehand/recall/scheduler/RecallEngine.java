@@ -40,6 +40,8 @@ public final class RecallEngine {
         DState state = DState.EMPTY;
         String volume;
         String experiment;
+        /** The mounted volume's queue was long work (bulk) when mounted: see {@link #reserveForLongWork}. */
+        boolean longWork;
         long head;
         long moved;
         double busyUntil;
@@ -221,6 +223,13 @@ public final class RecallEngine {
                     cands.add(i, cands.remove(j));
                 }
             }
+            if (empty != null && config.policy() == Policy.TAPE_AWARE) {
+                int j = reserveForLongWork(cands, i, now);
+                if (j != i) {
+                    if (cands == ranked) cands = new ArrayList<>(ranked);
+                    cands.add(i, cands.remove(j));
+                }
+            }
             VolumeQueue q = cands.get(i);
             String exp = q.experiment();
             Integer cap = config.experimentDriveCaps().get(exp);
@@ -258,6 +267,33 @@ public final class RecallEngine {
     }
 
     private EventClock.Scheduled holdTimer;
+
+    /** Share of the drives kept for long (bulk) work of lower priority while short urgent queues keep coming. */
+    static final double LONG_WORK_SHARE = 0.5;
+
+    /**
+     * Strict priority lets a steady stream of small urgent requests hold every drive with short, costly
+     * mounts while bulk campaigns wait for the aging limit. When the head of the ranking is short work
+     * (and not starving) and fewer than half of the drives hold long work, the best-ranked long queue of a
+     * lower priority takes this drive instead; returns its index (or {@code i}). Within one priority the
+     * ranking and the balancing already decide.
+     */
+    private int reserveForLongWork(List<VolumeQueue> cands, int i, double now) {
+        VolumeQueue head = cands.get(i);
+        if (mountPlanner.longWork(head) || now - head.oldestArrival() >= config.agingLimitSeconds()) return i;
+        int holding = 0, usable = 0;
+        for (Drive d : drives.values()) {
+            if (d.state == DState.FAILED) continue;
+            usable++;
+            if (d.longWork && d.volume != null && d.state != DState.UNLOADING) holding++;
+        }
+        if (holding >= Math.max(1, (int) Math.round(usable * LONG_WORK_SHARE))) return i;
+        for (int j = i + 1; j < cands.size() && j - i < 256; j++) {
+            VolumeQueue q = cands.get(j);
+            if (q.maxPriority() < head.maxPriority() && mountPlanner.longWork(q)) return j;
+        }
+        return i;
+    }
 
     /**
      * CTA's mount policy on the last free drive: a piece of a multi-tape request too small to be worth a
@@ -357,6 +393,8 @@ public final class RecallEngine {
         d.state = DState.MOUNTING;
         d.volume = volume;
         d.experiment = experiment;
+        VolumeQueue mq = model.queue(volume);
+        d.longWork = mq != null && mountPlanner.longWork(mq);
         d.moved = 0;
         d.head = 0;
         d.failed = false;
