@@ -268,29 +268,35 @@ public final class RecallEngine {
 
     private EventClock.Scheduled holdTimer;
 
-    /** Share of the drives kept for long (bulk) work of lower priority while short urgent queues keep coming. */
+    /** Share of the drives for long (bulk) work of lower priority while short urgent queues keep coming. */
     static final double LONG_WORK_SHARE = 0.5;
 
     /**
      * Strict priority lets a steady stream of small urgent requests hold every drive with short, costly
-     * mounts while bulk campaigns wait for the aging limit. When the head of the ranking is short work
-     * (and not starving) and fewer than half of the drives hold long work, the best-ranked long queue of a
-     * lower priority takes this drive instead; returns its index (or {@code i}). Within one priority the
-     * ranking and the balancing already decide.
+     * mounts while bulk campaigns wait for the aging limit; the mount-worthiness gate, the other way round,
+     * lets worthy bulk take every drive while young urgent queues wait. So while both kinds are queued,
+     * long work of a lower priority gets half of the drives: when the head of the ranking is short work
+     * and fewer than half hold long work, the best-ranked such long queue takes this drive; when the head
+     * is long work, half already hold long work and a queue of higher priority waits, that one takes it.
+     * Returns the index of the queue to mount (or {@code i}). Starving queues keep their place; within
+     * one priority the ranking and the balancing decide.
      */
     private int reserveForLongWork(List<VolumeQueue> cands, int i, double now) {
         VolumeQueue head = cands.get(i);
-        if (mountPlanner.longWork(head) || now - head.oldestArrival() >= config.agingLimitSeconds()) return i;
+        if (now - head.oldestArrival() >= config.agingLimitSeconds()) return i;
         int holding = 0, usable = 0;
         for (Drive d : drives.values()) {
             if (d.state == DState.FAILED) continue;
             usable++;
             if (d.longWork && d.volume != null && d.state != DState.UNLOADING) holding++;
         }
-        if (holding >= Math.max(1, (int) Math.round(usable * LONG_WORK_SHARE))) return i;
+        boolean longHead = mountPlanner.longWork(head);
+        boolean underShare = holding < Math.max(1, (int) Math.round(usable * LONG_WORK_SHARE));
+        if (longHead == underShare) return i;
         for (int j = i + 1; j < cands.size() && j - i < 256; j++) {
             VolumeQueue q = cands.get(j);
-            if (q.maxPriority() < head.maxPriority() && mountPlanner.longWork(q)) return j;
+            if (longHead ? q.maxPriority() > head.maxPriority() && !mountPlanner.longWork(q)
+                         : q.maxPriority() < head.maxPriority() && mountPlanner.longWork(q)) return j;
         }
         return i;
     }

@@ -17,7 +17,7 @@ final class Harness implements EngineListener {
     final Map<String, Integer> maxDrivesPerExperiment = new HashMap<>();
     final List<String> mountOrder = new ArrayList<>();
     int mountsInFlight, maxMountsInFlight;
-    /** Drives holding a volume whose label starts with "B" (bulk volumes in tests), now and at most. */
+    /** Drives mounting or reading a volume whose label starts with "B" (bulk in tests), now and at most. */
     int bulkDrives, maxBulkDrives;
     final Map<String, String> driveVolume = new HashMap<>();
 
@@ -65,9 +65,13 @@ final class Harness implements EngineListener {
     }
 
     @Override
-    public void dismounted(String drive, double t) {
+    public void dismountStarted(String drive, String volume, long moved, double t) {
         String v = driveVolume.remove(drive);
         if (v != null && v.startsWith("B")) bulkDrives--;
+    }
+
+    @Override
+    public void dismounted(String drive, double t) {
         String exp = driveExperiment.remove(drive);
         if (exp != null) drivesPerExperiment.merge(exp, -1, Integer::sum);
     }

@@ -200,8 +200,8 @@ class RecallEngineTest {
         for (int v = 0; v < 4; v++) assertThat(h.mountOrder.indexOf("B" + v)).isBetween(0, lastUrgentMount);
         // strict priority could not start them before the stream's end (2,970 s) and would need 1,270 s more
         assertThat(h.engine.model().request("bulk").completedAt()).isLessThan(3600);
-        // ...on at most half of the drives, so the urgent requests keep flowing
-        assertThat(h.maxBulkDrives).isLessThanOrEqualTo(2);
+        // ...on half of the drives: the urgent queues (more than the library can serve) keep the other half
+        assertThat(h.maxBulkDrives).isEqualTo(2);
         for (int i = 0; i < 100; i++) assertThat(h.engine.model().request("urgent-" + i).finished()).isTrue();
     }
 }
