@@ -269,15 +269,15 @@ public final class RecallEngine {
     private EventClock.Scheduled holdTimer;
 
     /** Share of the drives for long (bulk) work of lower priority while short urgent queues keep coming. */
-    static final double LONG_WORK_SHARE = 0.5;
+    static final double LONG_WORK_SHARE = 0.25;
 
     /**
      * Strict priority lets a steady stream of small urgent requests hold every drive with short, costly
      * mounts while bulk campaigns wait for the aging limit; the mount-worthiness gate, the other way round,
      * lets worthy bulk take every drive while young urgent queues wait. So while both kinds are queued,
-     * long work of a lower priority gets half of the drives: when the head of the ranking is short work
-     * and fewer than half hold long work, the best-ranked such long queue takes this drive; when the head
-     * is long work, half already hold long work and a queue of higher priority waits, that one takes it.
+     * long work of a lower priority gets a quarter of the drives: when the head of the ranking is short work
+     * and fewer than a quarter hold long work, the best-ranked such long queue takes this drive; when the head
+     * is long work, a quarter already hold long work and a queue of higher priority waits, that one takes it.
      * Returns the index of the queue to mount (or {@code i}). Starving queues keep their place; within
      * one priority the ranking and the balancing decide.
      */
