@@ -260,6 +260,7 @@ public final class RecallEngine {
         for (Drive d : drives.values()) {
             if (d.state == DState.IDLE && !hasWork(d.volume) && d.idleTimer == null) armIdleTimer(d);
         }
+        if (config.policy() == Policy.TAPE_AWARE) keepDrivesReady(victims);
         if (now - lastEta >= ETA_INTERVAL_S) {
             lastEta = now;
             refreshEtas(now, ranked);
@@ -325,6 +326,41 @@ public final class RecallEngine {
         }
         return true;
     }
+
+    /**
+     * Keeps a few drives empty or emptying while others sit idle with nothing queued: a new request for an
+     * unmounted volume then finds a drive ready instead of waiting for a rewind and unload first. The
+     * drive idle longest goes (its volume is the least likely to be asked for again soon).
+     */
+    private void keepDrivesReady(Set<Drive> taken) {
+        int ready = 0;
+        for (Drive d : drives.values()) if (d.state == DState.EMPTY || d.state == DState.UNLOADING) ready++;
+        int want = Math.min(accessors + 1, drives.size() / 4);
+        while (ready < want) {
+            Drive victim = idleVictim(taken);
+            if (victim == null) return;
+            double wait = victim.busyUntil + READY_MIN_IDLE_S - now();
+            if (wait > 0) { // look again once it has been idle long enough
+                if (readyTimer == null) {
+                    readyTimer = clock.schedule(Duration.ofMillis((long) Math.ceil(wait * 1000) + 1), () -> {
+                        synchronized (this) {
+                            readyTimer = null;
+                        }
+                        requestPass();
+                    });
+                }
+                return;
+            }
+            taken.add(victim);
+            dismount(victim);
+            ready++;
+        }
+    }
+
+    private EventClock.Scheduled readyTimer;
+
+    /** A drive idle at least this long may be emptied early to keep drives ready. */
+    static final double READY_MIN_IDLE_S = 60;
 
     /** Per drive: when it can start a new mount, and when the reads it holds end (the scheduler's own model). */
     private void predict(List<Drive> dl, double now, double[] free, double[] readEnds) {

@@ -202,4 +202,18 @@ class RecallEngineTest {
         assertThat(h.maxBulkDrives).isEqualTo(1);
         for (int i = 0; i < 100; i++) assertThat(h.engine.model().request("urgent-" + i).finished()).isTrue();
     }
+
+    @Test
+    void idleDrivesAreEmptiedEarlySoANewRequestFindsADriveReady() {
+        Harness h = new Harness(8, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        for (int v = 0; v < 8; v++) h.submitAt(0, "r" + v, 0, "exp", List.of(file(v, "V" + v, 10 * GB, GB)));
+        // all eight are read by about 130 s; the idle timer (300 s) has not yet emptied any drive at 350 s
+        h.submitAt(350, "late", 0, "exp", List.of(file(100, "NEW", 10 * GB, GB)));
+        h.run();
+        RequestWork late = h.engine.model().request("late");
+        double locate = 4.3 + 60 * 10e9 / TestCosts.CW;
+        // a ready drive: move in + load + locate + read, no rewind and unload (at least 85 s) before it
+        assertThat(late.completedAt() - late.arrival()).isCloseTo(6.7 + 17 + locate + 2.5, org.assertj.core.data.Offset.offset(1e-6));
+        assertThat(h.library.mounts).hasSize(9);
+    }
 }
