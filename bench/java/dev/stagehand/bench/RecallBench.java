@@ -24,21 +24,23 @@ import java.util.Random;
 /**
  * Recall benchmark: every workload given through tape-aware, greedy and fifo on the simulated LTO-9
  * library, side by side with the lower bound; then the time of one scheduling pass over 1,000,000 queued
- * file requests. Arguments: {@code [--pass-only] [--no-fifo-over N] SPEC...} where SPEC is
+ * file requests. Arguments: {@code [--pass-only | --no-pass] [--no-fifo-over N] SPEC...} where SPEC is
  * {@code FILE[@DRIVES/ACCESSORS]} (default 8/2).
  */
 public final class RecallBench {
 
     public static void main(String[] args) throws Exception {
         List<String> specs = new ArrayList<>();
-        boolean passOnly = false;
+        boolean passOnly = false, noPass = false;
         long fifoLimit = Long.MAX_VALUE;
         for (int i = 0; i < args.length; i++) {
             if (args[i].equals("--pass-only")) passOnly = true;
+            else if (args[i].equals("--no-pass")) noPass = true;
             else if (args[i].equals("--no-fifo-over")) fifoLimit = Long.parseLong(args[++i]);
             else specs.add(args[i]);
         }
         if (!passOnly) workloads(specs, fifoLimit);
+        if (noPass) return;
         schedulingPass(100_000, 1_000, false); // JIT warm-up on a smaller queue
         schedulingPass(1_000_000, 1_000, true);
     }

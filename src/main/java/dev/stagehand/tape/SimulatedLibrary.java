@@ -265,6 +265,12 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         return batch;
     }
 
+    /** A segment without a target only costs drive time (its bytes stream past). */
+    @Override
+    public boolean readsWithoutTarget() {
+        return true;
+    }
+
     @Override
     public WriteBatch write(String drive, List<FileWrite> files) {
         SimWriteBatch batch = new SimWriteBatch(List.copyOf(files));

@@ -34,6 +34,15 @@ public interface TapeLibrary {
      */
     ReadBatch read(String drive, List<SegmentRead> segments);
 
+    /**
+     * Whether {@link #read} accepts segments without a target: their bytes are streamed past and dropped.
+     * The recall scheduler uses such segments to read through a small gap between two wanted files when
+     * that is quicker than a locate. Off unless the driver says so.
+     */
+    default boolean readsWithoutTarget() {
+        return false;
+    }
+
     /** Appends {@code files} to the volume mounted on {@code drive}, in order (the archive path). */
     WriteBatch write(String drive, List<FileWrite> files);
 

@@ -9,6 +9,20 @@ public interface CostModel {
     /** Seconds to position from the head at {@code fromOffset} to {@code toOffset} (0 when streaming on). */
     double locateSeconds(long fromOffset, long toOffset);
 
+    /**
+     * Seconds to get from the head at {@code fromOffset} to {@code toOffset} when the bytes between may
+     * also be read through instead: the cheaper of a locate and streaming over the gap (forward only).
+     */
+    default double positionSeconds(long fromOffset, long toOffset) {
+        double locate = locateSeconds(fromOffset, toOffset);
+        return toOffset > fromOffset ? Math.min(locate, readSeconds(toOffset - fromOffset)) : locate;
+    }
+
+    /** Whether reading through the gap from {@code fromOffset} to {@code toOffset} beats a locate. */
+    default boolean readThrough(long fromOffset, long toOffset) {
+        return toOffset > fromOffset && readSeconds(toOffset - fromOffset) < locateSeconds(fromOffset, toOffset);
+    }
+
     /** The wrap (track pass) holding {@code offset}; even wraps run forward from BOT, odd ones back. */
     int wrap(long offset);
 

@@ -84,10 +84,10 @@ public final class MountPlanner {
         return Comparator
                 .comparing((Cand c) -> c.age < aging) // starving (false) first
                 .thenComparing(c -> c.age >= aging ? -c.age : 0.0)
+                .thenComparing(c -> !worthMounting(c))
                 .thenComparing(c -> -c.q.maxPriority())
                 .thenComparingDouble(c -> shares.isEmpty() ? 0.0
                         : drivesInUse.getOrDefault(c.experiment, 0) / shares.getOrDefault(c.experiment, 1e-3))
-                .thenComparing(c -> !worthMounting(c))
                 .thenComparing(c -> c.q.completable() == 0)
                 .thenComparingDouble(c -> c.q.completable() > 0
                         ? -((c.age + c.service) / c.service) * c.q.completable()
@@ -107,14 +107,19 @@ public final class MountPlanner {
      */
     public int balance(List<VolumeQueue> ranked, int i, double now, double[] free, double[] readEnds, int drive) {
         VolumeQueue first = ranked.get(i);
-        if (first.completable() != 0 || now - first.oldestArrival() >= config.agingLimitSeconds()) return i;
+        if (now - first.oldestArrival() >= config.agingLimitSeconds()) return i;
         int prio = first.maxPriority();
+        boolean completing = first.completable() != 0;
         int end = i;
         while (end < ranked.size() && end - i < 64) {
             VolumeQueue q = ranked.get(end);
-            if (q.completable() != 0 || q.maxPriority() != prio || now - q.oldestArrival() >= config.agingLimitSeconds()) break;
+            if (q.maxPriority() != prio || now - q.oldestArrival() >= config.agingLimitSeconds()) break;
+            if (!completing && q.completable() != 0) break;
             end++;
         }
+        // A queue that completes requests keeps its place (latency) unless this is the last round: every
+        // candidate left will start on the next free drive, so their order only decides how evenly drives end.
+        if (completing && (end - i > free.length || end < ranked.size())) return i;
         int n = end - i, m = free.length;
         if (n <= 1) return i;
         double[] w = new double[n];
@@ -130,6 +135,17 @@ public final class MountPlanner {
             if (mk < bestMk - 1e-6) { bestMk = mk; best = c; }
         }
         return i + best;
+    }
+
+    /** Reading time at least this long makes a queue bulk work: its place is set by balancing, not by latency. */
+    static final double LONG_WORK_SECONDS = 600;
+
+    /**
+     * A queue whose locates and reads take long (a tape-full of a bulk recall): finishing its request a few
+     * minutes sooner matters less than drives finishing evenly, so it is balanced even when it completes one.
+     */
+    public boolean longWork(VolumeQueue q) {
+        return locateSeconds(q) + cost.readSeconds(q.bytes()) >= LONG_WORK_SECONDS;
     }
 
     /**

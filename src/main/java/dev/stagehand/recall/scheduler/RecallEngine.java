@@ -40,6 +40,8 @@ public final class RecallEngine {
         DState state = DState.EMPTY;
         String volume;
         String experiment;
+        /** The mounted volume's queue was long work (bulk) when mounted: see {@link #reserveForLongWork}. */
+        boolean longWork;
         long head;
         long moved;
         double busyUntil;
@@ -79,7 +81,8 @@ public final class RecallEngine {
         this.targets = targets;
         this.listener = listener;
         this.mountPlanner = new MountPlanner(config, cost);
-        this.runPlanner = new RunPlanner(cost, config.orderingBudget());
+        this.runPlanner = new RunPlanner(cost, config.orderingBudget(),
+                config.policy() == Policy.TAPE_AWARE && library.readsWithoutTarget());
         this.accessors = Math.max(1, library.layout().accessors());
         this.epoch = clock.now();
         for (DriveStatus s : library.drives()) {
@@ -220,6 +223,13 @@ public final class RecallEngine {
                     cands.add(i, cands.remove(j));
                 }
             }
+            if (empty != null && config.policy() == Policy.TAPE_AWARE) {
+                int j = reserveForLongWork(cands, i, now);
+                if (j != i) {
+                    if (cands == ranked) cands = new ArrayList<>(ranked);
+                    cands.add(i, cands.remove(j));
+                }
+            }
             VolumeQueue q = cands.get(i);
             String exp = q.experiment();
             Integer cap = config.experimentDriveCaps().get(exp);
@@ -250,6 +260,7 @@ public final class RecallEngine {
         for (Drive d : drives.values()) {
             if (d.state == DState.IDLE && !hasWork(d.volume) && d.idleTimer == null) armIdleTimer(d);
         }
+        if (config.policy() == Policy.TAPE_AWARE) keepDrivesReady(victims);
         if (now - lastEta >= ETA_INTERVAL_S) {
             lastEta = now;
             refreshEtas(now, ranked);
@@ -257,6 +268,39 @@ public final class RecallEngine {
     }
 
     private EventClock.Scheduled holdTimer;
+
+    /** Share of the drives for long (bulk) work of lower priority while short urgent queues keep coming. */
+    static final double LONG_WORK_SHARE = 0.25;
+
+    /**
+     * Strict priority lets a steady stream of small urgent requests hold every drive with short, costly
+     * mounts while bulk campaigns wait for the aging limit; the mount-worthiness gate, the other way round,
+     * lets worthy bulk take every drive while young urgent queues wait. So while both kinds are queued,
+     * long work of a lower priority gets a quarter of the drives: when the head of the ranking is short work
+     * and fewer than a quarter hold long work, the best-ranked such long queue takes this drive; when the head
+     * is long work, a quarter already hold long work and a queue of higher priority waits, that one takes it.
+     * Returns the index of the queue to mount (or {@code i}). Starving queues keep their place; within
+     * one priority the ranking and the balancing decide.
+     */
+    private int reserveForLongWork(List<VolumeQueue> cands, int i, double now) {
+        VolumeQueue head = cands.get(i);
+        if (now - head.oldestArrival() >= config.agingLimitSeconds()) return i;
+        int holding = 0, usable = 0;
+        for (Drive d : drives.values()) {
+            if (d.state == DState.FAILED) continue;
+            usable++;
+            if (d.longWork && d.volume != null && d.state != DState.UNLOADING) holding++;
+        }
+        boolean longHead = mountPlanner.longWork(head);
+        boolean underShare = holding < Math.max(1, (int) Math.round(usable * LONG_WORK_SHARE));
+        if (longHead == underShare) return i;
+        for (int j = i + 1; j < cands.size() && j - i < 256; j++) {
+            VolumeQueue q = cands.get(j);
+            if (longHead ? q.maxPriority() > head.maxPriority() && !mountPlanner.longWork(q)
+                         : q.maxPriority() < head.maxPriority() && mountPlanner.longWork(q)) return j;
+        }
+        return i;
+    }
 
     /**
      * CTA's mount policy on the last free drive: a piece of a multi-tape request too small to be worth a
@@ -282,6 +326,41 @@ public final class RecallEngine {
         }
         return true;
     }
+
+    /**
+     * Keeps a few drives empty or emptying while others sit idle with nothing queued: a new request for an
+     * unmounted volume then finds a drive ready instead of waiting for a rewind and unload first. The
+     * drive idle longest goes (its volume is the least likely to be asked for again soon).
+     */
+    private void keepDrivesReady(Set<Drive> taken) {
+        int ready = 0;
+        for (Drive d : drives.values()) if (d.state == DState.EMPTY || d.state == DState.UNLOADING) ready++;
+        int want = Math.min(accessors + 1, drives.size() / 4);
+        while (ready < want) {
+            Drive victim = idleVictim(taken);
+            if (victim == null) return;
+            double wait = victim.busyUntil + READY_MIN_IDLE_S - now();
+            if (wait > 0) { // look again once it has been idle long enough
+                if (readyTimer == null) {
+                    readyTimer = clock.schedule(Duration.ofMillis((long) Math.ceil(wait * 1000) + 1), () -> {
+                        synchronized (this) {
+                            readyTimer = null;
+                        }
+                        requestPass();
+                    });
+                }
+                return;
+            }
+            taken.add(victim);
+            dismount(victim);
+            ready++;
+        }
+    }
+
+    private EventClock.Scheduled readyTimer;
+
+    /** A drive idle at least this long may be emptied early to keep drives ready. */
+    static final double READY_MIN_IDLE_S = 60;
 
     /** Per drive: when it can start a new mount, and when the reads it holds end (the scheduler's own model). */
     private void predict(List<Drive> dl, double now, double[] free, double[] readEnds) {
@@ -356,6 +435,8 @@ public final class RecallEngine {
         d.state = DState.MOUNTING;
         d.volume = volume;
         d.experiment = experiment;
+        VolumeQueue mq = model.queue(volume);
+        d.longWork = mq != null && mountPlanner.longWork(mq);
         d.moved = 0;
         d.head = 0;
         d.failed = false;
@@ -446,16 +527,51 @@ public final class RecallEngine {
         d.state = DState.READING;
         d.busyUntil = t + runPlanner.locateSeconds(volume, mine, d.head) + cost.readSeconds(bytes);
         List<SegmentRead> segments = new ArrayList<>(mine.size());
+        List<FileWork> owners = new ArrayList<>(mine.size());
+        long h = d.head;
+        long moved = d.moved;
+        for (FileWork f : mine) moved += f.sizeBytes;
         for (FileWork f : mine) {
-            segments.add(new SegmentRead(f.id, f.name, volume, f.offsetOn(volume), f.sizeBytes, targets.apply(f)));
+            long o = f.offsetOn(volume);
+            if (runPlanner.readThrough() && worthReadingThrough(h, o, moved)) {
+                moved += o - h;
+                // streaming over the unrequested bytes before this file is quicker than a locate to it
+                segments.add(new SegmentRead(GAP_ID, GAP_NAME, volume, h, o - h, null));
+                owners.add(null);
+            }
+            segments.add(new SegmentRead(f.id, f.name, volume, o, f.sizeBytes, targets.apply(f)));
+            owners.add(f);
+            h = o + f.sizeBytes;
         }
         ReadBatch rb = library.read(d.name, segments);
         for (int i = 0; i < segments.size(); i++) {
             SegmentRead s = segments.get(i);
-            FileWork f = mine.get(i);
-            rb.result(s).whenComplete((r, e) -> segmentDone(d, f, s, r, e));
+            FileWork f = owners.get(i);
+            if (f == null) rb.result(s).whenComplete((r, e) -> gapDone(d, s, e));
+            else rb.result(s).whenComplete((r, e) -> segmentDone(d, f, s, r, e));
         }
         rb.done().whenComplete((v, e) -> batchDone(d));
+    }
+
+    /**
+     * A gap is read through when streaming over it saves more than it may add to the rewind at dismount
+     * (the rewind grows with the bytes a mount moved, and gap bytes count).
+     */
+    private boolean worthReadingThrough(long from, long to, long moved) {
+        if (!cost.readThrough(from, to)) return false;
+        double saving = cost.locateSeconds(from, to) - cost.readSeconds(to - from);
+        return saving > cost.dismountSeconds(moved + (to - from)) - cost.dismountSeconds(moved);
+    }
+
+    /** Segment id and name of a gap read through (no file: its bytes are dropped). */
+    static final long GAP_ID = -1;
+    static final String GAP_NAME = "(gap read through)";
+
+    /** A gap read through: the head moved on; a failure there is left to the next file's own read. */
+    private synchronized void gapDone(Drive d, SegmentRead s, Throwable e) {
+        if (e != null) return;
+        d.head = s.offsetBytes() + s.sizeBytes();
+        d.moved += s.sizeBytes();
     }
 
     private synchronized void segmentDone(Drive d, FileWork f, SegmentRead s, ReadResult r, Throwable e) {

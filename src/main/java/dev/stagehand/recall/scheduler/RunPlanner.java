@@ -17,10 +17,28 @@ public final class RunPlanner {
 
     private final CostModel cost;
     private final long budget;
+    private final boolean readThrough;
 
     public RunPlanner(CostModel cost, long evaluationBudget) {
+        this(cost, evaluationBudget, false);
+    }
+
+    /**
+     * @param readThrough whether {@link #order} may plan to stream through a gap between runs when that is
+     *                    quicker than a locate ({@link CostModel#positionSeconds}); the drive then reads the
+     *                    unrequested bytes (time counted as reading, the bytes are dropped)
+     */
+    public RunPlanner(CostModel cost, long evaluationBudget, boolean readThrough) {
         this.cost = cost;
         this.budget = evaluationBudget;
+        this.readThrough = readThrough;
+    }
+
+    public boolean readThrough() { return readThrough; }
+
+    /** Positioning cost the tape-aware order plans with: a locate, or a read-through when allowed and cheaper. */
+    private double pos(long from, long to) {
+        return readThrough ? cost.positionSeconds(from, to) : cost.locateSeconds(from, to);
     }
 
     /** A maximal set of requested files lying back to back on the volume. */
@@ -53,7 +71,7 @@ public final class RunPlanner {
     /** Shortest-locate-first from the head: the baseline (the greedy policy uses it). */
     public List<FileWork> orderSltf(String volume, List<FileWork> files, long head) {
         List<Run> runs = runs(volume, files);
-        return flatten(runs, sltf(runs, head));
+        return flatten(runs, sltf(runs, head, false));
     }
 
     /**
@@ -63,7 +81,7 @@ public final class RunPlanner {
      */
     public List<FileWork> order(String volume, List<FileWork> files, long head) {
         List<Run> runs = runs(volume, files);
-        int[] a = sltf(runs, head);
+        int[] a = sltf(runs, head, readThrough);
         improve(runs, a, head, budget / 2);
         int[] b = sweep(runs, head);
         improve(runs, b, head, budget / 2);
@@ -95,13 +113,16 @@ public final class RunPlanner {
         return t;
     }
 
-    /** Total locate seconds of visiting {@code files} in the given order from {@code head}. */
+    /**
+     * Total positioning seconds of visiting {@code files} in the given order from {@code head}: locates,
+     * and gaps read through when this planner reads through them.
+     */
     public double locateSeconds(String volume, List<FileWork> ordered, long head) {
         double s = 0;
         long h = head;
         for (FileWork f : ordered) {
             long o = f.offsetOn(volume);
-            s += cost.locateSeconds(h, o);
+            s += pos(h, o);
             h = o + f.sizeBytes;
         }
         return s;
@@ -113,7 +134,7 @@ public final class RunPlanner {
         return out;
     }
 
-    private int[] sltf(List<Run> runs, long head) {
+    private int[] sltf(List<Run> runs, long head, boolean through) {
         int n = runs.size();
         int[] tour = new int[n];
         if (n > SLTF_LIMIT) { // offset order: a fallback that stays linear on enormous queues
@@ -127,7 +148,8 @@ public final class RunPlanner {
             double bc = Double.POSITIVE_INFINITY;
             for (int j = 0; j < n; j++) {
                 if (used[j]) continue;
-                double c = cost.locateSeconds(h, runs.get(j).start());
+                long to = runs.get(j).start();
+                double c = through ? cost.positionSeconds(h, to) : cost.locateSeconds(h, to);
                 if (c < bc) { bc = c; best = j; }
             }
             used[best] = true;
@@ -141,7 +163,7 @@ public final class RunPlanner {
     private double c(List<Run> runs, long head, int i, int j) {
         if (j < 0) return 0;
         long from = i < 0 ? head : runs.get(i).end();
-        return cost.locateSeconds(from, runs.get(j).start());
+        return pos(from, runs.get(j).start());
     }
 
     private void improve(List<Run> runs, int[] t, long head, long budget) {

@@ -17,6 +17,9 @@ final class Harness implements EngineListener {
     final Map<String, Integer> maxDrivesPerExperiment = new HashMap<>();
     final List<String> mountOrder = new ArrayList<>();
     int mountsInFlight, maxMountsInFlight;
+    /** Drives mounting or reading a volume whose label starts with "B" (bulk in tests), now and at most. */
+    int bulkDrives, maxBulkDrives;
+    final Map<String, String> driveVolume = new HashMap<>();
 
     Harness(int drives, int accessors, SchedulerConfig config) {
         library = new FakeLibrary(clock, drives, accessors);
@@ -45,6 +48,8 @@ final class Harness implements EngineListener {
     @Override
     public void mountStarted(String drive, String volume, double t) {
         mountOrder.add(volume);
+        driveVolume.put(drive, volume);
+        if (volume.startsWith("B")) maxBulkDrives = Math.max(maxBulkDrives, ++bulkDrives);
         if (System.getenv("HARNESS_TRACE") != null) System.err.println(t + " mount " + volume + " on " + drive);
         mountsInFlight++;
         maxMountsInFlight = Math.max(maxMountsInFlight, mountsInFlight);
@@ -57,6 +62,12 @@ final class Harness implements EngineListener {
     @Override
     public void mounted(String drive, String volume, double t) {
         mountsInFlight--;
+    }
+
+    @Override
+    public void dismountStarted(String drive, String volume, long moved, double t) {
+        String v = driveVolume.remove(drive);
+        if (v != null && v.startsWith("B")) bulkDrives--;
     }
 
     @Override

@@ -169,4 +169,51 @@ class RecallEngineTest {
         assertThat(h.library.mounts).hasSize(10);
         assertThat(h.library.reads).hasSize(300);
     }
+
+    @Test
+    void inTheLastRoundTheLongTapeGoesFirstEvenWhenAShortOneWouldCompleteARequest() {
+        Harness h = new Harness(2, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.submitAt(0, "r0", 0, "exp", List.of(file(1, "L0", 10 * GB, 200 * GB)));
+        h.submitAt(0, "r3", 0, "exp", List.of(file(2, "M", 10 * GB, 100 * GB)));
+        // r1 needs L1 and one more file on L0 (mounted): L1 completes nothing; S alone completes r2
+        h.submitAt(10, "r1", 0, "exp", List.of(file(3, "L1", 10 * GB, 400 * GB), file(4, "L0", 5_000 * GB, GB)));
+        h.submitAt(10, "r2", 0, "exp", List.of(file(5, "S", 10 * GB, 20 * GB)));
+        h.run();
+        // S first would leave L1 to start after two unloads (~1870 s); L1 first ends it by ~1600 s
+        assertThat(h.mountOrder).containsExactly("L0", "M", "L1", "S");
+        assertThat(h.engine.model().request("r1").completedAt()).isLessThan(1700);
+        assertThat(h.engine.model().request("r2").finished()).isTrue();
+    }
+
+    @Test
+    void bulkWorkOfLowerPriorityGetsDrivesWhileAStreamOfSmallUrgentRequestsKeepsComing() {
+        Harness h = new Harness(4, 2, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        for (int i = 0; i < 100; i++) { // one small urgent file every 30 s, each on its own tape: more than 4 drives serve
+            h.submitAt(i * 30.0, "urgent-" + i, 2, "exp", List.of(file(100 + i, "HI" + i, 3_000 * GB, GB)));
+        }
+        List<QueueModel.FileSpec> bulk = new ArrayList<>();
+        for (int v = 0; v < 4; v++) bulk.add(file(v, "B" + v, 10 * GB, 400 * GB));
+        h.submitAt(600, "bulk", 0, "exp", bulk);
+        h.run();
+        int lastUrgentMount = h.mountOrder.lastIndexOf("HI99");
+        // the bulk tapes are read during the stream (strict priority would keep them waiting to its end)...
+        for (int v = 0; v < 4; v++) assertThat(h.mountOrder.indexOf("B" + v)).isBetween(0, lastUrgentMount);
+        // ...on a quarter of the drives: the urgent queues (more than the library can serve) keep the rest
+        assertThat(h.maxBulkDrives).isEqualTo(1);
+        for (int i = 0; i < 100; i++) assertThat(h.engine.model().request("urgent-" + i).finished()).isTrue();
+    }
+
+    @Test
+    void idleDrivesAreEmptiedEarlySoANewRequestFindsADriveReady() {
+        Harness h = new Harness(8, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        for (int v = 0; v < 8; v++) h.submitAt(0, "r" + v, 0, "exp", List.of(file(v, "V" + v, 10 * GB, GB)));
+        // all eight are read by about 130 s; the idle timer (300 s) has not yet emptied any drive at 350 s
+        h.submitAt(350, "late", 0, "exp", List.of(file(100, "NEW", 10 * GB, GB)));
+        h.run();
+        RequestWork late = h.engine.model().request("late");
+        double locate = 4.3 + 60 * 10e9 / TestCosts.CW;
+        // a ready drive: move in + load + locate + read, no rewind and unload (at least 85 s) before it
+        assertThat(late.completedAt() - late.arrival()).isCloseTo(6.7 + 17 + locate + 2.5, org.assertj.core.data.Offset.offset(1e-6));
+        assertThat(h.library.mounts).hasSize(9);
+    }
 }
