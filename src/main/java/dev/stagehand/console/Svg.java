@@ -21,7 +21,7 @@ final class Svg {
 
     /** Two lines, MB/s per minute: tape read and WAN out. */
     static String throughput(ConsoleViews.Throughput t) {
-        int w = 720, h = 200, left = 56, right = 12, top = 14, bottom = 28;
+        int w = 1300, h = 220, left = 56, right = 12, top = 14, bottom = 28;
         double max = 1;
         for (int i = 0; i < t.tapeRead().size(); i++) max = Math.max(max, Math.max(t.tapeRead().get(i), t.wanOut().get(i)) / 60e6);
         max = niceCeil(max);
@@ -40,7 +40,7 @@ final class Svg {
         }
         line(s, t.tapeRead(), "tape", left, top, pw, ph, max);
         line(s, t.wanOut(), "wan", left, top, pw, ph, max);
-        s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" class=\"axis\">MB/s</text>", 4, top + 4));
+        s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" class=\"axis\">MB/s</text>", left + 6, top + 12));
         s.append("</svg>");
         return s.toString();
     }
