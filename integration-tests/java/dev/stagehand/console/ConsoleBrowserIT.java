@@ -158,7 +158,9 @@ class ConsoleBrowserIT {
         assertThat(browser.findElement(By.cssSelector("tr[data-request='" + other + "']")).getText()).contains("cancelled");
         shot("requests");
         browser.get(url("/console/timeline"));
-        assertThat(browser.findElements(By.cssSelector("#timeline svg g.mount"))).isNotEmpty();
+        // the volumes this test recalled were mounted (and not as failed mounts)
+        assertThat(browser.findElements(By.cssSelector("#timeline svg g.mount:not(.failed)[data-volume^='IT" + catalog.prefix.substring(4, 12) + "']")))
+                .isNotEmpty();
         shot("timeline");
         browser.get(url("/console/transfers"));
         shot("transfers");

@@ -105,13 +105,13 @@ class ConsoleController {
     // ------------------------------------------------------------------------------------------ timeline
 
     @GetMapping("/timeline")
-    String timeline(@RequestParam(defaultValue = "60") int minutes, Model model) {
+    String timeline(@RequestParam(defaultValue = "15") int minutes, Model model) {
         timelineModel(minutes, model);
         return "console/timeline";
     }
 
     @GetMapping("/timeline/live")
-    String timelineLive(@RequestParam(defaultValue = "60") int minutes, Model model) {
+    String timelineLive(@RequestParam(defaultValue = "15") int minutes, Model model) {
         timelineModel(minutes, model);
         return "console/timeline :: live";
     }

@@ -35,6 +35,9 @@ import org.springframework.security.web.header.writers.ReferrerPolicyHeaderWrite
  */
 @Configuration(proxyBeanMethods = false)
 @EnableConfigurationProperties(ConsoleProperties.class)
+// only where a web server runs: CLI commands that start Spring without one (catalog import) need no console
+@org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication(
+        type = org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication.Type.SERVLET)
 class ConsoleSecurity {
 
     private static final Logger log = LoggerFactory.getLogger(ConsoleSecurity.class);

@@ -42,8 +42,9 @@ class MountLog implements LibraryEvents {
     @Override
     public void mountStarted(String drive, String volume, Instant at) {
         safely(() -> {
-            // a mount left open by a crash is closed first, so the drive has one open mount
-            db.sql("UPDATE tape_mount_log SET dismounted_at = greatest(now(), requested_at), failure = coalesce(failure, 'not dismounted cleanly') "
+            // a mount into a drive that still holds a tape is an exchange: the old one leaves now (its own
+            // dismount event, if it comes later, refines the time); so a drive has one open mount
+            db.sql("UPDATE tape_mount_log SET dismounted_at = greatest(now(), requested_at) "
                     + "WHERE library = ? AND drive = ? AND dismounted_at IS NULL AND failure IS NULL").params(library, drive).update();
             db.sql("INSERT INTO tape_mount_log (library, drive, volume_label, requested_at) VALUES (?, ?, ?, now())")
                     .params(library, drive, volume).update();
@@ -78,8 +79,10 @@ class MountLog implements LibraryEvents {
     @Override
     public void dismounted(String drive, String volume, Instant at) {
         lastRead.remove(drive);
-        safely(() -> db.sql("UPDATE tape_mount_log SET dismounted_at = now() WHERE library = ? AND drive = ? "
-                + "AND dismounted_at IS NULL AND failure IS NULL").params(library, drive).update());
+        safely(() -> db.sql("""
+                UPDATE tape_mount_log SET dismounted_at = greatest(now(), requested_at)
+                 WHERE id = (SELECT max(id) FROM tape_mount_log WHERE library = ? AND drive = ? AND volume_label = ?
+                               AND failure IS NULL)""").params(library, drive, volume).update());
     }
 
     LastRead lastRead(String drive) {
