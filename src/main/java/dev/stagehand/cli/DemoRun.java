@@ -69,6 +69,8 @@ final class DemoRun implements AutoCloseable {
         int actual = ((WebServerApplicationContext) context).getWebServer().getPort();
         baseUrl = "http://localhost:" + actual;
         out.printf("[demo] service up (database %s); API %s/api/v1/requests, OpenAPI %s/v3/api-docs%n", DATABASE, baseUrl, baseUrl);
+        out.printf("[demo] console %s/console: log in as 'admin' with the password in STAGEHAND_ADMIN_PASSWORD "
+                + "(when unset, the generated one printed above)%n", baseUrl);
     }
 
     /** The demo database starts each run without old requests, so the progress shown is this run's. */

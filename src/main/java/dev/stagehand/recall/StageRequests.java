@@ -63,6 +63,13 @@ public interface StageRequests {
      */
     FileChange release(UUID id, List<String> files);
 
+    /**
+     * Sets the priority of an unfinished request (an operator's decision). Out of the allowed range:
+     * {@code INVALID}; a finished request: {@code CONFLICT}; an unknown one: {@code NOT_FOUND}.
+     * Returns the request as stored after the change.
+     */
+    StageRequestSummary changePriority(UUID id, int priority);
+
     /** What a client asks for. Null fields take their defaults. */
     record NewStageRequest(
             String clientRequestId,

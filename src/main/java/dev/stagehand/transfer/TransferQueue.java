@@ -59,6 +59,22 @@ public class TransferQueue {
                 WHERE id = ? AND state IN ('queued', 'active')""", id) == 1;
     }
 
+    /**
+     * Puts a failed row back in the queue (an operator's retry): its attempt counters and last error stay
+     * for the record. Returns false when the row is not failed (nothing changed).
+     */
+    public boolean retry(long id) {
+        return jdbc.update("""
+                UPDATE transfer_job SET state = 'queued', finished_at = NULL, lease_owner = NULL, lease_until = NULL
+                WHERE id = ? AND state = 'failed'""", id) == 1;
+    }
+
+    /** The newest rows in any of {@code states} (queued, active, done, failed, cancelled), newest first. */
+    public List<TransferJob> recent(List<String> states, int limit) {
+        return jdbc.query("SELECT * FROM transfer_job WHERE state = ANY (?) ORDER BY id DESC LIMIT ?",
+                TransferQueue::row, states.toArray(String[]::new), limit);
+    }
+
     /** Claims up to {@code limit} queued rows (or active ones whose lease expired) for {@code owner}. */
     @Transactional
     public List<TransferJob> claim(String owner, int limit, Duration lease) {

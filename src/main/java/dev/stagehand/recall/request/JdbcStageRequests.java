@@ -334,6 +334,24 @@ class JdbcStageRequests implements StageRequests {
     }
 
     /** Locks the request row (cancel, release and the scheduler's settling serialise on it). */
+    @Override
+    public StageRequestSummary changePriority(UUID id, int priority) {
+        if (Math.abs((long) priority) > props.maxPriority()) {
+            throw new StageRequestRejected(Kind.INVALID, "priority must be between " + -props.maxPriority() + " and "
+                    + props.maxPriority() + ", got " + priority, List.of(EntryError.field("priority",
+                    "must be between " + -props.maxPriority() + " and " + props.maxPriority() + ", got " + priority)));
+        }
+        return tx.execute(status -> {
+            RequestState state = lockRequest(id);
+            if (state.finished()) {
+                throw new StageRequestRejected(Kind.CONFLICT, "request " + id + " is already " + state.dbName()
+                        + "; the priority of a finished request cannot change", List.of(EntryError.field("state", state.dbName())));
+            }
+            jdbc.update("UPDATE stage_request SET priority = ? WHERE id = ?", priority, id);
+            return summary(id).orElseThrow();
+        });
+    }
+
     private RequestState lockRequest(UUID id) {
         List<String> s = jdbc.queryForList("SELECT state FROM stage_request WHERE id = ? FOR UPDATE", String.class, id);
         if (s.isEmpty()) throw new StageRequestRejected(Kind.NOT_FOUND, "no request " + id, List.of(EntryError.field("id", "no request " + id)));

@@ -1,0 +1,326 @@
+package dev.stagehand.console;
+
+import dev.stagehand.cache.DiskCache;
+import dev.stagehand.catalog.Volumes;
+import dev.stagehand.recall.StageRequestRejected;
+import dev.stagehand.recall.StageRequests;
+import dev.stagehand.recall.StageRequests.RequestQuery;
+import dev.stagehand.recall.StageRequests.RequestState;
+import dev.stagehand.tape.SimulatedLibrary;
+import dev.stagehand.tape.TapeLibrary;
+import dev.stagehand.transfer.TransferJob;
+import dev.stagehand.transfer.TransferQueue;
+import java.security.Principal;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.UUID;
+import org.springframework.http.HttpStatus;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.security.web.csrf.CsrfToken;
+import org.springframework.stereotype.Controller;
+import org.springframework.ui.Model;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.ModelAttribute;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.server.ResponseStatusException;
+import org.springframework.web.servlet.mvc.support.RedirectAttributes;
+
+/**
+ * The console pages. Each page has a {@code /live} fragment that htmx polls every 2 s, so counts move
+ * without a reload. Changes are POSTs (CSRF-protected), go through the owning module's public API, and
+ * are written to the audit log whatever their outcome.
+ */
+@Controller
+@RequestMapping("/console")
+class ConsoleController {
+
+    private static final int PAGE = 50;
+
+    private final ConsoleViews views;
+    private final MountLog mounts;
+    private final AuditLog audit;
+    private final StageRequests requests;
+    private final DiskCache cache;
+    private final TransferQueue transfers;
+    private final Volumes volumes;
+    private final TapeLibrary library;
+
+    ConsoleController(ConsoleViews views, MountLog mounts, AuditLog audit, StageRequests requests, DiskCache cache,
+                      JdbcTemplate jdbc, Volumes volumes, TapeLibrary library) {
+        this.views = views;
+        this.mounts = mounts;
+        this.audit = audit;
+        this.requests = requests;
+        this.cache = cache;
+        this.transfers = new TransferQueue(jdbc);
+        this.volumes = volumes;
+        this.library = library;
+    }
+
+    /** The CSRF token as htmx's hx-headers JSON, so every htmx request carries it. */
+    @ModelAttribute("csrfHeaders")
+    String csrfHeaders(CsrfToken token) {
+        return token == null ? "{}" : "{\"" + token.getHeaderName() + "\": \"" + token.getToken() + "\"}";
+    }
+
+    @ModelAttribute("user")
+    String user(Principal principal) {
+        return principal == null ? null : principal.getName();
+    }
+
+    @GetMapping("/login")
+    String login() {
+        return "console/login";
+    }
+
+    // ------------------------------------------------------------------------------------------ overview
+
+    @GetMapping
+    String overview(Model model) {
+        overviewModel(model);
+        return "console/overview";
+    }
+
+    @GetMapping("/overview/live")
+    String overviewLive(Model model) {
+        overviewModel(model);
+        return "console/overview :: live";
+    }
+
+    private void overviewModel(Model model) {
+        model.addAttribute("drives", views.drives());
+        model.addAttribute("accessors", views.accessors());
+        model.addAttribute("queues", views.volumeQueues(20));
+        model.addAttribute("open", views.openRequests(15));
+        model.addAttribute("requestCounts", views.requestCounts());
+        model.addAttribute("cache", cache.usage());
+        model.addAttribute("chart", Svg.throughput(views.throughput()));
+        model.addAttribute("now", Instant.now());
+    }
+
+    // ------------------------------------------------------------------------------------------ timeline
+
+    @GetMapping("/timeline")
+    String timeline(@RequestParam(defaultValue = "15") int minutes, Model model) {
+        timelineModel(minutes, model);
+        return "console/timeline";
+    }
+
+    @GetMapping("/timeline/live")
+    String timelineLive(@RequestParam(defaultValue = "15") int minutes, Model model) {
+        timelineModel(minutes, model);
+        return "console/timeline :: live";
+    }
+
+    private void timelineModel(int minutes, Model model) {
+        int m = Math.clamp(minutes, 1, 24 * 60);
+        Instant to = Instant.now();
+        Instant from = to.minus(Duration.ofMinutes(m));
+        List<MountLog.Mount> list = mounts.since(from);
+        model.addAttribute("minutes", m);
+        model.addAttribute("mounts", list.reversed().stream().limit(100).toList());
+        model.addAttribute("svg", Svg.timeline(list, Svg.names(views.drives()), from, to));
+    }
+
+    // ------------------------------------------------------------------------------------------ requests
+
+    @GetMapping("/requests")
+    String requestList(@RequestParam(required = false) String state, @RequestParam(required = false) String experiment,
+                       @RequestParam(required = false) String owner, @RequestParam(defaultValue = "0") int offset, Model model) {
+        requestListModel(state, experiment, owner, offset, model);
+        return "console/requests";
+    }
+
+    @GetMapping("/requests/live")
+    String requestListLive(@RequestParam(required = false) String state, @RequestParam(required = false) String experiment,
+                           @RequestParam(required = false) String owner, @RequestParam(defaultValue = "0") int offset, Model model) {
+        requestListModel(state, experiment, owner, offset, model);
+        return "console/requests :: live";
+    }
+
+    private void requestListModel(String state, String experiment, String owner, int offset, Model model) {
+        RequestState s = null;
+        if (state != null && !state.isBlank()) {
+            try {
+                s = RequestState.ofDb(state.trim());
+            } catch (IllegalArgumentException e) {
+                throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "unknown state '" + state + "'");
+            }
+        }
+        var page = requests.list(new RequestQuery(s, blankToNull(experiment), blankToNull(owner), null, Math.max(0, offset), PAGE));
+        model.addAttribute("page", page);
+        model.addAttribute("state", state == null ? "" : state);
+        model.addAttribute("experiment", experiment == null ? "" : experiment);
+        model.addAttribute("owner", owner == null ? "" : owner);
+        model.addAttribute("states", List.of("submitted", "active", "done", "failed", "cancelled"));
+    }
+
+    @GetMapping("/requests/{id}")
+    String request(@PathVariable String id, @RequestParam(defaultValue = "0") int offset, Model model) {
+        requestModel(id, offset, model);
+        return "console/request";
+    }
+
+    @GetMapping("/requests/{id}/live")
+    String requestLive(@PathVariable String id, @RequestParam(defaultValue = "0") int offset, Model model) {
+        requestModel(id, offset, model);
+        return "console/request :: live";
+    }
+
+    private void requestModel(String id, int offset, Model model) {
+        var detail = requests.get(uuid(id), Math.max(0, offset), 100)
+                .orElseThrow(() -> new ResponseStatusException(HttpStatus.NOT_FOUND, "no request " + id));
+        model.addAttribute("d", detail);
+        model.addAttribute("r", detail.request());
+        model.addAttribute("eta", views.eta(detail.request().id()));
+    }
+
+    @PostMapping("/requests/{id}/cancel")
+    String cancel(@PathVariable String id, Principal who, RedirectAttributes flash) {
+        UUID uuid = uuid(id);
+        try {
+            var change = requests.cancel(uuid, null);
+            audit.record(who.getName(), "request.cancel", id, change.changed() + " files cancelled", "ok");
+            flash.addFlashAttribute("message", "Request cancelled: " + change.changed() + " files cancelled.");
+        } catch (StageRequestRejected e) {
+            audit.record(who.getName(), "request.cancel", id, e.getMessage(), "refused");
+            flash.addFlashAttribute("error", e.getMessage());
+        }
+        return "redirect:/console/requests/" + id;
+    }
+
+    @PostMapping("/requests/{id}/priority")
+    String priority(@PathVariable String id, @RequestParam String priority, Principal who, RedirectAttributes flash) {
+        UUID uuid = uuid(id);
+        int p;
+        try {
+            p = Integer.parseInt(priority.trim());
+        } catch (NumberFormatException e) {
+            audit.record(who.getName(), "request.priority", id, "not a number: " + priority, "refused");
+            flash.addFlashAttribute("error", "priority must be a whole number, got '" + priority + "'");
+            return "redirect:/console/requests/" + id;
+        }
+        try {
+            requests.changePriority(uuid, p);
+            audit.record(who.getName(), "request.priority", id, "priority " + p, "ok");
+            flash.addFlashAttribute("message", "Priority set to " + p + ".");
+        } catch (StageRequestRejected e) {
+            audit.record(who.getName(), "request.priority", id, e.getMessage(), "refused");
+            flash.addFlashAttribute("error", e.getMessage());
+        }
+        return "redirect:/console/requests/" + id;
+    }
+
+    // ------------------------------------------------------------------------------------------ transfers
+
+    @GetMapping("/transfers")
+    String transfers(Model model) {
+        transferModel(model);
+        return "console/transfers";
+    }
+
+    @GetMapping("/transfers/live")
+    String transfersLive(Model model) {
+        transferModel(model);
+        return "console/transfers :: live";
+    }
+
+    private void transferModel(Model model) {
+        List<TransferJob> active = transfers.recent(List.of("queued", "active"), 200);
+        model.addAttribute("active", active);
+        model.addAttribute("failed", transfers.recent(List.of("failed"), 200));
+    }
+
+    @PostMapping("/transfers/{id}/retry")
+    String retry(@PathVariable long id, Principal who, RedirectAttributes flash) {
+        if (transfers.retry(id)) {
+            audit.record(who.getName(), "transfer.retry", "transfer " + id, "queued again", "ok");
+            flash.addFlashAttribute("message", "Transfer " + id + " queued again.");
+        } else {
+            audit.record(who.getName(), "transfer.retry", "transfer " + id, "not a failed transfer", "refused");
+            flash.addFlashAttribute("error", "Transfer " + id + " is not a failed transfer; nothing changed.");
+        }
+        return "redirect:/console/transfers";
+    }
+
+    // ------------------------------------------------------------------------------------------ volumes and drives
+
+    @GetMapping("/volumes")
+    String volumes(@RequestParam(defaultValue = "") String q, Model model) {
+        model.addAttribute("q", q);
+        model.addAttribute("volumes", volumes.list(q, 500));
+        model.addAttribute("drives", views.drives());
+        model.addAttribute("drivesSwitchable", library instanceof SimulatedLibrary);
+        return "console/volumes";
+    }
+
+    @PostMapping("/volumes/{label}/state")
+    String volumeState(@PathVariable String label, @RequestParam String state, @RequestParam(defaultValue = "") String reason,
+                       Principal who, RedirectAttributes flash) {
+        Volumes.State s;
+        try {
+            s = Volumes.State.parse(state);
+        } catch (IllegalArgumentException e) {
+            audit.record(who.getName(), "volume.state", label, e.getMessage(), "refused");
+            flash.addFlashAttribute("error", e.getMessage());
+            return "redirect:/console/volumes";
+        }
+        String detail = s.dbName() + (reason.isBlank() ? "" : " (" + reason.strip() + ")");
+        if (volumes.setState(label, s, reason)) {
+            audit.record(who.getName(), "volume.state", label, detail, "ok");
+            flash.addFlashAttribute("message", "Volume " + label + " is now " + s.dbName() + ".");
+        } else {
+            audit.record(who.getName(), "volume.state", label, "no such volume", "refused");
+            flash.addFlashAttribute("error", "No volume " + label + ".");
+        }
+        return "redirect:/console/volumes";
+    }
+
+    @PostMapping("/drives/{name}/enabled")
+    String driveEnabled(@PathVariable String name, @RequestParam boolean enabled, Principal who, RedirectAttributes flash) {
+        String action = enabled ? "drive.enable" : "drive.disable";
+        if (!(library instanceof SimulatedLibrary sim)) {
+            audit.record(who.getName(), action, name, "the configured tape driver cannot switch drives", "refused");
+            flash.addFlashAttribute("error", "The configured tape driver cannot enable or disable drives from here.");
+            return "redirect:/console/volumes";
+        }
+        try {
+            sim.setEnabled(name, enabled);
+            audit.record(who.getName(), action, name, enabled ? "enabled" : "disabled", "ok");
+            flash.addFlashAttribute("message", "Drive " + name + (enabled ? " enabled." : " disabled."));
+        } catch (RuntimeException e) {
+            audit.record(who.getName(), action, name, e.getMessage(), "refused");
+            flash.addFlashAttribute("error", "Drive " + name + ": " + e.getMessage());
+        }
+        return "redirect:/console/volumes";
+    }
+
+    // ------------------------------------------------------------------------------------------ audit, datasets
+
+    @GetMapping("/audit")
+    String audit(Model model) {
+        model.addAttribute("entries", audit.recent(500));
+        return "console/audit";
+    }
+
+    @GetMapping("/datasets")
+    String datasets() {
+        return "console/datasets";
+    }
+
+    private static UUID uuid(String id) {
+        try {
+            return UUID.fromString(id);
+        } catch (IllegalArgumentException e) {
+            throw new ResponseStatusException(HttpStatus.NOT_FOUND, "no request " + id);
+        }
+    }
+
+    private static String blankToNull(String s) {
+        return s == null || s.isBlank() ? null : s.trim();
+    }
+}

@@ -1,0 +1,174 @@
+package dev.stagehand.console;
+
+import dev.stagehand.tape.DriveState;
+import dev.stagehand.tape.DriveStatus;
+import dev.stagehand.tape.SimulatedLibrary;
+import dev.stagehand.tape.TapeLibrary;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.stereotype.Component;
+
+/**
+ * What the console pages show, read in one place: drives and accessors from the tape library, queues per
+ * volume, request progress and throughput from the rows the recall and transfer modules keep. Read-only:
+ * every change goes through the owning module's public API.
+ */
+@Component
+class ConsoleViews {
+
+    record DriveRow(String name, String state, String volume, String currentFile, double mbPerSecond, boolean enabled) {}
+
+    /**
+     * @param total      accessors in the library
+     * @param busy       moving a cartridge now (null when the driver does not tell)
+     * @param exchanges  drives mounting or unloading (each needs an accessor move; those beyond the busy ones wait)
+     */
+    record Accessors(int total, Integer busy, int exchanges) {
+        public int waiting() {
+            return busy == null ? 0 : Math.max(0, exchanges - busy);
+        }
+    }
+
+    record VolumeQueue(String volume, long queued, long staging, long bytes, Duration oldest, Instant eta) {}
+
+    record RequestProgress(String id, String owner, String experiment, int priority, String state, int files,
+                           long queued, long staging, long onDisk, long done, long failed, long cancelled, Instant eta,
+                           Instant createdAt) {}
+
+    /** Bytes per minute over the last hour: tape reads (files staged) and WAN out (transfers done). */
+    record Throughput(Instant from, List<Long> tapeRead, List<Long> wanOut) {}
+
+    private final JdbcClient db;
+    private final TapeLibrary library;
+    private final MountLog mounts;
+
+    ConsoleViews(JdbcClient db, TapeLibrary library, MountLog mounts) {
+        this.db = db;
+        this.library = library;
+        this.mounts = mounts;
+    }
+
+    List<DriveRow> drives() {
+        List<DriveRow> rows = new ArrayList<>();
+        for (DriveStatus d : library.drives()) {
+            MountLog.LastRead last = mounts.lastRead(d.drive());
+            boolean reading = d.state() == DriveState.READING || d.state() == DriveState.LOCATING || d.state() == DriveState.MOUNTED_IDLE;
+            rows.add(new DriveRow(d.drive(), d.state().name().toLowerCase(java.util.Locale.ROOT), d.volume(),
+                    reading && last != null ? last.file() : null, reading && last != null ? last.mbPerSecond() : 0,
+                    d.state() != DriveState.DISABLED));
+        }
+        return rows;
+    }
+
+    Accessors accessors() {
+        int exchanges = 0;
+        for (DriveStatus d : library.drives()) if (d.state() == DriveState.MOUNTING || d.state() == DriveState.UNLOADING) exchanges++;
+        Integer busy = library instanceof SimulatedLibrary sim ? library.layout().accessors() - sim.freeAccessors() : null;
+        return new Accessors(library.layout().accessors(), busy, exchanges);
+    }
+
+    /**
+     * Open recall work per volume: a queued file counts on its first available copy (the scheduler may still
+     * pick another), a staging one on the volume being read. Oldest = age of the oldest request waiting for
+     * one of its files; ETA = the latest estimate of those requests.
+     */
+    List<VolumeQueue> volumeQueues(int limit) {
+        return db.sql("""
+                WITH open_files AS (
+                    SELECT rf.file_id, rf.state,
+                           coalesce(CASE WHEN rf.state = 'staging' THEN rf.volume END,
+                                    (SELECT v.label FROM segment s JOIN volume v ON v.id = s.volume_id
+                                      WHERE s.file_id = rf.file_id AND s.state = 'ok' AND v.state = 'available'
+                                      ORDER BY v.label LIMIT 1)) AS volume
+                      FROM recall_file rf WHERE rf.state IN ('queued', 'staging'))
+                SELECT o.volume,
+                       count(*) FILTER (WHERE o.state = 'queued') AS queued,
+                       count(*) FILTER (WHERE o.state = 'staging') AS staging,
+                       coalesce(sum(f.size_bytes), 0) AS bytes,
+                       (SELECT min(r.created_at) FROM stage_request_file x JOIN stage_request r ON r.id = x.request_id
+                         WHERE x.file_id = ANY (array_agg(o.file_id)) AND x.state IN ('queued', 'staging')) AS oldest,
+                       (SELECT max(r.eta_at) FROM stage_request_file x JOIN stage_request r ON r.id = x.request_id
+                         WHERE x.file_id = ANY (array_agg(o.file_id)) AND r.state IN ('submitted', 'active')) AS eta
+                  FROM open_files o JOIN file f ON f.id = o.file_id
+                 GROUP BY o.volume ORDER BY bytes DESC, o.volume LIMIT ?""")
+                .param(limit)
+                .query((rs, n) -> {
+                    Timestamp oldest = rs.getTimestamp("oldest");
+                    Timestamp eta = rs.getTimestamp("eta");
+                    return new VolumeQueue(rs.getString("volume") == null ? "(no usable copy)" : rs.getString("volume"),
+                            rs.getLong("queued"), rs.getLong("staging"), rs.getLong("bytes"),
+                            oldest == null ? null : Duration.between(oldest.toInstant(), Instant.now()),
+                            eta == null ? null : eta.toInstant());
+                }).list();
+    }
+
+    /** Open requests (newest first) with per-state file counts. */
+    List<RequestProgress> openRequests(int limit) {
+        return db.sql("""
+                SELECT r.id, r.owner, r.experiment, r.priority, r.state, r.eta_at, r.created_at,
+                       count(x.file_id) AS files,
+                       count(*) FILTER (WHERE x.state = 'queued') AS queued,
+                       count(*) FILTER (WHERE x.state = 'staging') AS staging,
+                       count(*) FILTER (WHERE x.state IN ('on_disk', 'transferring')) AS on_disk,
+                       count(*) FILTER (WHERE x.state = 'done') AS done,
+                       count(*) FILTER (WHERE x.state = 'failed') AS failed,
+                       count(*) FILTER (WHERE x.state = 'cancelled') AS cancelled
+                  FROM stage_request r JOIN stage_request_file x ON x.request_id = r.id
+                 WHERE r.state IN ('submitted', 'active') OR r.completed_at > now() - interval '10 minutes'
+                 GROUP BY r.id ORDER BY r.created_at DESC LIMIT ?""")
+                .param(limit)
+                .query((rs, n) -> new RequestProgress(rs.getString("id"), rs.getString("owner"), rs.getString("experiment"),
+                        rs.getInt("priority"), rs.getString("state"), rs.getInt("files"), rs.getLong("queued"),
+                        rs.getLong("staging"), rs.getLong("on_disk"), rs.getLong("done"), rs.getLong("failed"),
+                        rs.getLong("cancelled"), rs.getTimestamp("eta_at") == null ? null : rs.getTimestamp("eta_at").toInstant(),
+                        rs.getTimestamp("created_at").toInstant()))
+                .list();
+    }
+
+    /** Requests per state (all time). */
+    Map<String, Long> requestCounts() {
+        Map<String, Long> counts = new LinkedHashMap<>();
+        for (String s : List.of("submitted", "active", "done", "failed", "cancelled")) counts.put(s, 0L);
+        db.sql("SELECT state, count(*) FROM stage_request GROUP BY state")
+                .query(rs -> { counts.put(rs.getString(1), rs.getLong(2)); });
+        return counts;
+    }
+
+    Throughput throughput() {
+        Instant now = Instant.now();
+        Instant from = now.minus(Duration.ofMinutes(60)).truncatedTo(java.time.temporal.ChronoUnit.MINUTES).plusSeconds(60);
+        long[] tape = new long[60];
+        long[] wan = new long[60];
+        bin(tape, from, """
+                SELECT rf.updated_at AS at, f.size_bytes FROM recall_file rf JOIN file f ON f.id = rf.file_id
+                 WHERE rf.state = 'on_disk' AND rf.updated_at >= ?""");
+        bin(wan, from, "SELECT finished_at AS at, bytes_moved AS size_bytes FROM transfer_job WHERE state = 'done' AND finished_at >= ?");
+        List<Long> t = new ArrayList<>(60);
+        List<Long> w = new ArrayList<>(60);
+        for (int i = 0; i < 60; i++) {
+            t.add(tape[i]);
+            w.add(wan[i]);
+        }
+        return new Throughput(from, t, w);
+    }
+
+    /** The scheduler's estimate for one request, or null. */
+    Instant eta(java.util.UUID request) {
+        return db.sql("SELECT eta_at FROM stage_request WHERE id = ?").param(request)
+                .query((rs, n) -> rs.getTimestamp(1) == null ? null : rs.getTimestamp(1).toInstant())
+                .optional().orElse(null);
+    }
+
+    private void bin(long[] bins, Instant from, String sql) {
+        db.sql(sql).param(Timestamp.from(from)).query(rs -> {
+            long minute = Duration.between(from, rs.getTimestamp("at").toInstant()).toMinutes();
+            if (minute >= 0 && minute < bins.length) bins[(int) minute] += rs.getLong("size_bytes");
+        });
+    }
+}

@@ -1,0 +1,121 @@
+package dev.stagehand.console;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.springframework.security.test.web.servlet.request.SecurityMockMvcRequestPostProcessors.csrf;
+import static org.springframework.security.test.web.servlet.request.SecurityMockMvcRequestPostProcessors.user;
+import static org.springframework.security.test.web.servlet.request.SecurityMockMvcRequestBuilders.formLogin;
+import static org.springframework.security.test.web.servlet.response.SecurityMockMvcResultMatchers.authenticated;
+import static org.springframework.security.test.web.servlet.response.SecurityMockMvcResultMatchers.unauthenticated;
+import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.get;
+import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
+import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.content;
+import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.redirectedUrl;
+import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.status;
+
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.webmvc.test.autoconfigure.AutoConfigureMockMvc;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.web.servlet.MockMvc;
+
+/** Role rules and CSRF of the console, and that the API stays outside the console's security. */
+@SpringBootTest(properties = {
+        "stagehand.recall.enabled=false",
+        "stagehand.console.admin-password=test-admin-pw",
+})
+@AutoConfigureMockMvc
+class ConsoleSecurityTest {
+
+    @org.springframework.test.context.DynamicPropertySource
+    static void viewerPassword(org.springframework.test.context.DynamicPropertyRegistry registry) {
+        String hash = new org.springframework.security.crypto.bcrypt.BCryptPasswordEncoder(4).encode("viewer-pw");
+        // a list binds from one property source only: the whole entry is given here
+        registry.add("stagehand.console.users[0].name", () -> "vic");
+        registry.add("stagehand.console.users[0].password-hash", () -> hash);
+        registry.add("stagehand.console.users[0].role", () -> "viewer");
+    }
+
+    @Autowired
+    MockMvc mvc;
+    @Autowired
+    JdbcTemplate jdbc;
+
+    @Test
+    void anonymousIsSentToTheLoginPage() throws Exception {
+        mvc.perform(get("/console")).andExpect(status().is3xxRedirection()).andExpect(redirectedUrl("/console/login"));
+        mvc.perform(get("/console/login")).andExpect(status().isOk()).andExpect(content().string(org.hamcrest.Matchers.containsString("Log in")));
+    }
+
+    @Test
+    void theAdminFromTheEnvironmentLogsInAndAWrongPasswordDoesNot() throws Exception {
+        mvc.perform(formLogin("/console/login").user("admin").password("test-admin-pw")).andExpect(authenticated().withRoles("ADMIN"));
+        mvc.perform(formLogin("/console/login").user("admin").password("wrong")).andExpect(unauthenticated());
+        mvc.perform(formLogin("/console/login").user("vic").password("viewer-pw")).andExpect(authenticated().withRoles("VIEWER"));
+    }
+
+    @Test
+    void loginWithoutCsrfTokenIsRefused() throws Exception {
+        mvc.perform(post("/console/login").param("username", "admin").param("password", "test-admin-pw"))
+                .andExpect(status().isForbidden());
+    }
+
+    @Test
+    void aViewerReadsButCannotActOrSeeTheAuditLog() throws Exception {
+        var viewer = user("vic").roles("VIEWER");
+        for (String page : new String[] {"/console", "/console/overview/live", "/console/timeline", "/console/requests",
+                "/console/transfers", "/console/volumes", "/console/datasets"}) {
+            mvc.perform(get(page).with(viewer)).andExpect(status().isOk());
+        }
+        mvc.perform(get("/console/audit").with(viewer)).andExpect(status().isForbidden());
+        mvc.perform(post("/console/requests/" + UUID.randomUUID() + "/cancel").with(viewer).with(csrf())).andExpect(status().isForbidden());
+        mvc.perform(post("/console/transfers/1/retry").with(viewer).with(csrf())).andExpect(status().isForbidden());
+        mvc.perform(post("/console/volumes/X/state").param("state", "broken").with(viewer).with(csrf())).andExpect(status().isForbidden());
+    }
+
+    @Test
+    void anOperatorActsOnRequestsAndTransfersButNotOnVolumes() throws Exception {
+        var operator = user("olga").roles("OPERATOR");
+        mvc.perform(post("/console/transfers/999999999/retry").with(operator).with(csrf())).andExpect(status().is3xxRedirection());
+        mvc.perform(post("/console/volumes/X/state").param("state", "broken").with(operator).with(csrf())).andExpect(status().isForbidden());
+        mvc.perform(post("/console/drives/drive01/enabled").param("enabled", "false").with(operator).with(csrf())).andExpect(status().isForbidden());
+        mvc.perform(get("/console/audit").with(operator)).andExpect(status().isForbidden());
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM audit_log WHERE actor = 'olga' AND action = 'transfer.retry' AND outcome = 'refused'",
+                Long.class)).isGreaterThanOrEqualTo(1);
+    }
+
+    @Test
+    void anAdminChangesAVolumeAndTheActionIsAudited() throws Exception {
+        String label = "SEC" + UUID.randomUUID().toString().substring(0, 6).toUpperCase();
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", label);
+        var admin = user("root-op").roles("ADMIN");
+        mvc.perform(post("/console/volumes/" + label + "/state").param("state", "broken").param("reason", "torn leader")
+                .with(admin).with(csrf())).andExpect(status().is3xxRedirection());
+        assertThat(jdbc.queryForObject("SELECT state || '/' || state_reason FROM volume WHERE label = ?", String.class, label))
+                .isEqualTo("broken/torn leader");
+        mvc.perform(get("/console/audit").with(admin)).andExpect(status().isOk())
+                .andExpect(content().string(org.hamcrest.Matchers.containsString(label)));
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM audit_log WHERE actor = 'root-op' AND action = 'volume.state' AND target = ?",
+                Long.class, label)).isEqualTo(1);
+    }
+
+    @Test
+    void aChangeWithoutCsrfTokenIsRefusedEvenForAnAdmin() throws Exception {
+        mvc.perform(post("/console/volumes/X/state").param("state", "broken").with(user("a").roles("ADMIN")))
+                .andExpect(status().isForbidden());
+    }
+
+    @Test
+    void pagesCarryTheCsrfTokenForHtmx() throws Exception {
+        mvc.perform(get("/console").with(user("vic").roles("VIEWER")))
+                .andExpect(content().string(org.hamcrest.Matchers.containsString("hx-headers=\"{&quot;X-CSRF-TOKEN&quot;")));
+    }
+
+    @Test
+    void theApiIsNotBehindTheConsoleLogin() throws Exception {
+        mvc.perform(get("/api/v1/requests")).andExpect(status().isOk());
+        mvc.perform(post("/api/v1/requests").contentType("application/json").content("{\"files\": []}"))
+                .andExpect(status().isBadRequest()); // reaches the API's own validation: no login, no CSRF
+    }
+}
