@@ -50,7 +50,7 @@ public final class RecallService {
     private final String instance;
     private RecallEngine engine;
     private JdbcQueueStore store;
-    private ScheduledExecutorService poller;
+    private volatile ScheduledExecutorService poller;
     private final Set<String> known = new HashSet<>();
     private Instant watermark = Instant.EPOCH;
 
@@ -131,9 +131,15 @@ public final class RecallService {
                 library.layout().drives().size(), library.layout().accessors());
     }
 
-    public synchronized void stop() {
-        if (poller != null) poller.shutdownNow();
+    /**
+     * Stops polling. Takes no lock: an intake round in progress may hold this service's monitor while it
+     * waits for the engine, and the engine may be waiting on work the stopping thread holds (Spring pauses
+     * and stops contexts from its own thread), so stop only cancels and lets that round finish by itself.
+     */
+    public void stop() {
+        ScheduledExecutorService p = poller;
         poller = null;
+        if (p != null) p.shutdownNow();
     }
 
     /** An engine time as a wall-clock instant (a scaled demo clock runs faster than the wall). */
