@@ -59,6 +59,9 @@ public final class GridFtpBench {
                 tools.put("globus-url-copy -fast -cc 4 -p 2 -pp", () -> run(List.of("globus-url-copy", "-fast", "-pp", "-cc", "4", "-p", "2", srcArg, gucDst)));
                 tools.put("stagehand -c 4 -p 2 (CKSM verified)", () -> stagehand(files, dstUrl, true));
                 tools.put("stagehand -c 4 -p 2 (no checksum)", () -> stagehand(files, dstUrl, false));
+                // -Dgridftp.tools=stagehand,cp runs only the tools whose names contain one of the words
+                String only = System.getProperty("gridftp.tools", "");
+                if (!only.isBlank()) tools.keySet().removeIf(k -> java.util.Arrays.stream(only.split(",")).noneMatch(k::contains));
                 for (var tool : tools.entrySet()) {
                     double best = Double.MAX_VALUE;
                     for (int r = 0; r < rounds; r++) {
@@ -102,7 +105,7 @@ public final class GridFtpBench {
     }
 
     static double stagehand(List<Path> files, String dstUrl, boolean verify) throws Exception {
-        MoverSettings s = MoverSettings.defaults().withStreams(2, 4, false)
+        MoverSettings s = MoverSettings.defaults().withStreams(Integer.getInteger("gridftp.p", 2), Integer.getInteger("gridftp.c", 4), false)
                 .withSecurity(verify, "NONE", "", "")
                 .withRetry(Duration.ofSeconds(30), 3, Duration.ofSeconds(1), Duration.ofSeconds(10));
         List<FileCopy> copies = new ArrayList<>();

@@ -50,6 +50,8 @@ final class Link {
     private volatile double emaMbPerSecond = -1;
     private volatile double successRate = 1;
     private volatile boolean closed;
+    /** The link's servers take SCKS (GCT does); cleared when one refuses it. */
+    private volatile boolean scks = true;
 
     interface CredentialSource {
         GSSCredential get();
@@ -269,15 +271,57 @@ final class Link {
                 String path = job.destination.path();
                 long sent;
                 if (job.source == null) {
-                    boolean streamSum = settings.verifyChecksum();
-                    try (RangeSource src = new RangeSource(job.local, p.offset, p.length, streamSum, n -> {
+                    // a whole file is verified by the server itself (SCKS before STOR) against the catalog's
+                    // Adler32 or one read here first; byte ranges are summed while sent and checked by CKSM
+                    boolean serverVerifies = settings.verifyChecksum() && scks && job.pieces.size() == 1;
+                    boolean streamSum = settings.verifyChecksum() && !serverVerifies;
+                    java.util.function.LongConsumer counted = n -> {
+                        a.progress();
+                        job.bytes.addAndGet(n);
+                        windowBytes.addAndGet(n);
+                        listener.bytes(job.copy, n);
+                    };
+                    if (s.direct()) {
+                        try (var file = java.nio.channels.FileChannel.open(job.local)) {
+                            Long expected = null;
+                            if (serverVerifies) {
+                                expected = job.copy.adler32();
+                                if (expected == null) expected = adler32(file, 0, p.length, a);
+                            } else if (streamSum) {
+                                p.adler32 = adler32(file, p.offset, p.length, a);
+                            }
+                            p.serverVerified = false;
+                            s.directPut(path, file, p.offset, p.length, job.pieces.size() == 1, expected, counted);
+                            if (serverVerifies) {
+                                p.serverVerified = true;
+                                p.adler32 = expected;
+                            }
+                        }
+                    } else try (RangeSource src = new RangeSource(job.local, p.offset, p.length, streamSum, n -> {
                         a.progress();
                         job.bytes.addAndGet(n);
                         windowBytes.addAndGet(n);
                         listener.bytes(job.copy, n);
                     })) {
-                        s.put(path, p.offset, src, marker -> a.progress());
-                        if (streamSum) p.adler32 = src.adler32();
+                        if (serverVerifies) {
+                            Long expected = job.copy.adler32();
+                            if (p.length <= RangeSource.PRELOAD_MAX) {
+                                long read = src.preload();
+                                if (expected == null) expected = read;
+                                else if (read != expected) throw new ChecksumMismatch(String.format(
+                                        "local source %s read as ADLER32 %08x, catalog says %08x", job.local, read, expected));
+                            } else if (expected == null) {
+                                expected = adler32(job.local, a);
+                            }
+                            s.verifiedPut(path, src, marker -> a.progress(), expected);
+                            p.serverVerified = true;
+                            p.adler32 = expected;
+                        } else {
+                            p.serverVerified = false;
+                            s.put(path, p.offset, src, marker -> a.progress());
+                            if (streamSum) p.adler32 = src.adler32();
+                        }
+                        src.recycle();
                     }
                     sent = p.length;
                 } else {
@@ -298,6 +342,10 @@ final class Link {
                 windowOk.incrementAndGet();
                 return true;
             } catch (Throwable e) {
+                if (e instanceof StagehandClient.ScksRefused) {
+                    scks = false;
+                    log.warn("GridFTP {} refuses SCKS: files are verified with CKSM after the put", key);
+                }
                 dropSession();
                 sources.values().forEach(GridFtpSession::close);
                 sources.clear();
@@ -328,6 +376,11 @@ final class Link {
                 return;
             }
             if (job.source == null) {
+                Job.Piece only = job.pieces.getFirst();
+                if (job.pieces.size() == 1 && only.serverVerified) {
+                    job.complete(s.host.toString(), only.adler32);
+                    return;
+                }
                 checkLater(job, s.host, localRanges(job));
                 return;
             }
@@ -477,6 +530,35 @@ final class Link {
             super(message);
         }
     }
+
+    /** The local file's Adler32, read before a put the server is to verify (progress: not a stall). */
+    private static long adler32(java.nio.file.Path file, Watchdog.Attempt a) throws java.io.IOException {
+        try (var ch = java.nio.channels.FileChannel.open(file)) {
+            return adler32(ch, 0, ch.size(), a);
+        }
+    }
+
+    /** Adler32 of {@code length} bytes of {@code ch} from {@code offset}. */
+    private static long adler32(java.nio.channels.FileChannel ch, long offset, long length, Watchdog.Attempt a)
+            throws java.io.IOException {
+        Adler32 sum = new Adler32();
+        var buf = SUM_BUFFER.get();
+        for (long at = 0; at < length; ) {
+            buf.clear();
+            buf.limit((int) Math.min(buf.capacity(), length - at));
+            int r = ch.read(buf, offset + at);
+            if (r < 0) throw new java.io.IOException("file shrank while reading its checksum (at offset " + (offset + at) + ")");
+            buf.flip();
+            sum.update(buf);
+            at += r;
+            a.progress();
+        }
+        return sum.getValue();
+    }
+
+    // direct (read once, summed in place), one per worker thread: workers live as long as the link
+    private static final ThreadLocal<java.nio.ByteBuffer> SUM_BUFFER =
+            ThreadLocal.withInitial(() -> java.nio.ByteBuffer.allocateDirect(256 << 10));
 
     static long adler32(java.nio.file.Path file) throws java.io.IOException {
         Adler32 sum = new Adler32();
