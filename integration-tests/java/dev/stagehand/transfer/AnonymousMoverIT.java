@@ -83,6 +83,11 @@ class AnonymousMoverIT {
             CopyResult r = mover.submit(List.of(c)).result(c).get(60, TimeUnit.SECONDS);
             assertThat(r.adler32()).isEqualTo(adler(src));
             assertThat(r.attempts()).isEqualTo(1);
+            assertThat(Files.mismatch(src, dst.resolve("big.bin"))).isEqualTo(-1L);
+            // no catalog sum: the ranges are summed here and each compared with the server's
+            Files.delete(dst.resolve("big.bin"));
+            FileCopy unknown = copy(src, a.url(dst), null);
+            assertThat(mover.submit(List.of(unknown)).result(unknown).get(60, TimeUnit.SECONDS).adler32()).isEqualTo(adler(src));
         }
         assertThat(Files.mismatch(src, dst.resolve("big.bin"))).isEqualTo(-1L);
     }

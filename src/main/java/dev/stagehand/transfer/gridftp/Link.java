@@ -288,7 +288,9 @@ final class Link {
                                 expected = job.copy.adler32();
                                 if (expected == null) expected = adler32(file, 0, p.length, a);
                             } else if (streamSum) {
-                                p.adler32 = adler32(file, p.offset, p.length, a);
+                                // with the catalog's sum known the file is not read here: the server's range
+                                // sums are combined and compared with it (checkLater)
+                                p.adler32 = job.copy.adler32() == null ? adler32(file, p.offset, p.length, a) : null;
                             }
                             p.serverVerified = false;
                             s.directPut(path, file, p.offset, p.length, job.pieces.size() == 1, expected, counted);
@@ -408,6 +410,9 @@ final class Link {
     /** A byte range of a written file and the Adler32 it must have (length -1: to the end). */
     private record Range(long offset, long length, long adler32) {}
 
+    /** A range whose expected sum is not known on its own (Adler32 values are 32-bit unsigned). */
+    private static final long UNKNOWN = -1;
+
     /**
      * What the server must report for a local file: one range for a whole file; for a file sent as byte
      * ranges, each range on its own (so several server processes sum it at once), after the ranges' sums,
@@ -415,6 +420,11 @@ final class Link {
      */
     private static List<Range> localRanges(Job job) throws ChecksumMismatch {
         List<Job.Piece> pieces = job.pieces;
+        if (pieces.stream().anyMatch(p -> p.adler32 == null)) {
+            // not read here (the catalog's sum is known): each range's sum comes from the server (UNKNOWN)
+            if (pieces.size() == 1) return List.of(new Range(0, -1, UNKNOWN));
+            return pieces.stream().map(p -> new Range(p.offset, p.length, UNKNOWN)).toList();
+        }
         long combined = 1;
         for (Job.Piece p : pieces) combined = combine(combined, p.adler32, p.length);
         Long expected = job.copy.adler32();
@@ -446,11 +456,15 @@ final class Link {
      * connections, so the sending connection streams the next file meanwhile.
      */
     private void checkLater(Job job, Endpoint.HostPort host, List<Range> ranges) {
-        long whole = ranges.size() == 1 ? ranges.getFirst().adler32()
+        boolean fromServer = ranges.getFirst().adler32() == UNKNOWN;
+        long whole = fromServer ? job.copy.adler32() : ranges.size() == 1 ? ranges.getFirst().adler32()
                 : job.pieces.stream().reduce(1L, (acc, p) -> combine(acc, p.adler32, p.length), (x, y) -> x);
+        long[] actuals = new long[ranges.size()];
         AtomicInteger left = new AtomicInteger(ranges.size());
         java.util.concurrent.atomic.AtomicBoolean failedOnce = new java.util.concurrent.atomic.AtomicBoolean();
-        for (Range range : ranges) {
+        for (int i = 0; i < ranges.size(); i++) {
+            Range range = ranges.get(i);
+            int index = i;
             Thread.ofVirtual().name("cksm-" + key).start(() -> {
                 var idle = idleCheckers.computeIfAbsent(host, h -> new java.util.concurrent.ConcurrentLinkedQueue<>());
                 Watchdog.Attempt a = watchdog.watch();
@@ -466,14 +480,25 @@ final class Link {
                     }
                     a.add(s);
                     long actual = s.adler32(job.destination.path(), range.offset(), range.length());
-                    if (actual != range.adler32()) {
+                    actuals[index] = actual;
+                    if (range.adler32() != UNKNOWN && actual != range.adler32()) {
                         throw new ChecksumMismatch(String.format("destination %s has ADLER32 %08x at [%d, +%d), expected %08x",
                                 job.destination.path(), actual, range.offset(), range.length(), range.adler32()));
                     }
                     if (closed) s.close();
                     else idle.add(s);
                     s = null;
-                    if (left.decrementAndGet() == 0 && !failedOnce.get()) job.complete(host.toString(), whole);
+                    if (left.decrementAndGet() == 0 && !failedOnce.get()) {
+                        if (fromServer) {
+                            long combined = actuals[0];
+                            for (int k = 1; k < actuals.length; k++) combined = combine(combined, actuals[k], ranges.get(k).length());
+                            if (combined != whole) {
+                                throw new ChecksumMismatch(String.format("destination %s has ADLER32 %08x (its ranges' sums combined), expected %08x",
+                                        job.destination.path(), combined, whole));
+                            }
+                        }
+                        job.complete(host.toString(), whole);
+                    }
                 } catch (Throwable e) {
                     if (s != null) s.close();
                     if (failedOnce.compareAndSet(false, true)) {
