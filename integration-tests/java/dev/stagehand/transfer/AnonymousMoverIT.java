@@ -191,7 +191,8 @@ class AnonymousMoverIT {
 
     @Test
     void permissionDeniedAndMissingDirectoryFailFast() throws Exception {
-        Path src = file(root.resolve("src-denied"), "d.bin", 1000, 3);
+        // bigger than the socket buffers: the refused put's data must not block its reply
+        Path src = file(root.resolve("src-denied"), "d.bin", 24 << 20, 3);
         Path locked = root.resolve("locked");
         Files.createDirectories(locked);
         new ProcessBuilder("chmod", "555", locked.toString()).start().waitFor();

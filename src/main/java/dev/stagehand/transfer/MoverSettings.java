@@ -7,7 +7,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * How a mover moves: bound from {@code stagehand.transfer.mover.*} (documented in config/application.yml),
  * or built by {@code stagehand copy} from its options.
  *
- * @param parallelism        parallel TCP streams per transfer (MODE E)
+ * @param parallelism        parallel TCP streams per transfer (MODE E) over jglobus, used when the data channel is
+ *                           authenticated (DCAU); without DCAU each connection sends one stream with sendfile
  * @param tcpBufferBytes     TCP buffer size for data channels (SBUF); 0 keeps the system default
  * @param concurrency        concurrent transfers per link to start with
  * @param minConcurrency     lower bound of the adaptive concurrency
@@ -20,7 +21,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param maxAttempts        attempts per file before a retryable failure becomes final
  * @param backoff            delay before the first retry; doubles per attempt, capped at 60 s
  * @param hostQuarantine     how long a host that refused or stalled stays out of rotation
- * @param verifyChecksum     compare the destination's CKSM ADLER32 with the expected Adler32
+ * @param verifyChecksum     check every file with the server's Adler32: whole files by the server before it answers
+ *                           (SCKS before STOR), byte ranges by CKSM after they are written
  * @param dataChannelAuth    gsiftp:// data channel authentication: SELF (DCAU A, the default) or NONE
  * @param proxy              X.509 proxy file for gsiftp://; empty uses $X509_USER_PROXY or /tmp/x509up_u&lt;uid&gt;
  * @param certDir            trusted CA directory for gsiftp://; empty uses $X509_CERT_DIR or /etc/grid-security/certificates

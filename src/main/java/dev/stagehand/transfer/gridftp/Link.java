@@ -284,16 +284,19 @@ final class Link {
                     if (s.direct()) {
                         try (var file = java.nio.channels.FileChannel.open(job.local)) {
                             Long expected = null;
+                            Adler32 rangeSum = null;
                             if (serverVerifies) {
                                 expected = job.copy.adler32();
                                 if (expected == null) expected = adler32(file, 0, p.length, a);
-                            } else if (streamSum) {
-                                // with the catalog's sum known the file is not read here: the server's range
-                                // sums are combined and compared with it (checkLater)
-                                p.adler32 = job.copy.adler32() == null ? adler32(file, p.offset, p.length, a) : null;
+                            } else if (streamSum && job.copy.adler32() == null) {
+                                rangeSum = new Adler32(); // summed while sent
                             }
+                            // with the catalog's sum known a range is not read here: the server's range sums
+                            // are combined and compared with it (checkLater)
+                            p.adler32 = null;
                             p.serverVerified = false;
-                            s.directPut(path, file, p.offset, p.length, job.pieces.size() == 1, expected, counted);
+                            s.directPut(path, file, p.offset, p.length, job.pieces.size() == 1, expected, rangeSum, counted);
+                            if (rangeSum != null) p.adler32 = rangeSum.getValue();
                             if (serverVerifies) {
                                 p.serverVerified = true;
                                 p.adler32 = expected;
