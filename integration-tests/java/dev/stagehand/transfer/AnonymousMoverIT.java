@@ -187,6 +187,16 @@ class AnonymousMoverIT {
             assertThat(mover.submit(List.of(unknown)).result(unknown).get(30, TimeUnit.SECONDS).adler32()).isEqualTo(adler(src));
         }
         assertThat(Files.mismatch(src, dst.resolve("s.bin"))).isEqualTo(-1L);
+        // above the SCKS size the whole file is checked by CKSM afterwards, and a wrong sum is caught there
+        try (Mover mover = Movers.gridFtp(once.withServerVerifyMaxBytes(1 << 20), null)) {
+            FileCopy unknown = copy(src, a.url(dst), null);
+            assertThat(mover.submit(List.of(unknown)).result(unknown).get(30, TimeUnit.SECONDS).adler32()).isEqualTo(adler(src));
+            FileCopy wrong = copy(src, a.url(dst), adler(src) ^ 0x10);
+            assertThatThrownBy(() -> mover.submit(List.of(wrong)).result(wrong).get(30, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class)
+                    .cause().isInstanceOfSatisfying(TransferFailure.class,
+                            f -> assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CHECKSUM_MISMATCH));
+        }
     }
 
     @Test

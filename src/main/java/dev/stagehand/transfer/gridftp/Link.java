@@ -273,7 +273,8 @@ final class Link {
                 if (job.source == null) {
                     // a whole file is verified by the server itself (SCKS before STOR) against the catalog's
                     // Adler32 or one read here first; byte ranges are summed while sent and checked by CKSM
-                    boolean serverVerifies = settings.verifyChecksum() && scks && job.pieces.size() == 1;
+                    boolean serverVerifies = settings.verifyChecksum() && scks && job.pieces.size() == 1
+                            && p.length <= settings.serverVerifyMaxBytes();
                     boolean streamSum = settings.verifyChecksum() && !serverVerifies;
                     java.util.function.LongConsumer counted = n -> {
                         a.progress();
