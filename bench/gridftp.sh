@@ -2,7 +2,9 @@
 # GridFTP movers vs globus-url-copy on one loopback globus-gridftp-server; cp as the machine's limit.
 #   bench/gridftp.sh [rounds] [big|mixed|small ...]     (default: 3 rounds, all three sets)
 # Needs globus-gridftp-server-progs and globus-gass-copy-progs; data (~6 GB at most at once) goes under
-# /work/.bench-gridftp and is deleted afterwards.
+# /work/.bench-gridftp and is deleted afterwards. Each row prints the 1- and 5-minute load averages: other work
+# on the machine moves every figure. For experiments: -Dgridftp.tools=stagehand,-pp (only tools whose names
+# contain a word), -Dgridftp.c=N (Stagehand connections), -Dgridftp.split=BYTES, passed in MAVEN_OPTS.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$HERE"

@@ -83,6 +83,11 @@ class AnonymousMoverIT {
             CopyResult r = mover.submit(List.of(c)).result(c).get(60, TimeUnit.SECONDS);
             assertThat(r.adler32()).isEqualTo(adler(src));
             assertThat(r.attempts()).isEqualTo(1);
+            assertThat(Files.mismatch(src, dst.resolve("big.bin"))).isEqualTo(-1L);
+            // no catalog sum: the ranges are summed here and each compared with the server's
+            Files.delete(dst.resolve("big.bin"));
+            FileCopy unknown = copy(src, a.url(dst), null);
+            assertThat(mover.submit(List.of(unknown)).result(unknown).get(60, TimeUnit.SECONDS).adler32()).isEqualTo(adler(src));
         }
         assertThat(Files.mismatch(src, dst.resolve("big.bin"))).isEqualTo(-1L);
     }
@@ -131,7 +136,9 @@ class AnonymousMoverIT {
                 }
             }
         };
-        try (Mover mover = Movers.gridFtp(fast(), corruptFirstWrite)) {
+        // byte ranges: checked by CKSM after they are written (a whole file is checked by the server before its
+        // 226, see serverRejectsAWholeFileWhoseChecksumDiffers), so the corruption lands before the check
+        try (Mover mover = Movers.gridFtp(fast().withChunking(64L << 20, 1L << 20, 0), corruptFirstWrite)) {
             FileCopy c = copy(src, a.url(dst), adler(src));
             CopyResult r = mover.submit(List.of(c)).result(c).get(60, TimeUnit.SECONDS);
             assertThat(r.attempts()).isEqualTo(2);
@@ -156,8 +163,46 @@ class AnonymousMoverIT {
     }
 
     @Test
+    void serverRejectsAWholeFileWhoseChecksumDiffers() throws Exception {
+        Path src = file(root.resolve("src-scks"), "s.bin", 3 << 20, 11);
+        Path dst = destDir("dst-scks");
+        // an older, longer file at the destination: STOR must truncate it
+        Files.write(dst.resolve("s.bin"), new byte[5 << 20]);
+        Files.setPosixFilePermissions(dst.resolve("s.bin"), java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+        MoverSettings once = fast().withRetry(Duration.ofSeconds(3), 1, Duration.ofMillis(50), Duration.ofSeconds(1));
+        // the catalog's sum is taken as is (the file is not read first): only the server's SCKS check can catch it
+        try (Mover mover = Movers.gridFtp(once, null)) {
+            FileCopy wrong = copy(src, a.url(dst), adler(src) ^ 0x10);
+            assertThatThrownBy(() -> mover.submit(List.of(wrong)).result(wrong).get(30, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class)
+                    .cause().isInstanceOfSatisfying(TransferFailure.class, f -> {
+                        assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CHECKSUM_MISMATCH);
+                        assertThat(f.getMessage()).contains("INCORRECT_CHECKSUM");
+                    });
+            FileCopy right = copy(src, a.url(dst), adler(src));
+            CopyResult r = mover.submit(List.of(right)).result(right).get(30, TimeUnit.SECONDS);
+            assertThat(r.adler32()).isEqualTo(adler(src));
+            // unknown catalog sum: read here, verified there
+            FileCopy unknown = copy(src, a.url(dst), null);
+            assertThat(mover.submit(List.of(unknown)).result(unknown).get(30, TimeUnit.SECONDS).adler32()).isEqualTo(adler(src));
+        }
+        assertThat(Files.mismatch(src, dst.resolve("s.bin"))).isEqualTo(-1L);
+        // above the SCKS size the whole file is checked by CKSM afterwards, and a wrong sum is caught there
+        try (Mover mover = Movers.gridFtp(once.withServerVerifyMaxBytes(1 << 20), null)) {
+            FileCopy unknown = copy(src, a.url(dst), null);
+            assertThat(mover.submit(List.of(unknown)).result(unknown).get(30, TimeUnit.SECONDS).adler32()).isEqualTo(adler(src));
+            FileCopy wrong = copy(src, a.url(dst), adler(src) ^ 0x10);
+            assertThatThrownBy(() -> mover.submit(List.of(wrong)).result(wrong).get(30, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class)
+                    .cause().isInstanceOfSatisfying(TransferFailure.class,
+                            f -> assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CHECKSUM_MISMATCH));
+        }
+    }
+
+    @Test
     void permissionDeniedAndMissingDirectoryFailFast() throws Exception {
-        Path src = file(root.resolve("src-denied"), "d.bin", 1000, 3);
+        // bigger than the socket buffers: the refused put's data must not block its reply
+        Path src = file(root.resolve("src-denied"), "d.bin", 24 << 20, 3);
         Path locked = root.resolve("locked");
         Files.createDirectories(locked);
         new ProcessBuilder("chmod", "555", locked.toString()).start().waitFor();

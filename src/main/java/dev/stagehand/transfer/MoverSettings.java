@@ -7,7 +7,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * How a mover moves: bound from {@code stagehand.transfer.mover.*} (documented in config/application.yml),
  * or built by {@code stagehand copy} from its options.
  *
- * @param parallelism        parallel TCP streams per transfer (MODE E)
+ * @param parallelism        parallel TCP streams per transfer (MODE E) over jglobus, used when the data channel is
+ *                           authenticated (DCAU); without DCAU each connection sends one stream with sendfile
  * @param tcpBufferBytes     TCP buffer size for data channels (SBUF); 0 keeps the system default
  * @param concurrency        concurrent transfers per link to start with
  * @param minConcurrency     lower bound of the adaptive concurrency
@@ -20,10 +21,14 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param maxAttempts        attempts per file before a retryable failure becomes final
  * @param backoff            delay before the first retry; doubles per attempt, capped at 60 s
  * @param hostQuarantine     how long a host that refused or stalled stays out of rotation
- * @param verifyChecksum     compare the destination's CKSM ADLER32 with the expected Adler32
+ * @param verifyChecksum     check every file with the server's Adler32: whole files by the server before it answers
+ *                           (SCKS before STOR), byte ranges by CKSM after they are written
  * @param dataChannelAuth    gsiftp:// data channel authentication: SELF (DCAU A, the default) or NONE
  * @param proxy              X.509 proxy file for gsiftp://; empty uses $X509_USER_PROXY or /tmp/x509up_u&lt;uid&gt;
  * @param certDir            trusted CA directory for gsiftp://; empty uses $X509_CERT_DIR or /etc/grid-security/certificates
+ * @param serverVerifyMaxBytes whole files up to this size are verified by the server before it answers the put
+ *                           (SCKS: no extra command per file); bigger ones by CKSM from a checker connection
+ *                           while the sending connection moves on; 0: always CKSM
  */
 public record MoverSettings(
         @DefaultValue("4") int parallelism,
@@ -42,7 +47,8 @@ public record MoverSettings(
         @DefaultValue("true") boolean verifyChecksum,
         @DefaultValue("SELF") String dataChannelAuth,
         @DefaultValue("") String proxy,
-        @DefaultValue("") String certDir) {
+        @DefaultValue("") String certDir,
+        @DefaultValue("8388608") long serverVerifyMaxBytes) {
 
     public MoverSettings {
         if (parallelism < 1 || concurrency < 1 || minConcurrency < 1 || maxConcurrency < minConcurrency)
@@ -57,37 +63,43 @@ public record MoverSettings(
     /** The documented defaults. */
     public static MoverSettings defaults() {
         return new MoverSettings(4, 0, 4, 1, 16, true, Duration.ofSeconds(10), 64L << 20, 512L << 20,
-                Duration.ofSeconds(30), 5, Duration.ofSeconds(1), Duration.ofSeconds(60), true, "SELF", "", "");
+                Duration.ofSeconds(30), 5, Duration.ofSeconds(1), Duration.ofSeconds(60), true, "SELF", "", "", 8L << 20);
     }
 
     public MoverSettings withStreams(int parallelism, int concurrency, boolean adaptive) {
         return new MoverSettings(parallelism, tcpBufferBytes, concurrency,
                 adaptive ? minConcurrency : concurrency, adaptive ? Math.max(maxConcurrency, concurrency) : concurrency,
                 adaptive, optimizerInterval, topUpBytes, splitBytes, stallTimeout, maxAttempts, backoff,
-                hostQuarantine, verifyChecksum, dataChannelAuth, proxy, certDir);
+                hostQuarantine, verifyChecksum, dataChannelAuth, proxy, certDir, serverVerifyMaxBytes);
     }
 
     public MoverSettings withRetry(Duration stallTimeout, int maxAttempts, Duration backoff, Duration hostQuarantine) {
         return new MoverSettings(parallelism, tcpBufferBytes, concurrency, minConcurrency, maxConcurrency, adaptive,
                 optimizerInterval, topUpBytes, splitBytes, stallTimeout, maxAttempts, backoff, hostQuarantine,
-                verifyChecksum, dataChannelAuth, proxy, certDir);
+                verifyChecksum, dataChannelAuth, proxy, certDir, serverVerifyMaxBytes);
     }
 
     public MoverSettings withChunking(long topUpBytes, long splitBytes, int tcpBufferBytes) {
         return new MoverSettings(parallelism, tcpBufferBytes, concurrency, minConcurrency, maxConcurrency, adaptive,
                 optimizerInterval, topUpBytes, splitBytes, stallTimeout, maxAttempts, backoff, hostQuarantine,
-                verifyChecksum, dataChannelAuth, proxy, certDir);
+                verifyChecksum, dataChannelAuth, proxy, certDir, serverVerifyMaxBytes);
     }
 
     public MoverSettings withSecurity(boolean verifyChecksum, String dataChannelAuth, String proxy, String certDir) {
         return new MoverSettings(parallelism, tcpBufferBytes, concurrency, minConcurrency, maxConcurrency, adaptive,
                 optimizerInterval, topUpBytes, splitBytes, stallTimeout, maxAttempts, backoff, hostQuarantine,
-                verifyChecksum, dataChannelAuth, proxy, certDir);
+                verifyChecksum, dataChannelAuth, proxy, certDir, serverVerifyMaxBytes);
+    }
+
+    public MoverSettings withServerVerifyMaxBytes(long serverVerifyMaxBytes) {
+        return new MoverSettings(parallelism, tcpBufferBytes, concurrency, minConcurrency, maxConcurrency, adaptive,
+                optimizerInterval, topUpBytes, splitBytes, stallTimeout, maxAttempts, backoff, hostQuarantine,
+                verifyChecksum, dataChannelAuth, proxy, certDir, serverVerifyMaxBytes);
     }
 
     public MoverSettings withAdaptive(int min, int max, Duration interval) {
         return new MoverSettings(parallelism, tcpBufferBytes, concurrency, min, max, true, interval, topUpBytes,
                 splitBytes, stallTimeout, maxAttempts, backoff, hostQuarantine, verifyChecksum, dataChannelAuth, proxy,
-                certDir);
+                certDir, serverVerifyMaxBytes);
     }
 }

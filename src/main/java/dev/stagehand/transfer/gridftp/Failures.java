@@ -24,6 +24,8 @@ final class Failures {
             if (c.getCause() == c) break;
         }
         String m = text.toString().toLowerCase(Locale.ROOT);
+        // the server's SCKS verification refused what it received
+        if (m.contains("incorrect_checksum")) return Kind.CHECKSUM_MISMATCH;
         if (m.contains("permission denied") || m.contains("permission_denied") || m.contains("eacces"))
             return Kind.PERMISSION_DENIED;
         if (m.contains("quota") || m.contains("no space left") || m.contains("enospc")) return Kind.QUOTA_EXCEEDED;

@@ -24,10 +24,18 @@ final class GridFtpSession implements AutoCloseable {
     private final StagehandClient client;
     private volatile boolean closed;
     private boolean putChannelsReady;
+    private final boolean direct;
+    private volatile java.nio.channels.SocketChannel data; // direct MODE E data channel, kept between files
 
-    private GridFtpSession(Endpoint.HostPort host, StagehandClient client) {
+    private GridFtpSession(Endpoint.HostPort host, StagehandClient client, boolean direct) {
         this.host = host;
         this.client = client;
+        this.direct = direct;
+    }
+
+    /** Puts go over this session's own MODE E data channel (no data channel authentication to speak). */
+    boolean direct() {
+        return direct;
     }
 
     static GridFtpSession open(Endpoint.HostPort host, boolean gsi, GSSCredential credential, MoverSettings s)
@@ -52,7 +60,10 @@ final class GridFtpSession implements AutoCloseable {
                 c.setLocalTCPBufferSize(s.tcpBufferBytes());
             }
             c.setOptions(new RetrieveOptions(s.parallelism()));
-            return new GridFtpSession(host, c);
+            // without DCAU the data channel is plain TCP: puts use Stagehand's own MODE E sender (sendfile,
+            // no thread per stream per file); with DCAU they go through jglobus, which speaks GSI on it
+            boolean direct = !gsi || s.dataChannelAuth().equals("NONE");
+            return new GridFtpSession(host, c, direct);
         } catch (Exception e) {
             closeQuietly(c);
             throw e;
@@ -74,10 +85,165 @@ final class GridFtpSession implements AutoCloseable {
         }
     }
 
+    /**
+     * Stores the whole file {@code source} at {@code path} (truncating it) and has the server verify its
+     * Adler32 against {@code adler32} before it reports success; a mismatch fails the put.
+     */
+    void verifiedPut(String path, DataSource source, MarkerListener markers, long adler32) throws Exception {
+        if (!putChannelsReady) {
+            client.setPassive();
+            client.setLocalActive();
+            putChannelsReady = true;
+        }
+        client.verifiedPut(path, source, markers, String.format("%08x", adler32));
+    }
+
+    // MODE E block header: descriptor, byte count, offset (RFC-less GridFTP v1 extended block mode)
+    private static final int EOD = 8, EOF = 64;
+
+    /**
+     * Sends {@code length} bytes of {@code file} from {@code start} over this session's own MODE E data
+     * channel (one stream; the kernel copies the file with sendfile). {@code whole}: STOR, else ESTO at
+     * {@code start} (a byte range). {@code adler32} non-null (whole files only): SCKS first, so the server
+     * verifies the file before its 226. Commands, data and end of data are written before any
+     * reply is read: one round trip per file.
+     */
+    void directPut(String path, java.nio.channels.FileChannel file, long start, long length, boolean whole,
+                   Long adler32, java.util.function.LongConsumer progress) throws Exception {
+        directPut(path, file, start, length, whole, adler32, null, progress);
+    }
+
+    // per (virtual) worker thread: the block a summed range is read into, summed in place and sent from
+    private static final ThreadLocal<java.nio.ByteBuffer> BLOCK =
+            ThreadLocal.withInitial(() -> java.nio.ByteBuffer.allocateDirect(1 << 20));
+
+    /**
+     * As above; {@code sum} non-null: the bytes are read, added to {@code sum} and sent in one pass (the server
+     * receives while this side sums), instead of the kernel's sendfile.
+     */
+    void directPut(String path, java.nio.channels.FileChannel file, long start, long length, boolean whole,
+                   Long adler32, java.util.zip.Adler32 sum, java.util.function.LongConsumer progress) throws Exception {
+        java.nio.channels.SocketChannel ch = data;
+        if (ch == null) {
+            org.globus.ftp.HostPort hp = client.setPassive();
+            ch = java.nio.channels.SocketChannel.open(new java.net.InetSocketAddress(hp.getHost(), hp.getPort()));
+            ch.socket().setTcpNoDelay(true);
+            data = ch;
+            if (closed) ch.close();
+        }
+        if (adler32 != null) client.send("SCKS", "ADLER32 " + String.format("%08x", adler32));
+        if (whole) {
+            client.send("STOR", path); // truncates, unlike ESTO
+        } else {
+            client.send("ESTO", "A " + start + " " + path);
+        }
+        // data are written by a second thread while this one reads the replies: a server that refuses the put
+        // (permission denied, SCKS unknown) never reads them, and its reply must not wait behind a full socket
+        java.nio.ByteBuffer block = sum != null ? BLOCK.get() : null;
+        java.nio.channels.SocketChannel out = ch;
+        var failure = new java.util.concurrent.atomic.AtomicReference<Throwable>();
+        Thread writer = Thread.ofVirtual().name("gridftp-data-" + host).start(() -> {
+            try {
+                writeBlocks(out, file, start, length, sum, block, progress);
+            } catch (Throwable t) {
+                failure.set(t);
+                close(); // the reply read below fails at once
+            }
+        });
+        try {
+            if (adler32 != null) {
+                org.globus.ftp.vanilla.Reply r = client.reply();
+                if (!org.globus.ftp.vanilla.Reply.isPositiveCompletion(r))
+                    throw new StagehandClient.ScksRefused(StagehandClient.refused(r, "SCKS refused"));
+            }
+            for (boolean started = false; ; ) {
+                org.globus.ftp.vanilla.Reply r = client.reply();
+                int code = r.getCode();
+                if (code == 226) break;
+                if (code == 111 || code == 112) {
+                    progress.accept(0);
+                    continue;
+                }
+                if (!started && org.globus.ftp.vanilla.Reply.isPositivePreliminary(r)) {
+                    started = true;
+                    continue;
+                }
+                throw StagehandClient.refused(r, "Server reported transfer failure");
+            }
+            writer.join(); // the server had every byte and the end of data before its 226
+        } catch (Throwable t) {
+            // the writer's failure explains this one only when it came first (it then closed the session)
+            Throwable w = failure.get();
+            closeData(); // frees a writer blocked on a server that no longer reads
+            writer.join();
+            if (w != null && w != t) {
+                w.addSuppressed(t);
+                throw w instanceof Exception e ? e : new java.io.IOException(w);
+            }
+            throw t;
+        }
+        Throwable w = failure.get();
+        if (w != null) throw w instanceof Exception e ? e : new java.io.IOException(w);
+    }
+
+    private static void writeBlocks(java.nio.channels.SocketChannel ch, java.nio.channels.FileChannel file, long start,
+                                    long length, java.util.zip.Adler32 sum, java.nio.ByteBuffer block,
+                                    java.util.function.LongConsumer progress) throws IOException {
+        java.nio.ByteBuffer header = java.nio.ByteBuffer.allocate(17);
+        long sent = 0;
+        while (sent < length) {
+            long n = Math.min(length - sent, 8L << 20);
+            header.clear();
+            header.put((byte) 0).putLong(n).putLong(sent).flip(); // offsets relative to the ESTO offset
+            while (header.hasRemaining()) ch.write(header);
+            if (sum != null) {
+                for (long done = 0; done < n; ) {
+                    block.clear();
+                    block.limit((int) Math.min(block.capacity(), n - done));
+                    int r = file.read(block, start + sent + done);
+                    if (r < 0) throw new IOException("file shrank while sending (at offset " + (start + sent + done) + ")");
+                    block.flip();
+                    sum.update(block);
+                    block.rewind();
+                    while (block.hasRemaining()) ch.write(block);
+                    done += r;
+                    progress.accept(r);
+                }
+            } else {
+                for (long done = 0; done < n; ) {
+                    long w = file.transferTo(start + sent + done, n - done, ch);
+                    if (w <= 0 && file.size() < start + sent + n)
+                        throw new IOException("file shrank while sending (at offset " + (start + sent + done) + ")");
+                    done += w;
+                    progress.accept(w);
+                }
+            }
+            sent += n;
+        }
+        header.clear();
+        header.put((byte) (EOD | EOF)).putLong(0).putLong(1).flip(); // the one stream's end: 1 EOD to expect
+        while (header.hasRemaining()) ch.write(header);
+    }
+
+    private void closeData() {
+        java.nio.channels.SocketChannel ch = data;
+        data = null;
+        if (ch != null) {
+            try {
+                ch.close();
+            } catch (IOException ignored) {
+                // closing a broken data channel
+            }
+        }
+    }
+
     /** Server-to-server copy: this session is the source, {@code destination} receives. */
     void transferTo(String sourcePath, GridFtpSession destination, String destinationPath, MarkerListener markers)
             throws Exception {
         destination.putChannelsReady = false; // third-party set-up replaces its data channel mode
+        java.nio.channels.SocketChannel ch = destination.data;
+        destination.data = null;
+        if (ch != null) ch.close();
         client.extendedTransfer(sourcePath, destination.client, destinationPath, markers);
     }
 
@@ -113,6 +279,7 @@ final class GridFtpSession implements AutoCloseable {
         if (closed) return;
         closed = true;
         client.hardClose();
+        closeData();
         Thread.ofVirtual().start(() -> closeQuietly(client));
     }
 

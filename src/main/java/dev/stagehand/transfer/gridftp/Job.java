@@ -21,7 +21,8 @@ final class Job {
         final long offset;
         final long length;
         int attempts;
-        volatile Long adler32; // of this range, summed while it was sent
+        volatile Long adler32; // of this range, summed while it was sent (or what the server verified)
+        volatile boolean serverVerified; // the server compared the whole file before its 226 (SCKS)
 
         Piece(Job job, long offset, long length) {
             this.job = job;

@@ -50,6 +50,8 @@ final class Link {
     private volatile double emaMbPerSecond = -1;
     private volatile double successRate = 1;
     private volatile boolean closed;
+    /** The link's servers take SCKS (GCT does); cleared when one refuses it. */
+    private volatile boolean scks = true;
 
     interface CredentialSource {
         GSSCredential get();
@@ -269,15 +271,63 @@ final class Link {
                 String path = job.destination.path();
                 long sent;
                 if (job.source == null) {
-                    boolean streamSum = settings.verifyChecksum();
-                    try (RangeSource src = new RangeSource(job.local, p.offset, p.length, streamSum, n -> {
+                    // a whole file is verified by the server itself (SCKS before STOR) against the catalog's
+                    // Adler32 or one read here first; byte ranges are summed while sent and checked by CKSM
+                    boolean serverVerifies = settings.verifyChecksum() && scks && job.pieces.size() == 1
+                            && p.length <= settings.serverVerifyMaxBytes();
+                    boolean streamSum = settings.verifyChecksum() && !serverVerifies;
+                    java.util.function.LongConsumer counted = n -> {
+                        a.progress();
+                        job.bytes.addAndGet(n);
+                        windowBytes.addAndGet(n);
+                        listener.bytes(job.copy, n);
+                    };
+                    if (s.direct()) {
+                        try (var file = java.nio.channels.FileChannel.open(job.local)) {
+                            Long expected = null;
+                            Adler32 rangeSum = null;
+                            if (serverVerifies) {
+                                expected = job.copy.adler32();
+                                if (expected == null) expected = adler32(file, 0, p.length, a);
+                            } else if (streamSum && job.copy.adler32() == null) {
+                                rangeSum = new Adler32(); // summed while sent
+                            }
+                            // with the catalog's sum known a range is not read here: the server's range sums
+                            // are combined and compared with it (checkLater)
+                            p.adler32 = null;
+                            p.serverVerified = false;
+                            s.directPut(path, file, p.offset, p.length, job.pieces.size() == 1, expected, rangeSum, counted);
+                            if (rangeSum != null) p.adler32 = rangeSum.getValue();
+                            if (serverVerifies) {
+                                p.serverVerified = true;
+                                p.adler32 = expected;
+                            }
+                        }
+                    } else try (RangeSource src = new RangeSource(job.local, p.offset, p.length, streamSum, n -> {
                         a.progress();
                         job.bytes.addAndGet(n);
                         windowBytes.addAndGet(n);
                         listener.bytes(job.copy, n);
                     })) {
-                        s.put(path, p.offset, src, marker -> a.progress());
-                        if (streamSum) p.adler32 = src.adler32();
+                        if (serverVerifies) {
+                            Long expected = job.copy.adler32();
+                            if (p.length <= RangeSource.PRELOAD_MAX) {
+                                long read = src.preload();
+                                if (expected == null) expected = read;
+                                else if (read != expected) throw new ChecksumMismatch(String.format(
+                                        "local source %s read as ADLER32 %08x, catalog says %08x", job.local, read, expected));
+                            } else if (expected == null) {
+                                expected = adler32(job.local, a);
+                            }
+                            s.verifiedPut(path, src, marker -> a.progress(), expected);
+                            p.serverVerified = true;
+                            p.adler32 = expected;
+                        } else {
+                            p.serverVerified = false;
+                            s.put(path, p.offset, src, marker -> a.progress());
+                            if (streamSum) p.adler32 = src.adler32();
+                        }
+                        src.recycle();
                     }
                     sent = p.length;
                 } else {
@@ -298,6 +348,10 @@ final class Link {
                 windowOk.incrementAndGet();
                 return true;
             } catch (Throwable e) {
+                if (e instanceof StagehandClient.ScksRefused) {
+                    scks = false;
+                    log.warn("GridFTP {} refuses SCKS: files are verified with CKSM after the put", key);
+                }
                 dropSession();
                 sources.values().forEach(GridFtpSession::close);
                 sources.clear();
@@ -328,6 +382,11 @@ final class Link {
                 return;
             }
             if (job.source == null) {
+                Job.Piece only = job.pieces.getFirst();
+                if (job.pieces.size() == 1 && only.serverVerified) {
+                    job.complete(s.host.toString(), only.adler32);
+                    return;
+                }
                 checkLater(job, s.host, localRanges(job));
                 return;
             }
@@ -355,6 +414,9 @@ final class Link {
     /** A byte range of a written file and the Adler32 it must have (length -1: to the end). */
     private record Range(long offset, long length, long adler32) {}
 
+    /** A range whose expected sum is not known on its own (Adler32 values are 32-bit unsigned). */
+    private static final long UNKNOWN = -1;
+
     /**
      * What the server must report for a local file: one range for a whole file; for a file sent as byte
      * ranges, each range on its own (so several server processes sum it at once), after the ranges' sums,
@@ -362,6 +424,11 @@ final class Link {
      */
     private static List<Range> localRanges(Job job) throws ChecksumMismatch {
         List<Job.Piece> pieces = job.pieces;
+        if (pieces.stream().anyMatch(p -> p.adler32 == null)) {
+            // not read here (the catalog's sum is known): each range's sum comes from the server (UNKNOWN)
+            if (pieces.size() == 1) return List.of(new Range(0, -1, UNKNOWN));
+            return pieces.stream().map(p -> new Range(p.offset, p.length, UNKNOWN)).toList();
+        }
         long combined = 1;
         for (Job.Piece p : pieces) combined = combine(combined, p.adler32, p.length);
         Long expected = job.copy.adler32();
@@ -393,11 +460,15 @@ final class Link {
      * connections, so the sending connection streams the next file meanwhile.
      */
     private void checkLater(Job job, Endpoint.HostPort host, List<Range> ranges) {
-        long whole = ranges.size() == 1 ? ranges.getFirst().adler32()
+        boolean fromServer = ranges.getFirst().adler32() == UNKNOWN;
+        long whole = fromServer ? job.copy.adler32() : ranges.size() == 1 ? ranges.getFirst().adler32()
                 : job.pieces.stream().reduce(1L, (acc, p) -> combine(acc, p.adler32, p.length), (x, y) -> x);
+        long[] actuals = new long[ranges.size()];
         AtomicInteger left = new AtomicInteger(ranges.size());
         java.util.concurrent.atomic.AtomicBoolean failedOnce = new java.util.concurrent.atomic.AtomicBoolean();
-        for (Range range : ranges) {
+        for (int i = 0; i < ranges.size(); i++) {
+            Range range = ranges.get(i);
+            int index = i;
             Thread.ofVirtual().name("cksm-" + key).start(() -> {
                 var idle = idleCheckers.computeIfAbsent(host, h -> new java.util.concurrent.ConcurrentLinkedQueue<>());
                 Watchdog.Attempt a = watchdog.watch();
@@ -413,14 +484,25 @@ final class Link {
                     }
                     a.add(s);
                     long actual = s.adler32(job.destination.path(), range.offset(), range.length());
-                    if (actual != range.adler32()) {
+                    actuals[index] = actual;
+                    if (range.adler32() != UNKNOWN && actual != range.adler32()) {
                         throw new ChecksumMismatch(String.format("destination %s has ADLER32 %08x at [%d, +%d), expected %08x",
                                 job.destination.path(), actual, range.offset(), range.length(), range.adler32()));
                     }
                     if (closed) s.close();
                     else idle.add(s);
                     s = null;
-                    if (left.decrementAndGet() == 0 && !failedOnce.get()) job.complete(host.toString(), whole);
+                    if (left.decrementAndGet() == 0 && !failedOnce.get()) {
+                        if (fromServer) {
+                            long combined = actuals[0];
+                            for (int k = 1; k < actuals.length; k++) combined = combine(combined, actuals[k], ranges.get(k).length());
+                            if (combined != whole) {
+                                throw new ChecksumMismatch(String.format("destination %s has ADLER32 %08x (its ranges' sums combined), expected %08x",
+                                        job.destination.path(), combined, whole));
+                            }
+                        }
+                        job.complete(host.toString(), whole);
+                    }
                 } catch (Throwable e) {
                     if (s != null) s.close();
                     if (failedOnce.compareAndSet(false, true)) {
@@ -477,6 +559,35 @@ final class Link {
             super(message);
         }
     }
+
+    /** The local file's Adler32, read before a put the server is to verify (progress: not a stall). */
+    private static long adler32(java.nio.file.Path file, Watchdog.Attempt a) throws java.io.IOException {
+        try (var ch = java.nio.channels.FileChannel.open(file)) {
+            return adler32(ch, 0, ch.size(), a);
+        }
+    }
+
+    /** Adler32 of {@code length} bytes of {@code ch} from {@code offset}. */
+    private static long adler32(java.nio.channels.FileChannel ch, long offset, long length, Watchdog.Attempt a)
+            throws java.io.IOException {
+        Adler32 sum = new Adler32();
+        var buf = SUM_BUFFER.get();
+        for (long at = 0; at < length; ) {
+            buf.clear();
+            buf.limit((int) Math.min(buf.capacity(), length - at));
+            int r = ch.read(buf, offset + at);
+            if (r < 0) throw new java.io.IOException("file shrank while reading its checksum (at offset " + (offset + at) + ")");
+            buf.flip();
+            sum.update(buf);
+            at += r;
+            a.progress();
+        }
+        return sum.getValue();
+    }
+
+    // direct (read once, summed in place), one per worker thread: workers live as long as the link
+    private static final ThreadLocal<java.nio.ByteBuffer> SUM_BUFFER =
+            ThreadLocal.withInitial(() -> java.nio.ByteBuffer.allocateDirect(256 << 10));
 
     static long adler32(java.nio.file.Path file) throws java.io.IOException {
         Adler32 sum = new Adler32();

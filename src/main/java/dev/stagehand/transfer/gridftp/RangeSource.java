@@ -16,12 +16,18 @@ import org.globus.ftp.DataSource;
  */
 final class RangeSource implements DataSource, AutoCloseable {
 
-    private static final int BLOCK = 1 << 20;
+    // blocks small enough to stay in the CPU cache through read, sum and socket copy
+    static final int BLOCK = Integer.getInteger("stagehand.gridftp.block", 256 << 10);
+    /** Blocks of finished puts, reused instead of allocating (and zeroing) a new array per block. */
+    private static final java.util.concurrent.ArrayBlockingQueue<byte[]> POOL = new java.util.concurrent.ArrayBlockingQueue<>(256);
     private final FileChannel channel;
     private final long start;
     private final long length;
     private final LongConsumer progress;
     private final java.util.zip.Adler32 sum;
+    /** The block each jglobus stream thread holds: written to the socket once that thread asks for the next. */
+    private final java.util.Map<Thread, byte[]> held = new java.util.HashMap<>();
+    private final java.util.List<byte[]> spent = new java.util.ArrayList<>();
     private long position;
 
     /** {@code checksum}: keep the Adler32 of the bytes sent (reads are in order, one at a time). */
@@ -33,22 +39,74 @@ final class RangeSource implements DataSource, AutoCloseable {
         this.progress = progress;
     }
 
+    /** Files at most this big are read once, into memory, for their sum and the put alike. */
+    static final long PRELOAD_MAX = 16L << 20;
+    private java.util.ArrayDeque<byte[]> preloaded;
+
+    /**
+     * Reads the whole range now and returns its Adler32; {@link #read()} then serves the blocks from memory,
+     * so a small file is read once for both its SCKS sum and its data.
+     */
+    synchronized long preload() throws IOException {
+        java.util.zip.Adler32 whole = new java.util.zip.Adler32();
+        preloaded = new java.util.ArrayDeque<>();
+        for (long at = 0; at < length; ) {
+            int n = (int) Math.min(BLOCK, length - at);
+            byte[] data = POOL.poll();
+            if (data == null) data = new byte[BLOCK];
+            fill(data, n, at);
+            whole.update(data, 0, n);
+            preloaded.add(data);
+            at += n;
+        }
+        return whole.getValue();
+    }
+
+    private void fill(byte[] data, int n, long at) throws IOException {
+        ByteBuffer bb = ByteBuffer.wrap(data, 0, n);
+        while (bb.hasRemaining()) {
+            int r = channel.read(bb, start + at + bb.position());
+            if (r < 0) throw new IOException("file shrank while sending (at offset " + (start + at + bb.position()) + ")");
+        }
+    }
+
     @Override
     public synchronized Buffer read() throws IOException {
         long remaining = length - position;
         if (remaining <= 0) return null;
-        int n = (int) Math.min(BLOCK, remaining);
-        byte[] data = new byte[n];
-        ByteBuffer bb = ByteBuffer.wrap(data);
-        while (bb.hasRemaining()) {
-            int r = channel.read(bb, start + position + bb.position());
-            if (r < 0) throw new IOException("file shrank while sending (at offset " + (start + position + bb.position()) + ")");
+        if (preloaded != null) {
+            int n = (int) Math.min(BLOCK, remaining);
+            byte[] data = preloaded.poll();
+            Buffer buffer = new Buffer(data, n, position);
+            byte[] previous = held.put(Thread.currentThread(), data);
+            if (previous != null) spent.add(previous);
+            position += n;
+            progress.accept(n);
+            return buffer;
         }
+        int n = (int) Math.min(BLOCK, remaining);
+        // jglobus's stream thread writes a block before it reads the next: the thread's last block is free again
+        byte[] data = held.remove(Thread.currentThread());
+        if (data == null) data = POOL.poll();
+        if (data == null) data = new byte[BLOCK];
+        fill(data, n, position);
         if (sum != null) sum.update(data, 0, n);
         Buffer buffer = new Buffer(data, n, position);
+        held.put(Thread.currentThread(), data);
         position += n;
         progress.accept(n);
         return buffer;
+    }
+
+    /**
+     * After a successful put only (every stream thread has finished writing): hands the blocks back for the
+     * next file. After a failure they are left to the collector, as a stream thread may still be writing one.
+     */
+    synchronized void recycle() {
+        for (byte[] b : held.values()) POOL.offer(b);
+        for (byte[] b : spent) POOL.offer(b);
+        held.clear();
+        spent.clear();
     }
 
     /** Adler32 of everything sent, or null when not asked for or not finished. */

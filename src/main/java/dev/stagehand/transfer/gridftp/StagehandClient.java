@@ -3,9 +3,16 @@ package dev.stagehand.transfer.gridftp;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.net.Socket;
+import org.globus.ftp.DataSource;
 import org.globus.ftp.GridFTPClient;
+import org.globus.ftp.MarkerListener;
+import org.globus.ftp.exception.ClientException;
+import org.globus.ftp.exception.FTPReplyParseException;
 import org.globus.ftp.exception.ServerException;
+import org.globus.ftp.exception.UnexpectedReplyCodeException;
+import org.globus.ftp.vanilla.Command;
 import org.globus.ftp.vanilla.FTPControlChannel;
+import org.globus.ftp.vanilla.Reply;
 
 /**
  * jglobus's client with a close that works while another thread is blocked in it: {@code close()} waits for
@@ -27,6 +34,54 @@ final class StagehandClient extends GridFTPClient {
 
     StagehandClient(String host, int port) throws IOException, ServerException {
         super(host, port);
+    }
+
+    /**
+     * {@code SCKS ADLER32 sum} and {@code STOR path} written back to back (one round trip, not two; no ALLO):
+     * the server truncates, writes, re-reads the file and compares before its 226, and answers a mismatch
+     * with {@code 550 INCORRECT_CHECKSUM}. {@code adler32} is eight lowercase hex digits (GCT compares text).
+     */
+    void verifiedPut(String path, DataSource source, MarkerListener markers, String adler32)
+            throws IOException, ServerException, ClientException {
+        checkTransferParamsPut();
+        localServer.retrieve(source);
+        controlChannel.write(new Command("SCKS", "ADLER32 " + adler32));
+        controlChannel.write(new Command("STOR", path));
+        Reply scks;
+        try {
+            scks = controlChannel.read();
+        } catch (FTPReplyParseException e) {
+            throw ServerException.embedFTPReplyParseException(e);
+        }
+        if (!Reply.isPositiveCompletion(scks)) {
+            throw new ScksRefused(ServerException.embedUnexpectedReplyCodeException(
+                    new UnexpectedReplyCodeException(scks), "SCKS refused"));
+        }
+        transferRunSingleThread(localServer.getControlChannel(), markers);
+    }
+
+    /** The server does not take SCKS: the link falls back to CKSM after the put. */
+    static final class ScksRefused extends IOException {
+        ScksRefused(ServerException cause) {
+            super(cause.getMessage(), cause);
+        }
+    }
+
+    /** Writes one command without waiting (its reply is read with {@link #reply()}). */
+    void send(String command, String arguments) throws IOException {
+        controlChannel.write(new Command(command, arguments));
+    }
+
+    Reply reply() throws IOException, ServerException {
+        try {
+            return controlChannel.read();
+        } catch (FTPReplyParseException e) {
+            throw ServerException.embedFTPReplyParseException(e);
+        }
+    }
+
+    static ServerException refused(Reply reply, String what) {
+        return ServerException.embedUnexpectedReplyCodeException(new UnexpectedReplyCodeException(reply), what);
     }
 
     void hardClose() {
