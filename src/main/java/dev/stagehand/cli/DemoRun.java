@@ -63,8 +63,7 @@ final class DemoRun implements AutoCloseable {
         app.addInitializers(ctx -> ctx.getBeanFactory().registerSingleton("demoLibraryEvents",
                 new LibraryEventPrinter(out, Instant.now(), false)));
         context = app.run("--server.port=" + port, "--stagehand.db.local-database=" + DATABASE, "--logging.level.root=WARN",
-                "--stagehand.tape.clock=scaled", "--stagehand.tape.scale=60", "--stagehand.recall.staging-dir=var/demo/stage",
-                "--stagehand.cache.directories[0].path=var/demo/cache", "--stagehand.cache.directories[0].capacity=20GB",
+                "--stagehand.tape.clock=scaled", "--stagehand.tape.scale=60", "--stagehand.cache.directories[0].path=var/demo/cache", "--stagehand.cache.directories[0].capacity=20GB",
                 "--stagehand.recall.poll-interval=500ms");
         int actual = ((WebServerApplicationContext) context).getWebServer().getPort();
         baseUrl = "http://localhost:" + actual;

@@ -1061,6 +1061,39 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         });
     }
 
+    /** The file's bytes with the middle one flipped, as a drive returning silently bad data would; their Adler32. */
+    private static long writeCorrupted(SegmentRead s) throws IOException {
+        long at = s.sizeBytes() / 2;
+        Adler32 sum = new Adler32();
+        OutputStream flip = new OutputStream() {
+            long pos;
+            final OutputStream out = Files.newOutputStream(s.target());
+
+            @Override
+            public void write(int b) throws IOException {
+                write(new byte[] {(byte) b}, 0, 1);
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) throws IOException {
+                byte[] copy = java.util.Arrays.copyOfRange(b, off, off + len);
+                if (at >= pos && at < pos + len) copy[(int) (at - pos)] ^= 0x5a;
+                pos += len;
+                sum.update(copy, 0, len);
+                out.write(copy, 0, len);
+            }
+
+            @Override
+            public void close() throws IOException {
+                out.close();
+            }
+        };
+        try (flip) {
+            SimulatedContent.write(s.fileName(), s.sizeBytes(), flip);
+        }
+        return sum.getValue();
+    }
+
     /** Copies the segment's bytes to its target; returns their Adler32 (computed while streaming). */
     private long copyOut(String volume, SegmentRead s) {
         Path written;
@@ -1084,6 +1117,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
                 }
                 return sum.getValue();
             }
+            if (faults.isCorrupt(volume, s.fileName())) return writeCorrupted(s);
             return SimulatedContent.writeTo(s.fileName(), s.sizeBytes(), s.target());
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write segment of " + s.fileName() + " to " + s.target(), e);
