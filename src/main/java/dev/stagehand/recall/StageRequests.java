@@ -63,6 +63,17 @@ public interface StageRequests {
      */
     FileChange release(UUID id, List<String> files);
 
+    /**
+     * Deletes a request (the WLCG Tape REST API's DELETE): its open files are cancelled, its pins released,
+     * and it is gone ({@code NOT_FOUND} afterwards). Files other requests want are still staged for them.
+     */
+    void delete(UUID id);
+
+    /** Open requests (submitted or active) and their open files, for admission control. */
+    Load load();
+
+    record Load(long openRequests, long openFiles) {}
+
     /** What a client asks for. Null fields take their defaults. */
     record NewStageRequest(
             String clientRequestId,

@@ -344,6 +344,23 @@ class JdbcStageRequests implements StageRequests {
         });
     }
 
+    @Override
+    public void delete(UUID id) {
+        tx.executeWithoutResult(status -> {
+            lockRequest(id);
+            jdbc.update("DELETE FROM stage_request WHERE id = ?", id); // its files go with it (ON DELETE CASCADE)
+            cache.releaseAll(id.toString());
+        });
+    }
+
+    @Override
+    public Load load() {
+        return jdbc.queryForObject("""
+                SELECT count(DISTINCT r.id), count(srf.file_id) FILTER (WHERE srf.state IN ('queued', 'staging'))
+                  FROM stage_request r LEFT JOIN stage_request_file srf ON srf.request_id = r.id
+                 WHERE r.state IN ('submitted', 'active')""", (rs, i) -> new Load(rs.getLong(1), rs.getLong(2)));
+    }
+
     /** Locks the request row (cancel, release and the scheduler's settling serialise on it). */
     private RequestState lockRequest(UUID id) {
         List<String> s = jdbc.queryForList("SELECT state FROM stage_request WHERE id = ? FOR UPDATE", String.class, id);
