@@ -412,6 +412,7 @@ public final class RecallEngine {
 
     private void dismount(Drive d) {
         cancelIdleTimer(d);
+        if (d.volume != null) promised.remove(d.volume);
         d.state = DState.UNLOADING;
         double t = now();
         d.busyUntil = t + cost.dismountSeconds(d.moved);
@@ -595,6 +596,7 @@ public final class RecallEngine {
                 if (holder.state != DState.IDLE) return; // its volume is busy: the queue waits
                 fifo.poll().inFifo = false;
                 startBatch(holder, List.of(f));
+                if (f.inFifo) return; // no cache space: it waits at the head of the queue
                 continue;
             }
             Drive empty = firstDrive(DState.EMPTY, null);

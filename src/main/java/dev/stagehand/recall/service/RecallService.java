@@ -16,7 +16,6 @@ import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
-import java.nio.file.Path;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
