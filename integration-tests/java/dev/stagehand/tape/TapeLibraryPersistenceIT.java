@@ -27,6 +27,7 @@ class TapeLibraryPersistenceIT {
         r.add("stagehand.tape.library", () -> LIBRARY);
         r.add("stagehand.tape.drives", () -> "2");
         r.add("stagehand.tape.sim.root", () -> "target/tape-it");
+        r.add("stagehand.recall.enabled", () -> "false"); // this test drives the library by hand
     }
 
     @Autowired

@@ -7,7 +7,7 @@ import picocli.CommandLine.Command;
 @Command(name = "stagehand", mixinStandardHelpOptions = true, version = "stagehand 0.1.0",
         description = "HSM/tape-aware archive staging service.",
         subcommands = {ServeCommand.class, DemoCommand.class, CatalogCommand.class, SimulateCommand.class,
-                TapeDemoCommand.class, CommandLine.HelpCommand.class})
+                CopyCommand.class, TapeDemoCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 
     @CommandLine.Spec

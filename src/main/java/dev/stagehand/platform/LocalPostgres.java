@@ -47,6 +47,9 @@ public final class LocalPostgres {
     private final Path binDir;
     private final String runAs; // null when this JVM is not root
     private boolean startedHere;
+    private int users; // start() calls not yet matched by stop(): several application contexts may share one cluster
+
+    private static final java.util.Map<Path, LocalPostgres> INSTANCES = new java.util.concurrent.ConcurrentHashMap<>();
 
     private LocalPostgres(Path base, Path binDir, String runAs) {
         this.base = base;
@@ -56,8 +59,15 @@ public final class LocalPostgres {
         this.runAs = runAs;
     }
 
-    /** Prepares (but does not start) a cluster under {@code dir}; fails clearly if PostgreSQL is missing. */
+    /**
+     * The cluster under {@code dir} (one instance per directory in this JVM, so application contexts that
+     * share it stop it only when the last one closes); fails clearly if PostgreSQL is missing.
+     */
     public static LocalPostgres at(Path dir) {
+        return INSTANCES.computeIfAbsent(dir.toAbsolutePath().normalize(), LocalPostgres::prepare);
+    }
+
+    private static LocalPostgres prepare(Path dir) {
         Path bin = findBinDir();
         String runAs = isRoot() ? unprivilegedAccount() : null;
         Path base = dir.toAbsolutePath().normalize();
@@ -87,6 +97,7 @@ public final class LocalPostgres {
                 int port = isRunning() ? runningPort() : startServer();
                 String url = "jdbc:postgresql://127.0.0.1:" + port + "/";
                 createDatabase(url, password, database);
+                users++;
                 return new Connection(url + database, SUPERUSER, password);
             }
         } catch (IOException e) {
@@ -94,9 +105,10 @@ public final class LocalPostgres {
         }
     }
 
-    /** Stops the server if this instance started it. */
+    /** Stops the server once every {@link #start} has been matched by a stop, if this instance started it. */
     public synchronized void stop() {
-        if (!startedHere) return;
+        if (users > 0) users--;
+        if (users > 0 || !startedHere) return;
         startedHere = false;
         log.info("stopping local PostgreSQL in {}", data);
         pg("pg_ctl", "-D", data.toString(), "-m", "fast", "-w", "stop");

@@ -1,0 +1,149 @@
+package dev.stagehand.transfer;
+
+import static dev.stagehand.transfer.AnonymousMoverIT.adler;
+import static dev.stagehand.transfer.AnonymousMoverIT.file;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Hung and dead servers: stalls are detected by the watchdog and files finish elsewhere; dead hosts leave rotation. */
+@Timeout(value = 90, unit = TimeUnit.SECONDS)
+class MoverFaultsIT {
+
+    Path root;
+    GridFtpServer a;
+    GridFtpServer b;
+    final List<TransferFailure> retries = new CopyOnWriteArrayList<>();
+    final TransferListener recorder = new TransferListener() {
+        @Override
+        public void retrying(FileCopy copy, TransferFailure failure) {
+            retries.add(failure);
+        }
+    };
+
+    @BeforeEach
+    void servers() throws Exception {
+        root = Files.createTempDirectory("stagehand-gridftp-faults");
+        GridFtpServer.openUp(root.resolve("dst"));
+        a = GridFtpServer.anonymous(root.resolve("a"));
+        b = GridFtpServer.anonymous(root.resolve("b"));
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        a.close();
+        b.close();
+        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+    }
+
+    MoverSettings settings(Duration stall) {
+        return MoverSettings.defaults().withStreams(2, 2, false)
+                .withRetry(stall, 4, Duration.ofMillis(100), Duration.ofSeconds(60));
+    }
+
+    List<FileCopy> files(String prefix, int n, String hosts) throws Exception {
+        List<FileCopy> copies = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Path f = file(root.resolve("src"), prefix + i, 3 << 20, i + prefix.hashCode());
+            copies.add(new FileCopy(prefix + i, f.toUri(), URI.create("ftp://" + hosts + root.resolve("dst") + "/" + prefix + i),
+                    Files.size(f), adler(f)));
+        }
+        return copies;
+    }
+
+    String both() {
+        return "127.0.0.1:" + a.port + ",127.0.0.1:" + b.port;
+    }
+
+    @Test
+    void stalledServerIsDetectedWithinTheTimeoutAndTheFilesFinishOnTheOtherHost() throws Exception {
+        try (Mover mover = Movers.gridFtp(settings(Duration.ofSeconds(2)), recorder)) {
+            List<FileCopy> warm = files("warm", 4, both());
+            mover.submit(warm).done().get(30, TimeUnit.SECONDS);
+            assertThat(a.children()).isNotEmpty();
+            for (long pid : a.children()) GridFtpServer.signal(pid, "STOP"); // host a hangs mid-session
+            try {
+                List<FileCopy> copies = files("after", 6, both());
+                long start = System.nanoTime();
+                CopyBatch batch = mover.submit(copies);
+                try {
+                    batch.done().get(30, TimeUnit.SECONDS);
+                } catch (java.util.concurrent.TimeoutException e) {
+                    GridFtpServer.dumpThreads("/tmp/stagehand-stall-hang.txt");
+                    throw e;
+                }
+                double seconds = (System.nanoTime() - start) / 1e9;
+                for (FileCopy c : copies) {
+                    CopyResult r = batch.result(c).get();
+                    assertThat(r.adler32()).isEqualTo(c.adler32());
+                    assertThat(Files.mismatch(Path.of(c.source()), root.resolve("dst").resolve(c.id()))).isEqualTo(-1L);
+                }
+                assertThat(retries).extracting(TransferFailure::kind).contains(TransferFailure.Kind.STALL);
+                assertThat(seconds).as("stall limit 2 s, then the retry").isLessThan(15);
+                assertThat(mover.links().getFirst().hostsOut()).containsExactly("127.0.0.1:" + a.port);
+            } finally {
+                for (long pid : a.children()) GridFtpServer.signal(pid, "CONT");
+            }
+        }
+    }
+
+    @Test
+    void stalledSingleHostCompletesAfterResume() throws Exception {
+        String only = "127.0.0.1:" + a.port;
+        try (Mover mover = Movers.gridFtp(settings(Duration.ofSeconds(2)).withStreams(2, 1, false), recorder)) {
+            mover.submit(files("w", 1, only)).done().get(30, TimeUnit.SECONDS);
+            List<Long> stopped = a.children();
+            for (long pid : stopped) GridFtpServer.signal(pid, "STOP");
+            List<FileCopy> copies = files("s", 2, only);
+            CopyBatch batch = mover.submit(copies);
+            Thread.sleep(3000);
+            for (long pid : stopped) GridFtpServer.signal(pid, "CONT");
+            batch.done().get(30, TimeUnit.SECONDS);
+            for (FileCopy c : copies) assertThat(batch.result(c).get().adler32()).isEqualTo(c.adler32());
+            assertThat(retries).extracting(TransferFailure::kind).contains(TransferFailure.Kind.STALL);
+        }
+    }
+
+    @Test
+    void killedServerLeavesRotationAndTheOtherHostTakesEverything() throws Exception {
+        try (Mover mover = Movers.gridFtp(settings(Duration.ofSeconds(5)), recorder)) {
+            mover.submit(files("warm", 4, both())).done().get(30, TimeUnit.SECONDS);
+            a.kill();
+            List<FileCopy> copies = files("k", 10, both());
+            CopyBatch batch = mover.submit(copies);
+            batch.done().get(40, TimeUnit.SECONDS);
+            for (FileCopy c : copies) {
+                CopyResult r = batch.result(c).get();
+                assertThat(r.host()).isEqualTo("127.0.0.1:" + b.port);
+                assertThat(r.adler32()).isEqualTo(c.adler32());
+            }
+            assertThat(mover.links().getFirst().hostsOut()).containsExactly("127.0.0.1:" + a.port);
+        }
+    }
+
+    @Test
+    void deadSingleHostIsRetriedThenFailsAsConnectionTrouble() throws Exception {
+        String only = "127.0.0.1:" + a.port;
+        a.kill();
+        try (Mover mover = Movers.gridFtp(settings(Duration.ofSeconds(5)), recorder)) {
+            FileCopy c = files("dead", 1, only).getFirst();
+            assertThatThrownBy(() -> mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS))
+                    .cause().isInstanceOfSatisfying(TransferFailure.class, f -> {
+                        assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CONNECTION);
+                        assertThat(f.attempts()).isEqualTo(4);
+                    });
+        }
+    }
+}

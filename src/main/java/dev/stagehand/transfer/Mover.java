@@ -1,0 +1,22 @@
+package dev.stagehand.transfer;
+
+import java.util.List;
+
+/**
+ * The mover SPI, shaped for bulk work like the tape SPI: hand over many files at once; each completes or
+ * fails on its own with a typed {@link TransferFailure}; each can be cancelled. Implementations keep a
+ * per-destination (link) pool of connections, retry transient failures and verify every file's checksum
+ * before reporting it done.
+ */
+public interface Mover extends AutoCloseable {
+
+    /** Queues {@code copies}; the returned batch tracks them. */
+    CopyBatch submit(List<FileCopy> copies);
+
+    /** Current per-link state (concurrency, throughput, hosts out of rotation). */
+    List<LinkStatus> links();
+
+    /** Stops every link: queued files are cancelled, connections closed. */
+    @Override
+    void close();
+}

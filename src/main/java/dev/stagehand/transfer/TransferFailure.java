@@ -1,0 +1,67 @@
+package dev.stagehand.transfer;
+
+/** A typed transfer failure, so callers and the retry policy can tell transient trouble from final refusals. */
+public final class TransferFailure extends RuntimeException {
+
+    /** What failed; {@link #retryable()} says whether another attempt can help. */
+    public enum Kind {
+        /** Could not connect (refused, reset, host down). */
+        CONNECTION(true),
+        /** A command or transfer did not finish in time. */
+        TIMEOUT(true),
+        /** No bytes moved for the stall limit; the connection was closed by the watchdog. */
+        STALL(true),
+        /** The destination's Adler32 differs from the expected one. */
+        CHECKSUM_MISMATCH(true),
+        /** Any other server or protocol error (retried, as the server may be at fault). */
+        PROTOCOL(true),
+        /** Login or authorization refused (unknown DN, bad credential). */
+        AUTHENTICATION(false),
+        /** The server refused access to the path. */
+        PERMISSION_DENIED(false),
+        /** The destination directory (or the source) does not exist. */
+        NO_SUCH_PATH(false),
+        /** Quota exceeded or no space left on the destination. */
+        QUOTA_EXCEEDED(false),
+        /** The local source cannot be read, or the request is malformed. */
+        BAD_REQUEST(false),
+        /** Cancelled by the caller. */
+        CANCELLED(false);
+
+        private final boolean retryable;
+
+        Kind(boolean retryable) {
+            this.retryable = retryable;
+        }
+
+        public boolean retryable() {
+            return retryable;
+        }
+    }
+
+    private final Kind kind;
+    private final int attempts;
+
+    public TransferFailure(Kind kind, String message, int attempts, Throwable cause) {
+        super(kind + ": " + message, cause);
+        this.kind = kind;
+        this.attempts = attempts;
+    }
+
+    public TransferFailure(Kind kind, String message) {
+        this(kind, message, 0, null);
+    }
+
+    public Kind kind() {
+        return kind;
+    }
+
+    public boolean retryable() {
+        return kind.retryable();
+    }
+
+    /** Attempts made before giving up. */
+    public int attempts() {
+        return attempts;
+    }
+}

@@ -1,0 +1,26 @@
+package dev.stagehand.transfer;
+
+import java.time.Duration;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * {@code stagehand.transfer.*}: the movers and the transfer queue (documented in config/application.yml).
+ *
+ * @param mover how files are moved
+ * @param queue how the service drains the transfer_job table
+ */
+@ConfigurationProperties("stagehand.transfer")
+public record TransferProperties(@DefaultValue MoverSettings mover, @DefaultValue Queue queue) {
+
+    /**
+     * @param enabled      drain transfer_job in this service
+     * @param pollInterval how often to look for queued rows when idle
+     * @param batchSize    rows claimed at once
+     * @param maxInFlight  rows handed to the movers and not yet finished, at most
+     * @param lease        how long a claim holds without renewal (renewed every third of it)
+     */
+    public record Queue(@DefaultValue("true") boolean enabled, @DefaultValue("1s") Duration pollInterval,
+                        @DefaultValue("200") int batchSize, @DefaultValue("2000") int maxInFlight,
+                        @DefaultValue("2m") Duration lease) {}
+}

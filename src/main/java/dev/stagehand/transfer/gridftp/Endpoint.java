@@ -1,0 +1,50 @@
+package dev.stagehand.transfer.gridftp;
+
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.List;
+
+/** A GridFTP URL split into scheme, its host list (several hosts = one load-balanced link) and path. */
+record Endpoint(String scheme, List<HostPort> hosts, String path) {
+
+    record HostPort(String host, int port) {
+        @Override
+        public String toString() {
+            return host + ":" + port;
+        }
+    }
+
+    static boolean isGridFtp(URI uri) {
+        String s = uri.getScheme();
+        return "ftp".equalsIgnoreCase(s) || "gsiftp".equalsIgnoreCase(s);
+    }
+
+    static Endpoint parse(URI uri) {
+        if (!isGridFtp(uri)) throw new IllegalArgumentException("not an ftp:// or gsiftp:// URL: " + uri);
+        String authority = uri.getRawAuthority();
+        if (authority == null || authority.isBlank()) throw new IllegalArgumentException("no host in " + uri);
+        List<HostPort> hosts = new ArrayList<>();
+        for (String part : authority.split(",")) {
+            String hp = part.trim();
+            int at = hp.lastIndexOf('@');
+            if (at >= 0) hp = hp.substring(at + 1);
+            int colon = hp.lastIndexOf(':');
+            if (colon > 0 && !hp.endsWith("]")) {
+                hosts.add(new HostPort(hp.substring(0, colon), Integer.parseInt(hp.substring(colon + 1))));
+            } else {
+                hosts.add(new HostPort(hp, 2811));
+            }
+        }
+        String path = uri.getPath() == null || uri.getPath().isEmpty() ? "/" : uri.getPath();
+        return new Endpoint(uri.getScheme().toLowerCase(java.util.Locale.ROOT), List.copyOf(hosts), path);
+    }
+
+    boolean gsi() {
+        return scheme.equals("gsiftp");
+    }
+
+    /** The link this endpoint belongs to: scheme and host list. */
+    String link() {
+        return scheme + "://" + String.join(",", hosts.stream().map(HostPort::toString).toList());
+    }
+}

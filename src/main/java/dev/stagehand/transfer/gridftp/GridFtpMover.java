@@ -1,0 +1,166 @@
+package dev.stagehand.transfer.gridftp;
+
+import dev.stagehand.transfer.CopyBatch;
+import dev.stagehand.transfer.CopyResult;
+import dev.stagehand.transfer.FileCopy;
+import dev.stagehand.transfer.LinkStatus;
+import dev.stagehand.transfer.Mover;
+import dev.stagehand.transfer.MoverSettings;
+import dev.stagehand.transfer.TransferFailure;
+import dev.stagehand.transfer.TransferFailure.Kind;
+import dev.stagehand.transfer.TransferListener;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import org.ietf.jgss.GSSCredential;
+
+/**
+ * The jglobus GridFTP mover: files are grouped by destination link; each link keeps a pool of reused
+ * connections; big local files are split into byte ranges sent by several connections at once.
+ */
+public final class GridFtpMover implements Mover {
+
+    private final MoverSettings settings;
+    private final TransferListener listener;
+    private final Watchdog watchdog;
+    private final ScheduledExecutorService timer =
+            Executors.newScheduledThreadPool(1, Thread.ofPlatform().daemon().name("mover-timer").factory());
+    private final Map<String, Link> links = new ConcurrentHashMap<>();
+    private final java.util.concurrent.ExecutorService checksums = Executors.newVirtualThreadPerTaskExecutor();
+    private volatile GSSCredential credential;
+
+    public GridFtpMover(MoverSettings settings, TransferListener listener) {
+        this.settings = settings;
+        this.listener = listener == null ? TransferListener.NONE : listener;
+        this.watchdog = new Watchdog(settings.stallTimeout().toNanos());
+    }
+
+    private GSSCredential credential() {
+        GSSCredential c = credential;
+        if (c == null) {
+            synchronized (this) {
+                if (credential == null) credential = Gsi.credential(settings);
+                c = credential;
+            }
+        }
+        return c;
+    }
+
+    @Override
+    public CopyBatch submit(List<FileCopy> copies) {
+        Map<FileCopy, Job> jobs = new IdentityHashMap<>();
+        Map<Link, List<Job.Piece>> byLink = new java.util.LinkedHashMap<>();
+        // Biggest first: a big file started last would be the whole batch's tail.
+        List<FileCopy> ordered = new ArrayList<>(copies);
+        ordered.sort(Comparator.comparingLong(FileCopy::sizeBytes).reversed());
+        for (FileCopy copy : ordered) {
+            Job job;
+            try {
+                job = prepare(copy);
+            } catch (TransferFailure f) {
+                job = new Job(copy, null, null, null);
+                job.fail(f);
+                jobs.put(copy, job);
+                continue;
+            }
+            jobs.put(copy, job);
+            Endpoint destination = job.destination;
+            Link link = links.computeIfAbsent(destination.link(),
+                    k -> new Link(destination, settings, listener, watchdog, timer, this::credential));
+            job.pieces(split(job, link.concurrency()));
+            byLink.computeIfAbsent(link, l -> new ArrayList<>()).addAll(job.pieces);
+        }
+        byLink.forEach(Link::enqueue);
+        return new Batch(jobs);
+    }
+
+    private Job prepare(FileCopy copy) {
+        Endpoint destination;
+        try {
+            destination = Endpoint.parse(copy.destination());
+        } catch (IllegalArgumentException e) {
+            throw new TransferFailure(Kind.BAD_REQUEST, "bad destination: " + e.getMessage());
+        }
+        if (destination.gsi()) Gsi.prepare(settings);
+        if (Endpoint.isGridFtp(copy.source())) {
+            return new Job(copy, destination, Endpoint.parse(copy.source()), null);
+        }
+        if (!"file".equalsIgnoreCase(copy.source().getScheme()))
+            throw new TransferFailure(Kind.BAD_REQUEST, "unsupported source " + copy.source());
+        Path local = Path.of(copy.source());
+        if (!Files.isRegularFile(local) || !Files.isReadable(local))
+            throw new TransferFailure(Kind.BAD_REQUEST, "cannot read local file " + local);
+        Job job = new Job(copy, destination, null, local);
+        return job;
+    }
+
+    /** Big local files become byte ranges, one per connection of the link, so several connections share them. */
+    private List<Job.Piece> split(Job job, int connections) {
+        long size = job.copy.sizeBytes();
+        if (job.source != null || settings.splitBytes() <= 0 || size < settings.splitBytes() || connections < 2) {
+            return List.of(new Job.Piece(job, 0, size));
+        }
+        long step = ((size + connections - 1) / connections + (1 << 20) - 1) & ~((1L << 20) - 1);
+        List<Job.Piece> pieces = new ArrayList<>();
+        for (long off = 0; off < size; off += step) pieces.add(new Job.Piece(job, off, Math.min(step, size - off)));
+        return pieces;
+    }
+
+    @Override
+    public List<LinkStatus> links() {
+        return links.values().stream().map(Link::status).toList();
+    }
+
+    @Override
+    public void close() {
+        links.values().forEach(Link::close);
+        timer.shutdownNow();
+        watchdog.close();
+        checksums.shutdownNow();
+    }
+
+    private static final class Batch implements CopyBatch {
+        private final Map<FileCopy, Job> jobs;
+
+        Batch(Map<FileCopy, Job> jobs) {
+            this.jobs = jobs;
+        }
+
+        private Job job(FileCopy copy) {
+            Job job = jobs.get(copy);
+            if (job == null) throw new IllegalArgumentException("not in this batch: " + copy);
+            return job;
+        }
+
+        @Override
+        public CompletableFuture<CopyResult> result(FileCopy copy) {
+            return job(copy).future;
+        }
+
+        @Override
+        public void cancel(FileCopy copy) {
+            Job job = job(copy);
+            job.cancelled = true;
+            job.fail(new TransferFailure(Kind.CANCELLED, "cancelled: " + copy.destination()));
+        }
+
+        @Override
+        public void cancelAll() {
+            jobs.keySet().forEach(this::cancel);
+        }
+
+        @Override
+        public CompletableFuture<Void> done() {
+            return CompletableFuture.allOf(jobs.values().stream()
+                    .map(j -> j.future.handle((r, e) -> null)).toArray(CompletableFuture[]::new));
+        }
+    }
+}

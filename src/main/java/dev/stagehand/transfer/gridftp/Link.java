@@ -1,0 +1,494 @@
+package dev.stagehand.transfer.gridftp;
+
+import dev.stagehand.transfer.LinkStatus;
+import dev.stagehand.transfer.MoverSettings;
+import dev.stagehand.transfer.TransferFailure;
+import dev.stagehand.transfer.TransferFailure.Kind;
+import dev.stagehand.transfer.TransferListener;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.Adler32;
+import org.ietf.jgss.GSSCredential;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One destination (scheme + host list): a queue of pieces, a pool of worker connections spread over the
+ * hosts, host health, and the adaptive concurrency (in the spirit of FTS3's optimizer).
+ */
+final class Link {
+
+    private static final Logger log = LoggerFactory.getLogger(Link.class);
+
+    final String key;
+    private final Endpoint endpoint;
+    private final MoverSettings settings;
+    private final TransferListener listener;
+    private final Watchdog watchdog;
+    private final ScheduledExecutorService timer;
+    private final CredentialSource credentials;
+    private final LinkedBlockingDeque<Job.Piece> queue = new LinkedBlockingDeque<>();
+    private final Map<Endpoint.HostPort, Long> downUntil = new ConcurrentHashMap<>();
+    private final Map<Endpoint.HostPort, AtomicInteger> load = new ConcurrentHashMap<>();
+    private final AtomicInteger target;
+    private final AtomicInteger workers = new AtomicInteger();
+    private final AtomicInteger active = new AtomicInteger();
+    // optimizer window
+    private final AtomicLong windowBytes = new AtomicLong();
+    private final AtomicInteger windowOk = new AtomicInteger();
+    private final AtomicInteger windowFailed = new AtomicInteger();
+    private volatile double emaMbPerSecond = -1;
+    private volatile double successRate = 1;
+    private volatile boolean closed;
+
+    interface CredentialSource {
+        GSSCredential get();
+    }
+
+    Link(Endpoint endpoint, MoverSettings settings, TransferListener listener, Watchdog watchdog,
+         ScheduledExecutorService timer, CredentialSource credentials) {
+        this.key = endpoint.link();
+        this.endpoint = endpoint;
+        this.settings = settings;
+        this.listener = listener;
+        this.watchdog = watchdog;
+        this.timer = timer;
+        this.credentials = credentials;
+        this.target = new AtomicInteger(settings.concurrency());
+        for (Endpoint.HostPort h : endpoint.hosts()) load.put(h, new AtomicInteger());
+        if (settings.adaptive() && settings.minConcurrency() < settings.maxConcurrency()) {
+            long ms = settings.optimizerInterval().toMillis();
+            timer.scheduleAtFixedRate(this::optimize, ms, ms, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    int concurrency() {
+        return target.get();
+    }
+
+    void enqueue(Collection<Job.Piece> pieces) {
+        queue.addAll(pieces);
+        ensureWorkers();
+    }
+
+    private void requeueLater(Job.Piece p, int attempt) {
+        long delay = Math.min(60_000, settings.backoff().toMillis() << Math.min(10, Math.max(0, attempt - 1)));
+        timer.schedule(() -> {
+            if (!p.job.finished() && !closed) {
+                queue.addFirst(p);
+                ensureWorkers();
+            }
+        }, delay, TimeUnit.MILLISECONDS);
+    }
+
+    private synchronized void ensureWorkers() {
+        while (!closed && workers.get() < target.get()) {
+            workers.incrementAndGet();
+            Thread.ofVirtual().name("mover-" + key).start(new Worker());
+        }
+    }
+
+    /** A worker above the target retires (the optimizer lowered concurrency). */
+    private boolean retire() {
+        while (true) {
+            int w = workers.get();
+            if (w <= target.get()) return false;
+            if (workers.compareAndSet(w, w - 1)) return true;
+        }
+    }
+
+    /** Takes the next pieces for one connection: at least one, topped up until the size threshold (BDM). */
+    private List<Job.Piece> claim() throws InterruptedException {
+        List<Job.Piece> mine = new ArrayList<>();
+        Job.Piece first = queue.pollFirst(200, TimeUnit.MILLISECONDS);
+        if (first == null) return mine;
+        mine.add(first);
+        long bytes = first.length;
+        // never more than a fair share of what waits, so every connection (and host) gets work
+        int fairShare = Math.max(1, (queue.size() + 1) / Math.max(1, target.get()));
+        while (bytes < settings.topUpBytes() && mine.size() < fairShare) {
+            Job.Piece next = queue.peekFirst();
+            if (next == null || bytes + next.length > settings.topUpBytes() && next.length > settings.topUpBytes() / 4) break;
+            next = queue.pollFirst();
+            if (next == null) break;
+            mine.add(next);
+            bytes += next.length;
+        }
+        return mine;
+    }
+
+    private Endpoint.HostPort pickHost() {
+        long now = System.nanoTime();
+        List<Endpoint.HostPort> up = endpoint.hosts().stream().filter(h -> downUntil.getOrDefault(h, 0L) <= now).toList();
+        Collection<Endpoint.HostPort> candidates = up.isEmpty() ? endpoint.hosts() : up;
+        Endpoint.HostPort best = candidates.stream()
+                .min(Comparator.comparingInt((Endpoint.HostPort h) -> load.get(h).get())
+                        .thenComparingLong(h -> downUntil.getOrDefault(h, 0L)))
+                .orElseThrow();
+        load.get(best).incrementAndGet();
+        return best;
+    }
+
+    private void quarantine(Endpoint.HostPort host) {
+        if (host == null || endpoint.hosts().size() < 2) return;
+        downUntil.put(host, System.nanoTime() + settings.hostQuarantine().toNanos());
+        log.warn("GridFTP host {} of {} out of rotation for {}", host, key, settings.hostQuarantine());
+    }
+
+    LinkStatus status() {
+        long now = System.nanoTime();
+        List<String> out = downUntil.entrySet().stream().filter(e -> e.getValue() > now).map(e -> e.getKey().toString()).toList();
+        return new LinkStatus(key, target.get(), queue.size(), active.get(), Math.max(0, emaMbPerSecond), successRate, out);
+    }
+
+    /**
+     * FTS3-like rules, once per interval: a success rate below 90 % lowers concurrency by 2, below 99 % by 1;
+     * otherwise, while files wait, one more transfer if throughput held or rose, one fewer if it fell.
+     */
+    void optimize() {
+        double seconds = settings.optimizerInterval().toNanos() / 1e9;
+        double mbps = windowBytes.getAndSet(0) / 1e6 / seconds;
+        int ok = windowOk.getAndSet(0);
+        int failed = windowFailed.getAndSet(0);
+        if (ok + failed == 0 && queue.isEmpty()) return;
+        double rate = ok + failed == 0 ? 1 : ok / (double) (ok + failed);
+        successRate = rate;
+        double previous = emaMbPerSecond;
+        emaMbPerSecond = previous < 0 ? mbps : 0.3 * mbps + 0.7 * previous;
+        int t = target.get();
+        int next = t;
+        if (rate < 0.9) next = t - 2;
+        else if (rate < 0.99) next = t - 1;
+        else if (!queue.isEmpty()) next = previous < 0 || emaMbPerSecond >= previous * 0.95 ? t + 1 : t - 1;
+        next = Math.max(settings.minConcurrency(), Math.min(settings.maxConcurrency(), next));
+        if (next != t) {
+            target.set(next);
+            log.debug("link {}: concurrency {} -> {} ({} MB/s, success {})", key, t, next, emaMbPerSecond, rate);
+            ensureWorkers();
+        }
+    }
+
+    void close() {
+        closed = true;
+        idleCheckers.values().forEach(q -> q.forEach(GridFtpSession::close));
+        for (Job.Piece p; (p = queue.poll()) != null; ) {
+            p.job.fail(new TransferFailure(Kind.CANCELLED, "mover closed", p.attempts, null));
+        }
+    }
+
+    /** One connection's loop: claim pieces, send them back to back over the same control and data channels. */
+    private final class Worker implements Runnable {
+        private GridFtpSession session;
+        private final Map<String, GridFtpSession> sources = new HashMap<>();
+
+        @Override
+        public void run() {
+            boolean retired = false;
+            try {
+                while (!closed) {
+                    if (retire()) {
+                        retired = true;
+                        return;
+                    }
+                    List<Job.Piece> mine = claim();
+                    for (int i = 0; i < mine.size(); i++) {
+                        if (!send(mine.get(i))) {
+                            // the connection is gone: give the rest of this connection's queue back
+                            List<Job.Piece> rest = mine.subList(i + 1, mine.size());
+                            for (int j = rest.size() - 1; j >= 0; j--) queue.addFirst(rest.get(j));
+                            break;
+                        }
+                    }
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                dropSession();
+                sources.values().forEach(GridFtpSession::close);
+                if (!retired) workers.decrementAndGet();
+            }
+        }
+
+        private void dropSession() {
+            if (session != null) {
+                session.close();
+                load.get(session.host).decrementAndGet();
+                session = null;
+            }
+        }
+
+        private GridFtpSession session(Watchdog.Attempt a) throws Exception {
+            if (session != null && session.isClosed()) dropSession();
+            if (session == null) {
+                Endpoint.HostPort host = pickHost();
+                try {
+                    session = GridFtpSession.open(host, endpoint.gsi(), endpoint.gsi() ? credentials.get() : null, settings);
+                } catch (Exception e) {
+                    load.get(host).decrementAndGet();
+                    throw new HostException(host, e);
+                }
+            }
+            a.add(session);
+            return session;
+        }
+
+        private GridFtpSession sourceSession(Endpoint src, Watchdog.Attempt a) throws Exception {
+            GridFtpSession s = sources.get(src.link());
+            if (s == null || s.isClosed()) {
+                Endpoint.HostPort host = src.hosts().get(Math.floorMod(System.identityHashCode(this), src.hosts().size()));
+                s = GridFtpSession.open(host, src.gsi(), src.gsi() ? credentials.get() : null, settings);
+                sources.put(src.link(), s);
+            }
+            a.add(s);
+            return s;
+        }
+
+        /** Sends one piece; false when the attempt failed (the connection is then closed). */
+        private boolean send(Job.Piece p) {
+            Job job = p.job;
+            if (job.finished()) return true;
+            p.attempts++;
+            Watchdog.Attempt a = watchdog.watch();
+            job.running.add(a);
+            active.incrementAndGet();
+            Endpoint.HostPort host = null;
+            boolean verifying = false;
+            try {
+                GridFtpSession s = session(a);
+                host = s.host;
+                String path = job.destination.path();
+                long sent;
+                if (job.source == null) {
+                    boolean streamSum = settings.verifyChecksum();
+                    try (RangeSource src = new RangeSource(job.local, p.offset, p.length, streamSum, n -> {
+                        a.progress();
+                        job.bytes.addAndGet(n);
+                        windowBytes.addAndGet(n);
+                        listener.bytes(job.copy, n);
+                    })) {
+                        s.put(path, p.offset, src, marker -> a.progress());
+                        if (streamSum) p.adler32 = src.adler32();
+                    }
+                    sent = p.length;
+                } else {
+                    GridFtpSession from = sourceSession(job.source, a);
+                    sent = job.copy.sizeBytes() > 0 ? job.copy.sizeBytes() : from.size(job.source.path());
+                    a.progress();
+                    from.transferTo(job.source.path(), s, path, marker -> a.progress());
+                    job.bytes.addAndGet(sent);
+                    windowBytes.addAndGet(sent);
+                    listener.bytes(job.copy, sent);
+                }
+                a.progress();
+                if (a.aborted) throw new TransferFailure(a.stalled ? Kind.STALL : Kind.CANCELLED, "aborted", p.attempts, null);
+                if (job.remaining.decrementAndGet() == 0) {
+                    verifying = true;
+                    verify(job, s, a);
+                }
+                windowOk.incrementAndGet();
+                return true;
+            } catch (Throwable e) {
+                dropSession();
+                sources.values().forEach(GridFtpSession::close);
+                sources.clear();
+                if (e instanceof HostException he) host = he.host;
+                Throwable cause = e instanceof HostException he ? he.getCause() : e;
+                TransferFailure f;
+                if (cause instanceof TransferFailure tf) f = tf;
+                else if (cause instanceof ChecksumMismatch) f = new TransferFailure(Kind.CHECKSUM_MISMATCH, cause.getMessage(), p.attempts, cause);
+                else if (a.stalled) f = new TransferFailure(Kind.STALL, "no progress for " + settings.stallTimeout()
+                        + " on " + host, p.attempts, cause);
+                else if (job.cancelled) f = new TransferFailure(Kind.CANCELLED, "cancelled", p.attempts, cause);
+                else f = new TransferFailure(Failures.classify(cause), Failures.message(cause) + " (" + host + ")", p.attempts, cause);
+                if (f.kind() == Kind.CONNECTION || f.kind() == Kind.STALL || f.kind() == Kind.TIMEOUT) quarantine(host);
+                windowFailed.incrementAndGet();
+                failed(p, f, verifying);
+                return false;
+            } finally {
+                active.decrementAndGet();
+                job.running.remove(a);
+                watchdog.unwatch(a);
+            }
+        }
+
+        private void verify(Job job, GridFtpSession s, Watchdog.Attempt a) throws Exception {
+            listener.written(job.copy, s.host.toString(), 1 + job.retries.get());
+            if (!settings.verifyChecksum()) {
+                job.complete(s.host.toString(), -1);
+                return;
+            }
+            if (job.source == null) {
+                checkLater(job, s.host, localRanges(job));
+                return;
+            }
+            Long expected = job.copy.adler32();
+            if (expected == null) expected = sources.get(job.source.link()).adler32(job.source.path());
+            a.progress();
+            long actual = s.adler32(job.destination.path());
+            a.progress();
+            compare(job, actual, expected);
+            job.complete(s.host.toString(), actual);
+        }
+    }
+
+    private static void compare(Job job, long actual, long expected) throws ChecksumMismatch {
+        if (actual != expected) {
+            throw new ChecksumMismatch(String.format("destination %s has ADLER32 %08x, expected %08x",
+                    job.destination.path(), actual, expected));
+        }
+    }
+
+    private final Map<Endpoint.HostPort, java.util.concurrent.ConcurrentLinkedQueue<GridFtpSession>> idleCheckers =
+            new ConcurrentHashMap<>();
+    private final java.util.concurrent.Semaphore checkSlots = new java.util.concurrent.Semaphore(4);
+
+    /** A byte range of a written file and the Adler32 it must have (length -1: to the end). */
+    private record Range(long offset, long length, long adler32) {}
+
+    /**
+     * What the server must report for a local file: one range for a whole file; for a file sent as byte
+     * ranges, each range on its own (so several server processes sum it at once), after the ranges' sums,
+     * combined, were checked against the catalog's.
+     */
+    private static List<Range> localRanges(Job job) throws ChecksumMismatch {
+        List<Job.Piece> pieces = job.pieces;
+        long combined = 1;
+        for (Job.Piece p : pieces) combined = combine(combined, p.adler32, p.length);
+        Long expected = job.copy.adler32();
+        if (expected != null && expected != combined) {
+            throw new ChecksumMismatch(String.format("local source %s read as ADLER32 %08x, catalog says %08x",
+                    job.local, combined, expected));
+        }
+        if (pieces.size() == 1) return List.of(new Range(0, -1, combined));
+        return pieces.stream().map(p -> new Range(p.offset, p.length, p.adler32)).toList();
+    }
+
+    /** zlib's adler32_combine: the Adler32 of A followed by B from the sums of A and B and B's length. */
+    static long combine(long adlerA, long adlerB, long lengthB) {
+        final long base = 65521;
+        long rem = lengthB % base;
+        long sum1 = adlerA & 0xffff;
+        long sum2 = (rem * sum1) % base;
+        sum1 += (adlerB & 0xffff) + base - 1;
+        sum2 += ((adlerA >>> 16) & 0xffff) + ((adlerB >>> 16) & 0xffff) + base - rem;
+        if (sum1 >= base) sum1 -= base;
+        if (sum1 >= base) sum1 -= base;
+        if (sum2 >= (base << 1)) sum2 -= (base << 1);
+        if (sum2 >= base) sum2 -= base;
+        return (sum2 << 16) | sum1;
+    }
+
+    /**
+     * Asks {@code host} (the one that wrote the file) for the CKSM ADLER32 of each range, on pooled checker
+     * connections, so the sending connection streams the next file meanwhile.
+     */
+    private void checkLater(Job job, Endpoint.HostPort host, List<Range> ranges) {
+        long whole = ranges.size() == 1 ? ranges.getFirst().adler32()
+                : job.pieces.stream().reduce(1L, (acc, p) -> combine(acc, p.adler32, p.length), (x, y) -> x);
+        AtomicInteger left = new AtomicInteger(ranges.size());
+        java.util.concurrent.atomic.AtomicBoolean failedOnce = new java.util.concurrent.atomic.AtomicBoolean();
+        for (Range range : ranges) {
+            Thread.ofVirtual().name("cksm-" + key).start(() -> {
+                var idle = idleCheckers.computeIfAbsent(host, h -> new java.util.concurrent.ConcurrentLinkedQueue<>());
+                Watchdog.Attempt a = watchdog.watch();
+                job.running.add(a);
+                GridFtpSession s = null;
+                boolean slot = false;
+                try {
+                    checkSlots.acquire();
+                    slot = true;
+                    s = idle.poll();
+                    if (s == null || s.isClosed()) {
+                        s = GridFtpSession.open(host, endpoint.gsi(), endpoint.gsi() ? credentials.get() : null, settings);
+                    }
+                    a.add(s);
+                    long actual = s.adler32(job.destination.path(), range.offset(), range.length());
+                    if (actual != range.adler32()) {
+                        throw new ChecksumMismatch(String.format("destination %s has ADLER32 %08x at [%d, +%d), expected %08x",
+                                job.destination.path(), actual, range.offset(), range.length(), range.adler32()));
+                    }
+                    if (closed) s.close();
+                    else idle.add(s);
+                    s = null;
+                    if (left.decrementAndGet() == 0 && !failedOnce.get()) job.complete(host.toString(), whole);
+                } catch (Throwable e) {
+                    if (s != null) s.close();
+                    if (failedOnce.compareAndSet(false, true)) {
+                        TransferFailure f = e instanceof ChecksumMismatch
+                                ? new TransferFailure(Kind.CHECKSUM_MISMATCH, e.getMessage(), 0, e)
+                                : a.stalled ? new TransferFailure(Kind.STALL, "no CKSM reply in " + settings.stallTimeout() + " from " + host, 0, e)
+                                : new TransferFailure(Failures.classify(e), "checksum: " + Failures.message(e) + " (" + host + ")", 0, e);
+                        failed(job.pieces.getFirst(), f, true);
+                    }
+                } finally {
+                    if (slot) checkSlots.release();
+                    job.running.remove(a);
+                    watchdog.unwatch(a);
+                }
+            });
+        }
+    }
+
+    /** {@code wholeFile}: the failure came after every piece was written (verification), so all are sent again. */
+    private void failed(Job.Piece p, TransferFailure f, boolean wholeFile) {
+        Job job = p.job;
+        if (job.finished()) return;
+        int attempt = wholeFile ? 1 + job.retries.get() : p.attempts;
+        if (f.retryable() && attempt < settings.maxAttempts() && !job.cancelled) {
+            job.retries.incrementAndGet();
+            listener.retrying(job.copy, f);
+            log.info("retrying {} (attempt {} failed: {})", job.copy.destination(), attempt, f.getMessage());
+            if (wholeFile) {
+                job.bytes.set(0);
+                job.remaining.set(job.pieces.size());
+                for (Job.Piece piece : job.pieces) requeueLater(piece, attempt);
+            } else {
+                requeueLater(p, attempt);
+            }
+        } else {
+            job.fail(new TransferFailure(f.kind(), job.copy.destination() + ": " + f.getMessage().replaceFirst("^\\w+: ", ""),
+                    attempt, f.getCause()));
+        }
+    }
+
+    /** A connection to {@code host} could not be opened. */
+    private static final class HostException extends Exception {
+        final Endpoint.HostPort host;
+
+        HostException(Endpoint.HostPort host, Exception cause) {
+            super(cause);
+            this.host = host;
+        }
+    }
+
+    /** The destination's checksum differs: the whole file is sent again. */
+    static final class ChecksumMismatch extends Exception {
+        ChecksumMismatch(String message) {
+            super(message);
+        }
+    }
+
+    static long adler32(java.nio.file.Path file) throws java.io.IOException {
+        Adler32 sum = new Adler32();
+        try (var ch = java.nio.channels.FileChannel.open(file)) {
+            // heap buffer: a direct one per file hits the direct-memory limit and System.gc() stalls
+            var buf = java.nio.ByteBuffer.allocate(1 << 20);
+            while (ch.read(buf) > 0) {
+                buf.flip();
+                sum.update(buf);
+                buf.clear();
+            }
+        }
+        return sum.getValue();
+    }
+}
