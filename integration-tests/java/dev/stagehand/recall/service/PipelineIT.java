@@ -17,6 +17,7 @@ import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
 import dev.stagehand.tape.WriteBatch;
+import dev.stagehand.transfer.TransferQueue;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -40,7 +41,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  * backpressure when the cache is full, release under pressure, pin expiry and eviction, checksum
  * mismatches from corrupt segments, and dedup of stages in flight and of cached files.
  */
-@SpringBootTest(properties = {"stagehand.recall.enabled=false"})
+@SpringBootTest(properties = {"stagehand.recall.enabled=false", "stagehand.transfer.queue.enabled=false"})
 class PipelineIT {
 
     static final long SIZE = 2_000_000;
@@ -49,6 +50,7 @@ class PipelineIT {
     @Autowired JdbcClient db;
     @Autowired TransactionTemplate tx;
     @Autowired StageRequests requests;
+    @Autowired TransferQueue transfers;
 
     @TempDir Path tmp;
 
@@ -73,11 +75,15 @@ class PipelineIT {
     }
 
     void start(long capacity) {
+        start(capacity, 2, null);
+    }
+
+    void start(long capacity, int drives, TransferQueue handOff) {
         cacheDir = tmp.resolve("cache");
         cache = TestCaches.cache(db, tx, cacheDir, capacity, "pipe-" + tag, clock);
-        TapeLibrary lib = new Recording(SimulatedLibrary.builder(clock).name("p" + tag).drives(2).accessors(1)
+        TapeLibrary lib = new Recording(SimulatedLibrary.builder(clock).name("p" + tag).drives(drives).accessors(1)
                 .root(tmp.resolve("lib")).faults(faults).build(), reads, mounts);
-        service = new RecallService(jdbc, lib, clock, TapeModel.lto9(), TwoSchedulersIT.props("pipe-" + tag, SIZE), cache);
+        service = new RecallService(jdbc, lib, clock, TapeModel.lto9(), TwoSchedulersIT.props("pipe-" + tag, SIZE), cache, handOff);
         service.start();
     }
 
@@ -278,5 +284,63 @@ class PipelineIT {
         // each request holds its own pins for its disk lifetime
         assertThat(cache.pins(jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, f)))
                 .containsKeys(first.toString(), second.toString(), third.toString());
+    }
+
+    @Test
+    void eachVerifiedFileGoesToTheTransferQueueAsSoonAsItIsOnDiskAndEndsWithItsTransfer() {
+        start(100 * SIZE, 1, transfers);
+        String v1 = volume("a"), v2 = volume("b");
+        String a = file("t0", v1), b = file("t1", v2);
+        UUID id = requests.submit("it", new NewStageRequest(null, List.of(a, b), null, 86_400L,
+                "gsiftp://dest.example.org:2811/data/", "atlas")).request().id();
+        submitted.add(id);
+        String first = null;
+        for (int i = 0; i < 200 && first == null; i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+            List<String> queued = jdbc.queryForList("SELECT correlation FROM transfer_job WHERE correlation LIKE ?", String.class,
+                    "stage:" + id + ":%");
+            if (!queued.isEmpty()) first = queued.getFirst();
+        }
+        assertThat(first).isNotNull();
+        // handed on while the other file (another volume, one drive) is still waiting for tape
+        Map<String, Long> st = states(id);
+        assertThat(st.get("transferring")).isEqualTo(1L);
+        assertThat(st.getOrDefault("queued", 0L) + st.getOrDefault("staging", 0L)).isEqualTo(1L);
+        long firstFile = Long.parseLong(first.substring(first.lastIndexOf(':') + 1));
+        Map<String, Object> job = jdbc.queryForMap("SELECT source, destination, size_bytes, adler32 FROM transfer_job WHERE correlation = ?", first);
+        Map<String, Object> f = jdbc.queryForMap("SELECT f.name, f.adler32, cf.path FROM file f JOIN cache_file cf ON cf.file_id = f.id "
+                + "AND cf.state = 'verified' WHERE f.id = ?", firstFile);
+        assertThat(job.get("source")).isEqualTo(Path.of((String) f.get("path")).toUri().toString());
+        assertThat(job.get("destination")).isEqualTo("gsiftp://dest.example.org:2811/data" + f.get("name"));
+        assertThat(((Number) job.get("size_bytes")).longValue()).isEqualTo(SIZE);
+        assertThat(((Number) job.get("adler32")).longValue()).isEqualTo(Long.parseLong(((String) f.get("adler32")).trim(), 16));
+
+        // the movers finish it (as the drainer records it): the file is done and no longer pinned for the request
+        jdbc.update("UPDATE transfer_job SET state = 'done', finished_at = now() WHERE correlation = ?", first);
+        service.poll();
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request_file WHERE request_id = ? AND file_id = ?", String.class, id, firstFile))
+                .isEqualTo("done");
+        assertThat(cache.pins(firstFile)).doesNotContainKey(id.toString());
+        assertThat(requestState(id)).isEqualTo("active");
+
+        // the other one arrives, is handed on, and its transfer fails: the file fails with the transfer's reason
+        String second = null;
+        for (int i = 0; i < 200 && second == null; i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+            List<String> queued = jdbc.queryForList("SELECT correlation FROM transfer_job WHERE correlation LIKE ? AND correlation <> ?",
+                    String.class, "stage:" + id + ":%", first);
+            if (!queued.isEmpty()) second = queued.getFirst();
+        }
+        assertThat(second).isNotNull();
+        jdbc.update("UPDATE transfer_job SET state = 'failed', last_error = 'permission denied on dest.example.org', finished_at = now() "
+                + "WHERE correlation = ?", second);
+        service.poll();
+        assertThat(requestState(id)).isEqualTo("failed");
+        assertThat(jdbc.queryForList("SELECT error FROM stage_request_file WHERE request_id = ? AND state = 'failed'", String.class, id))
+                .containsExactly("transfer failed: permission denied on dest.example.org");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation LIKE ?", Long.class, "stage:" + id + ":%"))
+                .isEqualTo(2L); // each file handed on exactly once
     }
 }

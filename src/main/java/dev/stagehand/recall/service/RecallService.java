@@ -14,6 +14,7 @@ import dev.stagehand.recall.scheduler.SchedulerConfig;
 import dev.stagehand.recall.scheduler.TapeModelCosts;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
+import dev.stagehand.transfer.TransferQueue;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.sql.Timestamp;
@@ -51,6 +52,7 @@ public final class RecallService {
     private final TapeModel model;
     private final RecallProperties props;
     private final DiskCache cache;
+    private final TransferHandOff handOff;
     private final String instance;
     private RecallEngine engine;
     private JdbcQueueStore store;
@@ -60,8 +62,15 @@ public final class RecallService {
 
     public RecallService(JdbcTemplate jdbc, TapeLibrary library, EventClock clock, TapeModel model, RecallProperties props,
                          DiskCache cache) {
+        this(jdbc, library, clock, model, props, cache, null);
+    }
+
+    /** @param transfers where verified files of requests with a destination go; null: no hand-off */
+    public RecallService(JdbcTemplate jdbc, TapeLibrary library, EventClock clock, TapeModel model, RecallProperties props,
+                         DiskCache cache, TransferQueue transfers) {
         this.jdbc = jdbc;
         this.cache = cache;
+        this.handOff = transfers == null ? null : new TransferHandOff(jdbc, transfers, cache);
         this.library = library;
         this.clock = clock;
         this.model = model;
@@ -153,6 +162,7 @@ public final class RecallService {
         registerQueuedFiles();
         intake();
         reconcile();
+        if (handOff != null) handOff.run();
         engine.requestPass();
     }
 
