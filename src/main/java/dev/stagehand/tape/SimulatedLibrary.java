@@ -393,13 +393,18 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
 
     /** Runs {@code body} under the lock, then (lock released) the completions and events it queued. */
     private void locked(Runnable body) {
-        List<Runnable> todo;
+        List<Runnable> todo = List.of();
         lock.lock();
         try {
             body.run();
         } finally {
-            todo = after;
-            after = todo.isEmpty() ? todo : new ArrayList<>();
+            // Nested (a future completed synchronously inside a locked body): the outermost call runs what
+            // was queued once the lock is really free; running it here, still holding the lock, would call
+            // back into the scheduler under the library's lock (a lock-order deadlock with mount/read).
+            if (lock.getHoldCount() == 1) {
+                todo = after;
+                after = todo.isEmpty() ? todo : new ArrayList<>();
+            }
             lock.unlock();
         }
         if (todo.isEmpty()) return;
