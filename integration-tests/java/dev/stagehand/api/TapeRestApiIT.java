@@ -57,6 +57,9 @@ class TapeRestApiIT {
     void setUp() {
         api = new ApiClient(port);
         // IT classes run one at a time: close what earlier classes left open, so the admission limit counts ours
+        jdbc.update("""
+                UPDATE stage_request_file SET state = 'cancelled', finished_at = now() WHERE state IN ('queued', 'staging')
+                   AND request_id IN (SELECT id FROM stage_request WHERE state IN ('submitted', 'active'))""");
         jdbc.update("UPDATE stage_request SET state = 'cancelled', completed_at = now() WHERE state IN ('submitted', 'active')");
     }
 

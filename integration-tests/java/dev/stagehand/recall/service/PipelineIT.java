@@ -87,6 +87,15 @@ class PipelineIT {
         service.start();
     }
 
+    /** IT classes run one at a time: work other classes left open must not compete for this test's drives and cache. */
+    @org.junit.jupiter.api.BeforeEach
+    void closeLeftovers() {
+        jdbc.update("""
+                UPDATE stage_request_file SET state = 'cancelled', finished_at = now() WHERE state IN ('queued', 'staging')
+                   AND request_id IN (SELECT id FROM stage_request WHERE state IN ('submitted', 'active'))""");
+        jdbc.update("UPDATE stage_request SET state = 'cancelled', completed_at = now() WHERE state IN ('submitted', 'active')");
+    }
+
     @AfterEach
     void end() {
         if (service != null) service.stop();
