@@ -7,6 +7,7 @@ import dev.stagehand.recall.scheduler.Copy;
 import dev.stagehand.recall.scheduler.QueueModel;
 import dev.stagehand.recall.scheduler.QueueStore;
 import dev.stagehand.recall.scheduler.RecallEngine;
+import dev.stagehand.recall.scheduler.Staging;
 import dev.stagehand.recall.scheduler.SchedulerConfig;
 import dev.stagehand.recall.scheduler.TapeModelCosts;
 import dev.stagehand.recall.scheduler.EngineListener;
@@ -91,7 +92,7 @@ public final class RecallBench {
         TapeModel model = TapeModel.lto9();
         SimulatedLibrary lib = SimulatedLibrary.builder(clock).drives(8).accessors(2).model(model).build();
         RecallEngine engine = new RecallEngine(lib, clock, new TapeModelCosts(model),
-                SchedulerConfig.defaults(SchedulerConfig.Policy.TAPE_AWARE), QueueStore.IN_MEMORY, f -> null, EngineListener.NONE);
+                SchedulerConfig.defaults(SchedulerConfig.Policy.TAPE_AWARE), QueueStore.IN_MEMORY, Staging.NONE, EngineListener.NONE);
         Random rnd = new Random(7);
         long t0 = System.nanoTime();
         int perRequest = 1000;

@@ -36,6 +36,21 @@ final class ApiClient {
         return send(b.build());
     }
 
+    Answer delete(String path) {
+        return send(HttpRequest.newBuilder(URI.create(base + path)).DELETE().build());
+    }
+
+    /** The Retry-After header of a GET... kept simple: send and return the raw response headers' value. */
+    String retryAfter(String path, String body) {
+        try {
+            var r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(base + path)).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+            return r.headers().firstValue("Retry-After").orElse(null);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     private static Answer send(HttpRequest r) {
         try {
             HttpResponse<String> resp = HttpClient.newHttpClient().send(r, HttpResponse.BodyHandlers.ofString());

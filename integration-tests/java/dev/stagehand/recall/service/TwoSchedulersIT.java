@@ -29,6 +29,9 @@ import org.junit.jupiter.api.io.TempDir;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.transaction.support.TransactionTemplate;
+import dev.stagehand.cache.DiskCache;
 
 /**
  * Two scheduler instances share one PostgreSQL queue (each with its own drives): every file is read
@@ -53,8 +56,14 @@ class TwoSchedulersIT {
         public CompletableFuture<Void> dismount(String drive) { return lib.dismount(drive); }
     }
 
-    RecallProperties props(String instance, Path staging) {
-        return new RecallProperties(true, "tape-aware", staging, Duration.ZERO, Duration.ofMinutes(10), instance,
+    @Autowired
+    JdbcClient db;
+
+    @Autowired
+    TransactionTemplate tx;
+
+    static RecallProperties props(String instance, long cacheBatchBytes) {
+        return new RecallProperties(true, "tape-aware", cacheBatchBytes, Duration.ZERO, Duration.ofMinutes(10), instance,
                 500_000_000_000L, 10_000, Duration.ofMinutes(5), Duration.ofHours(4), Duration.ofMinutes(5),
                 2_000_000_000_000L, 20_000, 4, Map.of(), Map.of());
     }
@@ -90,8 +99,10 @@ class TwoSchedulersIT {
         List<SegmentRead> readsA = Collections.synchronizedList(new ArrayList<>()), readsB = Collections.synchronizedList(new ArrayList<>());
         TapeLibrary libA = new Recording(SimulatedLibrary.builder(clock).name("a").drives(2).accessors(1).root(tmp.resolve("lib-a")).build(), readsA);
         TapeLibrary libB = new Recording(SimulatedLibrary.builder(clock).name("b").drives(2).accessors(1).root(tmp.resolve("lib-b")).build(), readsB);
-        RecallService a = new RecallService(jdbc, libA, clock, TapeModel.lto9(), props("a-" + tag, tmp.resolve("stage-a")));
-        RecallService b = new RecallService(jdbc, libB, clock, TapeModel.lto9(), props("b-" + tag, tmp.resolve("stage-b")));
+        DiskCache cacheA = TestCaches.cache(db, tx, tmp.resolve("cache-a"), 10_000_000_000L, "a-" + tag, clock);
+        DiskCache cacheB = TestCaches.cache(db, tx, tmp.resolve("cache-b"), 10_000_000_000L, "b-" + tag, clock);
+        RecallService a = new RecallService(jdbc, libA, clock, TapeModel.lto9(), props("a-" + tag, 20_000_000L), cacheA);
+        RecallService b = new RecallService(jdbc, libB, clock, TapeModel.lto9(), props("b-" + tag, 20_000_000L), cacheB);
         a.start();
         b.start();
         boolean etaSeen = false;
@@ -122,9 +133,10 @@ class TwoSchedulersIT {
         assertThat(jdbc.queryForList("SELECT DISTINCT state FROM stage_request_file WHERE request_id = ANY(?)", String.class,
                 (Object) requests.toArray(UUID[]::new))).containsExactly("on_disk");
         assertThat(etaSeen).isTrue();
-        // the staged bytes are real and match the catalog checksum
+        // the staged bytes are real, verified cache copies, and match the catalog checksum
         List<Map<String, Object>> staged = jdbc.queryForList(
-                "SELECT rf.path, rf.adler32, f.adler32 AS expected, f.size_bytes FROM recall_file rf JOIN file f ON f.id = rf.file_id WHERE rf.file_id = ANY(?)",
+                "SELECT cf.path, cf.adler32, f.adler32 AS expected, f.size_bytes FROM cache_file cf JOIN file f ON f.id = cf.file_id "
+                        + "WHERE cf.file_id = ANY(?) AND cf.state = 'verified'",
                 (Object) wanted.toArray(Long[]::new));
         assertThat(staged).hasSize(wanted.size());
         for (Map<String, Object> row : staged) {

@@ -6,7 +6,13 @@ import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZoneOffset;
 import org.springframework.beans.factory.ObjectProvider;
-import org.springframework.boot.ApplicationRunner;
+import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -20,6 +26,8 @@ import org.springframework.transaction.support.TransactionTemplate;
  */
 @Configuration(proxyBeanMethods = false)
 class CacheConfiguration {
+
+    private static final Logger log = LoggerFactory.getLogger(CacheConfiguration.class);
 
     @Bean
     DiskCache diskCache(JdbcClient jdbc, TransactionTemplate tx, CacheProperties props,
@@ -35,8 +43,58 @@ class CacheConfiguration {
     }
 
     @Bean
-    ApplicationRunner diskCacheStart(DiskCache cache) {
-        return args -> cache.start();
+    CacheLifecycle diskCacheLifecycle(DiskCache cache, CacheProperties props) {
+        return new CacheLifecycle(cache, props.housekeepingInterval());
+    }
+
+    /**
+     * Starts the cache before the recall scheduler (an earlier phase: its reservations must not be taken by
+     * the recovery of a late start), then purges expired pins periodically.
+     */
+    static final class CacheLifecycle implements SmartLifecycle {
+        private final DiskCache cache;
+        private final Duration interval;
+        private ScheduledExecutorService housekeeping;
+
+        CacheLifecycle(DiskCache cache, Duration interval) {
+            this.cache = cache;
+            this.interval = interval;
+        }
+
+        @Override
+        public synchronized void start() {
+            cache.start();
+            housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "cache-housekeeping");
+                t.setDaemon(true);
+                return t;
+            });
+            long ms = interval.toMillis();
+            housekeeping.scheduleWithFixedDelay(() -> {
+                try {
+                    int n = cache.purgeExpiredPins();
+                    if (n > 0) log.debug("purged {} expired pins", n);
+                } catch (RuntimeException e) {
+                    log.warn("cache housekeeping failed; retrying", e);
+                }
+            }, ms, ms, TimeUnit.MILLISECONDS);
+        }
+
+        @Override
+        public synchronized void stop() {
+            if (housekeeping != null) housekeeping.shutdownNow();
+            housekeeping = null;
+        }
+
+        @Override
+        public synchronized boolean isRunning() {
+            return housekeeping != null;
+        }
+
+        @Override
+        public int getPhase() {
+            return SmartLifecycle.DEFAULT_PHASE - 1000;
+        }
     }
 
     /** java.time.Clock view of an EventClock. */

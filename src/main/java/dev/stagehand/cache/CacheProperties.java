@@ -1,6 +1,7 @@
 package dev.stagehand.cache;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -13,11 +14,18 @@ import org.springframework.util.unit.DataSize;
  * @param directories cache directories and their capacities; empty means one directory {@code var/cache}
  *                    of 50 GB. Several service instances may list the same directory: they share its
  *                    accounting through the database.
+ * @param housekeepingInterval how often expired pins are purged
  * @param node        name of this service instance; reservations it holds are discarded when an instance
  *                    of the same name starts again (a crash left them half-written). Empty: the host name.
  */
 @ConfigurationProperties("stagehand.cache")
-public record CacheProperties(@DefaultValue List<Directory> directories, @DefaultValue("") String node) {
+public record CacheProperties(@DefaultValue List<Directory> directories, @DefaultValue("") String node,
+                              @DefaultValue("1m") Duration housekeepingInterval) {
+
+    /** With the default housekeeping interval. */
+    public CacheProperties(List<Directory> directories, String node) {
+        this(directories, node, Duration.ofMinutes(1));
+    }
 
     /** One cache directory. */
     public record Directory(Path path, @DefaultValue("50GB") DataSize capacity) {
@@ -32,6 +40,7 @@ public record CacheProperties(@DefaultValue List<Directory> directories, @Defaul
         }
     }
 
+    @org.springframework.boot.context.properties.bind.ConstructorBinding
     public CacheProperties {
         if (directories == null || directories.isEmpty()) {
             directories = List.of(new Directory(Path.of("var/cache"), DataSize.ofGigabytes(50)));
@@ -42,5 +51,8 @@ public record CacheProperties(@DefaultValue List<Directory> directories, @Defaul
         }
         directories = List.copyOf(directories);
         node = node == null ? "" : node.strip();
+        if (housekeepingInterval == null || housekeepingInterval.isNegative() || housekeepingInterval.isZero()) {
+            throw new IllegalArgumentException("stagehand.cache.housekeeping-interval must be positive, got " + housekeepingInterval);
+        }
     }
 }

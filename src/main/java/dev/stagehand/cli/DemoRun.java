@@ -37,6 +37,7 @@ final class DemoRun implements AutoCloseable {
     private final PrintStream out;
     private final int port;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    static final String CACHE = "var/demo/cache";
     private final JsonMapper json = JsonMapper.builder().build();
     private ConfigurableApplicationContext context;
     private String baseUrl;
@@ -56,6 +57,8 @@ final class DemoRun implements AutoCloseable {
 
     /** Starts the whole service in this JVM: embedded PostgreSQL (its own database), web server on a free port. */
     void start() {
+        // each run recalls from tape: an earlier run's cached copies would answer the request at once
+        org.springframework.util.FileSystemUtils.deleteRecursively(java.nio.file.Path.of(CACHE).toFile());
         SpringApplication app = new SpringApplication(StagehandApplication.class);
         app.addListeners(new ServingUrlPrinter(out));
         // Quiet logs: the demo's own lines are the show; warnings and errors still appear.
@@ -63,8 +66,7 @@ final class DemoRun implements AutoCloseable {
         app.addInitializers(ctx -> ctx.getBeanFactory().registerSingleton("demoLibraryEvents",
                 new LibraryEventPrinter(out, Instant.now(), false)));
         context = app.run("--server.port=" + port, "--stagehand.db.local-database=" + DATABASE, "--logging.level.root=WARN",
-                "--stagehand.tape.clock=scaled", "--stagehand.tape.scale=60", "--stagehand.recall.staging-dir=var/demo/stage",
-                "--stagehand.cache.directories[0].path=var/demo/cache", "--stagehand.cache.directories[0].capacity=20GB",
+                "--stagehand.tape.clock=scaled", "--stagehand.tape.scale=60", "--stagehand.cache.directories[0].path=" + CACHE, "--stagehand.cache.directories[0].capacity=20GB",
                 "--stagehand.recall.poll-interval=500ms");
         int actual = ((WebServerApplicationContext) context).getWebServer().getPort();
         baseUrl = "http://localhost:" + actual;
@@ -73,9 +75,11 @@ final class DemoRun implements AutoCloseable {
                 + "(when unset, the generated one printed above)%n", baseUrl);
     }
 
-    /** The demo database starts each run without old requests, so the progress shown is this run's. */
+    /** The demo database starts each run without old requests or cached copies, so what is shown is this run's recall from tape. */
     void resetRequests() {
-        context.getBean(JdbcTemplate.class).execute("TRUNCATE stage_request, recall_file CASCADE");
+        JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+        jdbc.execute("TRUNCATE stage_request, recall_file, cache_pin, cache_reservation, cache_file CASCADE");
+        jdbc.update("UPDATE cache_directory SET used_bytes = 0, reserved_bytes = 0");
     }
 
     void loadCatalog() {

@@ -1,6 +1,5 @@
 package dev.stagehand.recall;
 
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -11,7 +10,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *
  * @param enabled               run the scheduler in this instance
  * @param policy                tape-aware (default), greedy or fifo
- * @param stagingDir            where recalled files land (the disk cache module will take this over)
+ * @param cacheBatchBytes       a volume is mounted only when this much disk cache space (or its whole queue, if
+ *                              less) can be reserved: staging waits for space instead of filling the cache
  * @param pollInterval          how often new requests are taken from the database
  * @param lease                 a claim lapses unless renewed within this (another instance then takes over)
  * @param instanceId            names this instance's claims; empty: host name and process id
@@ -30,7 +30,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
 public record RecallProperties(
         @DefaultValue("true") boolean enabled,
         @DefaultValue("tape-aware") String policy,
-        @DefaultValue("var/stage") Path stagingDir,
+        @DefaultValue("20000000000") long cacheBatchBytes,
         @DefaultValue("2s") Duration pollInterval,
         @DefaultValue("10m") Duration lease,
         @DefaultValue("") String instanceId,

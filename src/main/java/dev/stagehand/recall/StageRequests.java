@@ -52,6 +52,7 @@ public interface StageRequests {
      *       else done;</li>
      *   <li>a named file that is not part of the request is an error naming it; nothing is changed.</li>
      * </ul>
+     * The request's cache pins on the files it cancelled are released.
      */
     FileChange cancel(UUID id, List<String> files);
 
@@ -59,7 +60,8 @@ public interface StageRequests {
      * Releases (unpins) all ({@code files == null}) or some files of a request, in any request state: the
      * cache may evict them once no other request holds them. Release does not stop a recall still in
      * progress (that is what cancel is for); the file is simply not kept pinned once it lands. Releasing a
-     * released file again changes nothing.
+     * released file again changes nothing. The request's cache pins are removed at once: a release never
+     * waits behind stage work, so it frees space when space is short.
      */
     FileChange release(UUID id, List<String> files);
 
@@ -69,6 +71,17 @@ public interface StageRequests {
      * Returns the request as stored after the change.
      */
     StageRequestSummary changePriority(UUID id, int priority);
+
+    /**
+     * Deletes a request (the WLCG Tape REST API's DELETE): its open files are cancelled, its pins released,
+     * and it is gone ({@code NOT_FOUND} afterwards). Files other requests want are still staged for them.
+     */
+    void delete(UUID id);
+
+    /** Open requests (submitted or active) and their open files, for admission control. */
+    Load load();
+
+    record Load(long openRequests, long openFiles) {}
 
     /** What a client asks for. Null fields take their defaults. */
     record NewStageRequest(

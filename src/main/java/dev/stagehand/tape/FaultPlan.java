@@ -9,6 +9,8 @@ import java.util.Set;
  * or at any time through this API. Thread-safe.
  * <ul>
  * <li>bad segment: reading file {@code name} from volume {@code v} fails with MEDIA_ERROR (every time);</li>
+ * <li>corrupt segment: reading it succeeds but one byte delivered is altered (silent corruption: only the
+ *     checksum of what was written shows it);</li>
  * <li>failing drive: the drive fails half-way through the next segment it reads or file it writes
  *     (DRIVE_FAILURE); it goes FAILED with its volume stuck in it until {@link SimulatedLibrary#recover};</li>
  * <li>hanging mount: the next mount of the volume never finishes loading; the caller gets TIMEOUT after
@@ -19,6 +21,7 @@ import java.util.Set;
 public final class FaultPlan {
 
     private final Set<String> badSegments = new HashSet<>();
+    private final Set<String> corruptSegments = new HashSet<>();
     private final Set<String> failingDrives = new HashSet<>();
     private final Set<String> hangingMounts = new HashSet<>();
     private final Set<String> missingVolumes = new HashSet<>();
@@ -41,6 +44,12 @@ public final class FaultPlan {
 
     public synchronized FaultPlan badSegment(String volume, String fileName) {
         badSegments.add(volume + '\0' + fileName);
+        return this;
+    }
+
+    /** Reading file {@code fileName} from {@code volume} delivers its bytes with one of them altered. */
+    public synchronized FaultPlan corruptSegment(String volume, String fileName) {
+        corruptSegments.add(volume + '\0' + fileName);
         return this;
     }
 
@@ -67,6 +76,7 @@ public final class FaultPlan {
     /** Removes every fault. */
     public synchronized void clear() {
         badSegments.clear();
+        corruptSegments.clear();
         failingDrives.clear();
         hangingMounts.clear();
         missingVolumes.clear();
@@ -74,6 +84,10 @@ public final class FaultPlan {
 
     synchronized boolean isBad(String volume, String fileName) {
         return !badSegments.isEmpty() && badSegments.contains(volume + '\0' + fileName);
+    }
+
+    synchronized boolean isCorrupt(String volume, String fileName) {
+        return !corruptSegments.isEmpty() && corruptSegments.contains(volume + '\0' + fileName);
     }
 
     /** True once: the drive fails now. */

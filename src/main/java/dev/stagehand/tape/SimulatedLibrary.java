@@ -399,13 +399,18 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
 
     /** Runs {@code body} under the lock, then (lock released) the completions and events it queued. */
     private void locked(Runnable body) {
-        List<Runnable> todo;
+        List<Runnable> todo = List.of();
         lock.lock();
         try {
             body.run();
         } finally {
-            todo = after;
-            after = todo.isEmpty() ? todo : new ArrayList<>();
+            // Nested (a future completed synchronously inside a locked body): the outermost call runs what
+            // was queued once the lock is really free; running it here, still holding the lock, would call
+            // back into the scheduler under the library's lock (a lock-order deadlock with mount/read).
+            if (lock.getHoldCount() == 1) {
+                todo = after;
+                after = todo.isEmpty() ? todo : new ArrayList<>();
+            }
             lock.unlock();
         }
         if (todo.isEmpty()) return;
@@ -1067,6 +1072,39 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         });
     }
 
+    /** The file's bytes with the middle one flipped, as a drive returning silently bad data would; their Adler32. */
+    private static long writeCorrupted(SegmentRead s) throws IOException {
+        long at = s.sizeBytes() / 2;
+        Adler32 sum = new Adler32();
+        OutputStream flip = new OutputStream() {
+            long pos;
+            final OutputStream out = Files.newOutputStream(s.target());
+
+            @Override
+            public void write(int b) throws IOException {
+                write(new byte[] {(byte) b}, 0, 1);
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) throws IOException {
+                byte[] copy = java.util.Arrays.copyOfRange(b, off, off + len);
+                if (at >= pos && at < pos + len) copy[(int) (at - pos)] ^= 0x5a;
+                pos += len;
+                sum.update(copy, 0, len);
+                out.write(copy, 0, len);
+            }
+
+            @Override
+            public void close() throws IOException {
+                out.close();
+            }
+        };
+        try (flip) {
+            SimulatedContent.write(s.fileName(), s.sizeBytes(), flip);
+        }
+        return sum.getValue();
+    }
+
     /** Copies the segment's bytes to its target; returns their Adler32 (computed while streaming). */
     private long copyOut(String volume, SegmentRead s) {
         Path written;
@@ -1090,6 +1128,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
                 }
                 return sum.getValue();
             }
+            if (faults.isCorrupt(volume, s.fileName())) return writeCorrupted(s);
             return SimulatedContent.writeTo(s.fileName(), s.sizeBytes(), s.target());
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write segment of " + s.fileName() + " to " + s.target(), e);

@@ -63,6 +63,28 @@ class FaultInjectionTest {
     }
 
     @Test
+    void corruptSegmentIsDeliveredWithOneByteAlteredAndItsChecksumShowsIt() throws Exception {
+        faults.corruptSegment("V1", "/data/f2");
+        SimulatedLibrary lib = SimulatedLibrary.builder(clock).drives(1).accessors(1).root(tmp.resolve("lib")).faults(faults).build();
+        lib.mount("drive01", "V1");
+        clock.runUntilIdle();
+        long size = 1_000_003L;
+        SegmentRead good = new SegmentRead(1, "/data/f1", "V1", 0, size, tmp.resolve("out/f1"));
+        SegmentRead bad = new SegmentRead(2, "/data/f2", "V1", size, size, tmp.resolve("out/f2"));
+        ReadBatch batch = lib.read("drive01", List.of(good, bad));
+        clock.runUntilIdle();
+        ReadResult g = batch.result(good).join(), b = batch.result(bad).join(); // no error: the corruption is silent
+        assertThat(g.adler32()).isEqualTo(SimulatedContent.adler32("/data/f1", size));
+        assertThat(b.adler32()).isNotEqualTo(SimulatedContent.adler32("/data/f2", size));
+        // what was reported is what is on disk: the writer's streamed checksum tells the truth
+        java.util.zip.Adler32 onDisk = new java.util.zip.Adler32();
+        onDisk.update(java.nio.file.Files.readAllBytes(bad.target()));
+        assertThat(onDisk.getValue()).isEqualTo(b.adler32());
+        assertThat(java.nio.file.Files.size(bad.target())).isEqualTo(size);
+        assertThat(lib.stats().segmentsFailed()).isZero();
+    }
+
+    @Test
     void driveFailingMidReadFailsEverythingQueuedAndKeepsTheVolumeUntilRecovered() {
         mounted("drive01", "V1");
         SegmentRead a = seg(1, "V1", 0, 4_000_000_000L), b = seg(2, "V1", 4_000_000_000L, 400_000_000L);

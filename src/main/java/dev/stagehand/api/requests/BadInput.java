@@ -5,17 +5,25 @@ import java.util.List;
 import org.springframework.http.HttpStatus;
 
 /** Input the API refused before reaching the service (malformed JSON, wrong types, bad parameters). */
-final class BadInput extends RuntimeException {
+public final class BadInput extends RuntimeException {
     final HttpStatus status;
     final transient List<EntryError> errors;
 
-    BadInput(HttpStatus status, String message, List<EntryError> errors) {
+    public BadInput(HttpStatus status, String message, List<EntryError> errors) {
         super(message);
         this.status = status;
         this.errors = List.copyOf(errors);
     }
 
-    static BadInput field(String field, String reason) {
+    public HttpStatus status() {
+        return status;
+    }
+
+    public List<EntryError> errors() {
+        return errors;
+    }
+
+    public static BadInput field(String field, String reason) {
         return new BadInput(HttpStatus.BAD_REQUEST, field + ": " + reason, List.of(EntryError.field(field, reason)));
     }
 }

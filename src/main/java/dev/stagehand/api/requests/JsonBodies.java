@@ -22,7 +22,7 @@ import tools.jackson.databind.json.JsonMapper;
  * fields, wrong types, duplicate keys and malformed JSON are refused (Jackson's data binding would coerce
  * or drop them silently).
  */
-final class JsonBodies {
+public final class JsonBodies {
 
     /** Generous for 100,000 long names; a bigger body is refused before it is read. */
     static final long MAX_BODY_BYTES = 64L << 20;
@@ -37,7 +37,7 @@ final class JsonBodies {
     private JsonBodies() {}
 
     /** The body bytes, at most MAX_BODY_BYTES; empty when there is none. */
-    static byte[] read(InputStream in, long declaredLength) throws IOException {
+    public static byte[] read(InputStream in, long declaredLength) throws IOException {
         if (declaredLength > MAX_BODY_BYTES) throw tooLarge(declaredLength);
         byte[] body = in.readNBytes((int) MAX_BODY_BYTES + 1);
         if (body.length > MAX_BODY_BYTES) throw tooLarge(body.length);
@@ -49,7 +49,7 @@ final class JsonBodies {
                 List.of(EntryError.field("body", "larger than " + MAX_BODY_BYTES + " bytes")));
     }
 
-    static JsonNode parse(byte[] body) {
+    public static JsonNode parse(byte[] body) {
         if (body.length == 0 || isBlank(body)) throw BadInput.field("body", "empty; expected a JSON object");
         try {
             JsonNode node = MAPPER.readTree(body);
@@ -90,26 +90,45 @@ final class JsonBodies {
         return files;
     }
 
-    private static void unknownFields(JsonNode body, Set<String> known, List<EntryError> errors) {
+    /** A body {"field": [...]} of file names (the WLCG API calls them paths), nothing else; null when absent. */
+    public static List<String> selection(byte[] raw, String field, boolean required) {
+        if (raw.length == 0 || isBlank(raw)) {
+            if (required) throw BadInput.field("body", "empty; expected {\"" + field + "\": [...]}");
+            return null;
+        }
+        JsonNode body = parse(raw);
+        List<EntryError> errors = new ArrayList<>();
+        unknownFields(body, Set.of(field), errors);
+        List<String> files = names(body, field, required, errors);
+        if (!errors.isEmpty()) throw new BadInput(HttpStatus.BAD_REQUEST, describe(errors), errors);
+        return files;
+    }
+
+    public static void unknownFields(JsonNode body, Set<String> known, List<EntryError> errors) {
         for (Map.Entry<String, JsonNode> e : body.properties()) {
             if (!known.contains(e.getKey())) errors.add(EntryError.field(e.getKey(), "unknown field; known fields are " + known));
         }
     }
 
     private static List<String> files(JsonNode body, boolean required, List<EntryError> errors) {
-        JsonNode node = body.get("files");
+        return names(body, "files", required, errors);
+    }
+
+    /** A list of file names under {@code field}, at most MAX_FILES (413 beyond); type errors name each entry. */
+    public static List<String> names(JsonNode body, String field, boolean required, List<EntryError> errors) {
+        JsonNode node = body.get(field);
         if (node == null || node.isNull()) {
-            if (required) errors.add(EntryError.field("files", "required: a list of logical file names"));
+            if (required) errors.add(EntryError.field(field, "required: a list of logical file names"));
             return null;
         }
         if (!node.isArray()) {
-            errors.add(EntryError.field("files", "expected a list of strings, got " + kind(node)));
+            errors.add(EntryError.field(field, "expected a list of strings, got " + kind(node)));
             return null;
         }
         if (node.size() > StageRequests.MAX_FILES) {
             throw new BadInput(HttpStatus.CONTENT_TOO_LARGE, "a request may name at most " + StageRequests.MAX_FILES
                     + " files, this one names " + node.size(),
-                    List.of(EntryError.field("files", node.size() + " files; at most " + StageRequests.MAX_FILES)));
+                    List.of(EntryError.field(field, node.size() + " files; at most " + StageRequests.MAX_FILES)));
         }
         List<String> files = new ArrayList<>(node.size());
         Iterator<JsonNode> it = node.iterator();
@@ -117,7 +136,7 @@ final class JsonBodies {
             JsonNode f = it.next();
             if (f.isString()) files.add(f.stringValue());
             else {
-                errors.add(new EntryError(i, null, "files", "expected a string (a logical file name), got " + kind(f)));
+                errors.add(new EntryError(i, null, field, "expected a string (a logical file name), got " + kind(f)));
                 files.add(null);
             }
         }
@@ -154,7 +173,7 @@ final class JsonBodies {
         return n.longValue();
     }
 
-    private static String kind(JsonNode n) {
+    public static String kind(JsonNode n) {
         if (n.isString()) return "a string";
         if (n.isIntegralNumber()) return "an integer";
         if (n.isNumber()) return "a fractional number";
@@ -170,7 +189,7 @@ final class JsonBodies {
         return s.length() > 40 ? s.substring(0, 40) + "..." : s;
     }
 
-    static String describe(List<EntryError> errors) {
+    public static String describe(List<EntryError> errors) {
         return errors.size() == 1 ? "1 error in the request" : errors.size() + " errors in the request";
     }
 

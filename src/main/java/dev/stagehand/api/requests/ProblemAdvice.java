@@ -19,15 +19,15 @@ import org.springframework.web.bind.annotation.RestControllerAdvice;
  * with other content, 413 more than 100,000 files or a body over 64 MiB.
  */
 @RestControllerAdvice(assignableTypes = RequestsController.class)
-class ProblemAdvice {
+public class ProblemAdvice {
 
     @ExceptionHandler(BadInput.class)
-    ResponseEntity<ProblemDetail> badInput(BadInput e) {
+    public ResponseEntity<ProblemDetail> badInput(BadInput e) {
         return problem(e.status, e.getMessage(), e.errors);
     }
 
     @ExceptionHandler(StageRequestRejected.class)
-    ResponseEntity<ProblemDetail> rejected(StageRequestRejected e) {
+    public ResponseEntity<ProblemDetail> rejected(StageRequestRejected e) {
         HttpStatus status = switch (e.kind()) {
             case INVALID -> HttpStatus.BAD_REQUEST;
             case TOO_LARGE -> HttpStatus.CONTENT_TOO_LARGE;
@@ -37,12 +37,13 @@ class ProblemAdvice {
         return problem(status, e.getMessage(), e.errors());
     }
 
-    static ResponseEntity<ProblemDetail> problem(HttpStatus status, String detail, List<EntryError> errors) {
+    public static ResponseEntity<ProblemDetail> problem(HttpStatus status, String detail, List<EntryError> errors) {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(status, detail);
         p.setType(URI.create("https://stagehand.dev/problems/" + switch (status) {
             case NOT_FOUND -> "no-such-request";
             case CONFLICT -> "conflict";
             case CONTENT_TOO_LARGE -> "request-too-large";
+            case TOO_MANY_REQUESTS -> "too-many-requests";
             default -> "invalid-request";
         }));
         p.setProperty("errors", errors.stream().map(ProblemAdvice::entry).toList());

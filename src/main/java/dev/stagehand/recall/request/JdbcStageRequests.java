@@ -1,5 +1,6 @@
 package dev.stagehand.recall.request;
 
+import dev.stagehand.cache.DiskCache;
 import dev.stagehand.catalog.FileNames;
 import dev.stagehand.recall.StageRequestRejected;
 import dev.stagehand.recall.StageRequestRejected.EntryError;
@@ -48,9 +49,12 @@ class JdbcStageRequests implements StageRequests {
     private final TransactionTemplate tx;
     private final StageRequestProperties props;
     private final RequestSettlement settlement;
+    private final DiskCache cache;
 
-    JdbcStageRequests(JdbcTemplate jdbc, TransactionTemplate tx, StageRequestProperties props, RequestSettlement settlement) {
+    JdbcStageRequests(JdbcTemplate jdbc, TransactionTemplate tx, StageRequestProperties props, RequestSettlement settlement,
+                      DiskCache cache) {
         this.jdbc = jdbc;
+        this.cache = cache;
         this.tx = tx;
         this.props = props;
         this.settlement = settlement;
@@ -295,18 +299,21 @@ class JdbcStageRequests implements StageRequests {
                 long changed = jdbc.update("UPDATE stage_request_file srf SET state = 'cancelled', finished_at = now() "
                         + "FROM stage_request r WHERE r.id = srf.request_id AND srf.request_id = ? AND " + RequestSettlement.OPEN_FILE, id);
                 jdbc.update("UPDATE stage_request SET state = 'cancelled', completed_at = now() WHERE id = ?", id);
+                cache.releaseAll(id.toString()); // nothing of a cancelled request needs to stay on disk
                 return new FileChange(id, RequestState.CANCELLED, changed, List.of());
             }
             Named named = named(id, files);
             List<Unchanged> ended = unchanged(id, named, "NOT " + RequestSettlement.OPEN_FILE);
-            long changed = jdbc.update(con -> {
+            List<Long> cancelled = jdbc.query(con -> {
                 var ps = con.prepareStatement("UPDATE stage_request_file srf SET state = 'cancelled', finished_at = now() "
                         + "FROM stage_request r WHERE r.id = srf.request_id AND srf.request_id = ? AND srf.file_id = ANY (?) AND "
-                        + RequestSettlement.OPEN_FILE);
+                        + RequestSettlement.OPEN_FILE + " RETURNING srf.file_id");
                 ps.setObject(1, id);
                 ps.setObject(2, named.ids());
                 return ps;
-            });
+            }, (rs, i) -> rs.getLong(1));
+            long changed = cancelled.size();
+            cache.release(cancelled, id.toString());
             settlement.settle(id);
             return new FileChange(id, lockRequest(id), changed, ended);
         });
@@ -318,6 +325,7 @@ class JdbcStageRequests implements StageRequests {
             lockRequest(id);
             if (files == null) {
                 long changed = jdbc.update("UPDATE stage_request_file SET released = true WHERE request_id = ? AND NOT released", id);
+                cache.releaseAll(id.toString());
                 return new FileChange(id, lockRequest(id), changed, List.of());
             }
             Named named = named(id, files);
@@ -329,8 +337,28 @@ class JdbcStageRequests implements StageRequests {
                 ps.setObject(2, named.ids());
                 return ps;
             });
+            List<Long> ids = new ArrayList<>(named.ids().length);
+            for (long f : named.ids()) ids.add(f);
+            cache.release(ids, id.toString()); // served at once: no lock shared with staging
             return new FileChange(id, lockRequest(id), changed, already);
         });
+    }
+
+    @Override
+    public void delete(UUID id) {
+        tx.executeWithoutResult(status -> {
+            lockRequest(id);
+            jdbc.update("DELETE FROM stage_request WHERE id = ?", id); // its files go with it (ON DELETE CASCADE)
+            cache.releaseAll(id.toString());
+        });
+    }
+
+    @Override
+    public Load load() {
+        return jdbc.queryForObject("""
+                SELECT count(DISTINCT r.id), count(srf.file_id) FILTER (WHERE srf.state IN ('queued', 'staging'))
+                  FROM stage_request r LEFT JOIN stage_request_file srf ON srf.request_id = r.id
+                 WHERE r.state IN ('submitted', 'active')""", (rs, i) -> new Load(rs.getLong(1), rs.getLong(2)));
     }
 
     /** Locks the request row (cancel, release and the scheduler's settling serialise on it). */

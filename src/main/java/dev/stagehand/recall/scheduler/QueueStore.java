@@ -16,8 +16,8 @@ public interface QueueStore {
      */
     List<FileWork> claim(String volume, List<FileWork> files);
 
-    /** The file's bytes are on disk and verified. */
-    void staged(FileWork file, String volume, long adler32);
+    /** The file's bytes are on disk at {@code path} (null when none are kept) and verified. */
+    void staged(FileWork file, String volume, long adler32, java.nio.file.Path path);
 
     /** The file's claim is released: it is queued again (another copy, a retry). */
     void released(FileWork file);
@@ -34,7 +34,7 @@ public interface QueueStore {
     /** Keeps nothing: the simulation's store (one process, no restart). */
     QueueStore IN_MEMORY = new QueueStore() {
         @Override public List<FileWork> claim(String volume, List<FileWork> files) { return files; }
-        @Override public void staged(FileWork file, String volume, long adler32) { }
+        @Override public void staged(FileWork file, String volume, long adler32, java.nio.file.Path path) { }
         @Override public void released(FileWork file) { }
         @Override public void failed(FileWork file) { }
         @Override public void requestFinished(RequestWork request) { }

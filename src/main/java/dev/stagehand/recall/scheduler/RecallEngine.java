@@ -8,7 +8,6 @@ import dev.stagehand.tape.ReadResult;
 import dev.stagehand.tape.SegmentRead;
 import dev.stagehand.tape.TapeFailure;
 import dev.stagehand.tape.TapeLibrary;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
@@ -22,7 +21,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionException;
-import java.util.function.Function;
 
 /**
  * The event-driven recall engine: the one scheduler production and simulation both run. It keeps the
@@ -58,7 +56,9 @@ public final class RecallEngine {
     private final CostModel cost;
     private final SchedulerConfig config;
     private final QueueStore store;
-    private final Function<FileWork, Path> targets;
+    private final Staging staging;
+    /** Cache space counted for volumes being mounted whose read list has not reserved it yet. */
+    private final Map<String, Long> promised = new HashMap<>();
     private final EngineListener listener;
     private final QueueModel model = new QueueModel();
     private final MountPlanner mountPlanner;
@@ -72,13 +72,13 @@ public final class RecallEngine {
     private double lastEta = Double.NEGATIVE_INFINITY;
 
     public RecallEngine(TapeLibrary library, EventClock clock, CostModel cost, SchedulerConfig config,
-                        QueueStore store, Function<FileWork, Path> targets, EngineListener listener) {
+                        QueueStore store, Staging staging, EngineListener listener) {
         this.library = library;
         this.clock = clock;
         this.cost = cost;
         this.config = config;
         this.store = store;
-        this.targets = targets;
+        this.staging = staging;
         this.listener = listener;
         this.mountPlanner = new MountPlanner(config, cost);
         this.runPlanner = new RunPlanner(cost, config.orderingBudget(),
@@ -157,6 +157,14 @@ public final class RecallEngine {
         }
     }
 
+    /** The file's copy left the cache (evicted): a new request for it reads it again. */
+    public synchronized void evicted(long fileId) {
+        FileWork f = model.file(fileId);
+        if (f == null || f.state != FileWork.State.ON_DISK) return;
+        f.state = FileWork.State.FAILED; // the model's "ask again: read from scratch" state
+        f.error = "evicted from the cache";
+    }
+
     private final Set<Long> readingHere = new HashSet<>();
 
     private boolean readingHere(FileWork f) {
@@ -195,6 +203,8 @@ public final class RecallEngine {
         for (Drive d : drives.values()) {
             if (d.state == DState.IDLE && hasWork(d.volume)) startBatch(d, null);
         }
+        long room = staging.reservableBytes();
+        for (long p : promised.values()) room -= p;
         Set<String> busy = new HashSet<>();
         Map<String, Integer> inUse = new HashMap<>();
         int mounting = 0;
@@ -235,7 +245,15 @@ public final class RecallEngine {
             Integer cap = config.experimentDriveCaps().get(exp);
             if (config.policy() == Policy.TAPE_AWARE && cap != null && inUse.getOrDefault(exp, 0) >= cap) continue;
             if (holdLastDrive(q, now, victims)) continue;
+            // Backpressure: a volume is mounted only when the cache can take a useful batch of it now; the
+            // queue waits (nothing fails) and a later pass mounts it as space frees.
+            long needed = Math.min(q.bytes(), Math.max(staging.usefulBatchBytes(), 1));
+            if (room < needed) continue;
             if (empty != null) {
+                if (room != Long.MAX_VALUE) {
+                    promised.put(q.label, needed);
+                    room -= needed;
+                }
                 mount(empty, q.label, exp);
                 mounting++;
                 inUse.merge(exp, 1, Integer::sum);
@@ -449,6 +467,7 @@ public final class RecallEngine {
 
     private synchronized void mountDone(Drive d, String volume, Throwable e) {
         double t = now();
+        if (e != null) promised.remove(volume);
         if (e == null) {
             d.state = DState.IDLE;
             d.busyUntil = t;
@@ -474,6 +493,7 @@ public final class RecallEngine {
 
     private void dismount(Drive d) {
         cancelIdleTimer(d);
+        if (d.volume != null) promised.remove(d.volume);
         d.state = DState.UNLOADING;
         double t = now();
         d.busyUntil = t + cost.dismountSeconds(d.moved);
@@ -489,10 +509,20 @@ public final class RecallEngine {
         requestPass();
     }
 
-    /** Reads the volume's queued files (the given ones for FIFO) in the planned order, one read list. */
+    /**
+     * Reads the volume's queued files (the given ones for FIFO) in the planned order, one read list. Space
+     * is reserved for the whole list first; files without space stay queued (the drive waits for space),
+     * files already cached are done at once.
+     */
     private void startBatch(Drive d, List<FileWork> only) {
-        cancelIdleTimer(d);
         String volume = d.volume;
+        promised.remove(volume);
+        long room = staging.reservableBytes();
+        if (room <= 0) { // the cache is full: wait for space (a later pass tries again)
+            if (only != null) for (FileWork f : only) if (!f.inFifo) { f.inFifo = true; fifo.addFirst(f); }
+            return;
+        }
+        cancelIdleTimer(d);
         List<FileWork> ordered;
         if (only != null) {
             ordered = only;
@@ -502,53 +532,91 @@ public final class RecallEngine {
                     ? runPlanner.orderSltf(volume, queued, d.head)
                     : runPlanner.order(volume, queued, d.head);
         }
+        long limit = Math.min(config.maxBatchBytes(), room);
         List<FileWork> batch = new ArrayList<>();
         long bytes = 0;
         for (FileWork f : ordered) {
-            if (!batch.isEmpty() && (batch.size() >= config.maxBatchFiles() || bytes + f.sizeBytes > config.maxBatchBytes())) break;
+            if (!batch.isEmpty() && (batch.size() >= config.maxBatchFiles() || bytes + f.sizeBytes > limit)) break;
             batch.add(f);
             bytes += f.sizeBytes;
         }
-        List<FileWork> mine = store.claim(volume, batch);
-        Set<FileWork> mineSet = new HashSet<>(mine);
+        List<FileWork> claimed = store.claim(volume, batch);
+        Set<FileWork> mineSet = new HashSet<>(claimed);
         for (FileWork f : batch) {
             if (mineSet.contains(f)) {
                 model.claim(f);
-                readingHere.add(f.id);
             } else {
                 model.claimedElsewhere(f);
             }
         }
-        if (mine.isEmpty()) {
+        if (claimed.isEmpty()) {
             requestPass();
             return;
         }
         double t = now();
+        List<Staging.Slot> slots = staging.reserve(volume, claimed);
+        List<FileWork> mine = new ArrayList<>(claimed.size());
+        List<Staging.Slot> mineSlots = new ArrayList<>(claimed.size());
+        bytes = 0;
+        boolean waiting = false;
+        for (int i = 0; i < claimed.size(); i++) {
+            FileWork f = claimed.get(i);
+            Staging.Slot slot = slots.get(i);
+            switch (slot.kind()) {
+                case READ -> {
+                    mine.add(f);
+                    mineSlots.add(slot);
+                    readingHere.add(f.id);
+                    bytes += f.sizeBytes;
+                }
+                case CACHED -> {
+                    store.staged(f, volume, Long.parseLong(slot.adler32(), 16), slot.target());
+                    finish(f, model.onDisk(f, t), t);
+                }
+                case WAIT -> {
+                    waiting = true;
+                    model.requeue(f, this::isMounted);
+                    store.released(f);
+                }
+                case FAIL -> {
+                    afterFailure(f, model.fail(f, slot.reason(), t), t);
+                }
+            }
+        }
+        if (mine.isEmpty()) {
+            if (!waiting) requestPass(); // nothing waits for space: go on at once
+            return;
+        }
         d.state = DState.READING;
         d.busyUntil = t + runPlanner.locateSeconds(volume, mine, d.head) + cost.readSeconds(bytes);
         List<SegmentRead> segments = new ArrayList<>(mine.size());
         List<FileWork> owners = new ArrayList<>(mine.size());
+        List<Staging.Slot> ownerSlots = new ArrayList<>(mine.size());
         long h = d.head;
         long moved = d.moved;
         for (FileWork f : mine) moved += f.sizeBytes;
-        for (FileWork f : mine) {
+        for (int i = 0; i < mine.size(); i++) {
+            FileWork f = mine.get(i);
             long o = f.offsetOn(volume);
             if (runPlanner.readThrough() && worthReadingThrough(h, o, moved)) {
                 moved += o - h;
                 // streaming over the unrequested bytes before this file is quicker than a locate to it
                 segments.add(new SegmentRead(GAP_ID, GAP_NAME, volume, h, o - h, null));
                 owners.add(null);
+                ownerSlots.add(null);
             }
-            segments.add(new SegmentRead(f.id, f.name, volume, o, f.sizeBytes, targets.apply(f)));
+            segments.add(new SegmentRead(f.id, f.name, volume, o, f.sizeBytes, mineSlots.get(i).target()));
             owners.add(f);
+            ownerSlots.add(mineSlots.get(i));
             h = o + f.sizeBytes;
         }
         ReadBatch rb = library.read(d.name, segments);
         for (int i = 0; i < segments.size(); i++) {
             SegmentRead s = segments.get(i);
             FileWork f = owners.get(i);
+            Staging.Slot slot = ownerSlots.get(i);
             if (f == null) rb.result(s).whenComplete((r, e) -> gapDone(d, s, e));
-            else rb.result(s).whenComplete((r, e) -> segmentDone(d, f, s, r, e));
+            else rb.result(s).whenComplete((r, e) -> segmentDone(d, f, s, slot, r, e));
         }
         rb.done().whenComplete((v, e) -> batchDone(d));
     }
@@ -574,23 +642,24 @@ public final class RecallEngine {
         d.moved += s.sizeBytes();
     }
 
-    private synchronized void segmentDone(Drive d, FileWork f, SegmentRead s, ReadResult r, Throwable e) {
+    private synchronized void segmentDone(Drive d, FileWork f, SegmentRead s, Staging.Slot slot, ReadResult r, Throwable e) {
         double t = now();
         readingHere.remove(f.id);
         if (e == null) {
             d.head = s.offsetBytes() + s.sizeBytes();
             d.moved += s.sizeBytes();
-            if (f.adler32 != null && !f.adler32.equalsIgnoreCase(String.format("%08x", r.adler32()))) {
-                String reason = "checksum mismatch on " + s.volume() + ": catalog " + f.adler32 + ", read "
-                        + String.format("%08x", r.adler32());
-                afterFailure(f, model.copyFailed(f, s.volume(), reason, t, this::isMounted), t);
+            // nothing unverified is ever handed on: a refused copy is gone, the file goes to another copy or fails
+            String refused = staging.commit(f, s.volume(), slot, r.adler32());
+            if (refused != null) {
+                afterFailure(f, model.copyFailed(f, s.volume(), refused, t, this::isMounted), t);
                 return;
             }
             listener.segmentRead(d.name, f, r, t);
-            store.staged(f, s.volume(), r.adler32());
+            store.staged(f, s.volume(), r.adler32(), s.target());
             finish(f, model.onDisk(f, t), t);
             return;
         }
+        staging.abort(f, slot, String.valueOf(rootCause(e).getMessage()));
         TapeFailure tf = tapeFailure(e);
         if (tf == null || rootCause(e) instanceof CancellationException) {
             model.requeue(f, this::isMounted);
@@ -646,6 +715,7 @@ public final class RecallEngine {
                 if (holder.state != DState.IDLE) return; // its volume is busy: the queue waits
                 fifo.poll().inFifo = false;
                 startBatch(holder, List.of(f));
+                if (f.inFifo) return; // no cache space: it waits at the head of the queue
                 continue;
             }
             Drive empty = firstDrive(DState.EMPTY, null);

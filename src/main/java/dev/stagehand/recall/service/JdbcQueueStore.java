@@ -27,16 +27,17 @@ public final class JdbcQueueStore implements QueueStore {
     private final JdbcTemplate jdbc;
     private final String instance;
     private final Duration lease;
-    private final java.util.function.Function<FileWork, Path> targets;
     private final DoubleFunction<Instant> toInstant;
     private final RequestSettlement settlement;
+    private final java.util.function.Consumer<List<Long>> landed;
 
-    public JdbcQueueStore(JdbcTemplate jdbc, String instance, Duration lease,
-                          java.util.function.Function<FileWork, Path> targets, DoubleFunction<Instant> toInstant) {
+    /** @param landed called with files now on disk (to pin them for their requests' disk lifetimes) */
+    public JdbcQueueStore(JdbcTemplate jdbc, String instance, Duration lease, DoubleFunction<Instant> toInstant,
+                          java.util.function.Consumer<List<Long>> landed) {
+        this.landed = landed;
         this.jdbc = jdbc;
         this.instance = instance;
         this.lease = lease;
-        this.targets = targets;
         this.toInstant = toInstant;
         this.settlement = new RequestSettlement(jdbc);
     }
@@ -69,14 +70,15 @@ public final class JdbcQueueStore implements QueueStore {
     }
 
     @Override
-    public void staged(FileWork file, String volume, long adler32) {
+    public void staged(FileWork file, String volume, long adler32, Path path) {
         jdbc.update("""
                 UPDATE recall_file SET state = 'on_disk', adler32 = ?, path = ?, lease_until = NULL, error = NULL,
                        updated_at = now() WHERE file_id = ?""",
-                String.format("%08x", adler32), targets.apply(file).toString(), file.id());
+                String.format("%08x", adler32), path == null ? null : path.toString(), file.id());
         jdbc.update("""
                 UPDATE stage_request_file SET state = 'on_disk', error = NULL, finished_at = now()
                  WHERE file_id = ? AND state IN ('queued', 'staging')""", file.id());
+        landed.accept(List.of(file.id())); // the disk lifetime counts from now
         completeRequests(file.id());
     }
 

@@ -1,10 +1,12 @@
 package dev.stagehand.recall.service;
 
+import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.EventClock;
 import dev.stagehand.recall.RecallProperties;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
 import dev.stagehand.tape.TapeProperties;
+import dev.stagehand.transfer.TransferQueue;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.SmartLifecycle;
@@ -19,13 +21,14 @@ class RecallConfiguration {
 
     @Bean
     RecallLifecycle recallLifecycle(JdbcTemplate jdbc, ObjectProvider<TapeLibrary> library, ObjectProvider<EventClock> clock,
-                                    ObjectProvider<TapeProperties> tape, RecallProperties props) {
+                                    ObjectProvider<TapeProperties> tape, RecallProperties props, DiskCache cache,
+                                    ObjectProvider<TransferQueue> transfers) {
         TapeLibrary lib = library.getIfAvailable();
         if (lib == null || !props.enabled()) return new RecallLifecycle(null);
         EventClock c = clock.getIfAvailable(dev.stagehand.platform.ScaledClock::real);
         TapeProperties tp = tape.getIfAvailable();
         TapeModel model = tp != null && tp.sim() != null && tp.sim().model() != null ? tp.sim().model() : TapeModel.lto9();
-        return new RecallLifecycle(new RecallService(jdbc, lib, c, model, props));
+        return new RecallLifecycle(new RecallService(jdbc, lib, c, model, props, cache, transfers.getIfAvailable()));
     }
 
     /** Starts the scheduler once the context is up (after Flyway), stops it first on shutdown. */

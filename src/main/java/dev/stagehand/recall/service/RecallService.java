@@ -1,5 +1,7 @@
 package dev.stagehand.recall.service;
 
+import dev.stagehand.cache.CacheEntry;
+import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.EventClock;
 import dev.stagehand.platform.ScaledClock;
 import dev.stagehand.recall.RecallProperties;
@@ -12,13 +14,14 @@ import dev.stagehand.recall.scheduler.SchedulerConfig;
 import dev.stagehand.recall.scheduler.TapeModelCosts;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
+import dev.stagehand.transfer.TransferQueue;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
-import java.nio.file.Path;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -34,8 +37,9 @@ import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
  * The recall scheduler in the service: takes queued {@code stage_request_file} work from PostgreSQL, runs
- * the same {@link RecallEngine} the simulator runs against the configured tape library, reads into the
- * staging directory, and keeps every outcome in rows (restart-safe: claims are leased, requests and files
+ * the same {@link RecallEngine} the simulator runs against the configured tape library, reads into space
+ * reserved in the {@link DiskCache} (a volume is mounted only when a useful batch of it fits), and keeps
+ * every outcome in rows (restart-safe: claims are leased, requests and files
  * carry their state and ETA). Several instances may share one database.
  */
 public final class RecallService {
@@ -47,6 +51,8 @@ public final class RecallService {
     private final EventClock clock;
     private final TapeModel model;
     private final RecallProperties props;
+    private final DiskCache cache;
+    private final TransferHandOff handOff;
     private final String instance;
     private RecallEngine engine;
     private JdbcQueueStore store;
@@ -54,8 +60,17 @@ public final class RecallService {
     private final Set<String> known = new HashSet<>();
     private Instant watermark = Instant.EPOCH;
 
-    public RecallService(JdbcTemplate jdbc, TapeLibrary library, EventClock clock, TapeModel model, RecallProperties props) {
+    public RecallService(JdbcTemplate jdbc, TapeLibrary library, EventClock clock, TapeModel model, RecallProperties props,
+                         DiskCache cache) {
+        this(jdbc, library, clock, model, props, cache, null);
+    }
+
+    /** @param transfers where verified files of requests with a destination go; null: no hand-off */
+    public RecallService(JdbcTemplate jdbc, TapeLibrary library, EventClock clock, TapeModel model, RecallProperties props,
+                         DiskCache cache, TransferQueue transfers) {
         this.jdbc = jdbc;
+        this.cache = cache;
+        this.handOff = transfers == null ? null : new TransferHandOff(jdbc, transfers, cache);
         this.library = library;
         this.clock = clock;
         this.model = model;
@@ -94,17 +109,13 @@ public final class RecallService {
         return engine;
     }
 
-    /** Where a file's bytes land. The disk cache module will own this (reservations, pins, eviction). */
-    Path target(FileWork f) {
-        return props.stagingDir().resolve(Long.toString(f.id()));
-    }
-
     /** Creates the engine and starts polling (no-op polling when {@code pollInterval} is zero: tests call {@link #poll}). */
     public synchronized void start() {
         SchedulerConfig config = schedulerConfig(props);
         engine = null;
-        store = new JdbcQueueStore(jdbc, instance, props.lease(), this::target, this::wallClock);
-        engine = new RecallEngine(library, clock, new TapeModelCosts(model), config, store, this::target,
+        store = new JdbcQueueStore(jdbc, instance, props.lease(), this::wallClock, ids -> pin(ids, null));
+        engine = new RecallEngine(library, clock, new TapeModelCosts(model), config, store,
+                new CacheStaging(cache, jdbc, props.cacheBatchBytes()),
                 new EngineListener() {
                     @Override
                     public void fileFailed(FileWork file, double t) {
@@ -157,6 +168,7 @@ public final class RecallService {
         registerQueuedFiles();
         intake();
         reconcile();
+        if (handOff != null) handOff.run();
         engine.requestPass();
     }
 
@@ -171,11 +183,26 @@ public final class RecallService {
                  WHERE rf.state = 'failed' AND EXISTS (
                        SELECT 1 FROM stage_request_file x JOIN stage_request r ON r.id = x.request_id
                         WHERE x.file_id = rf.file_id AND x.state = 'queued' AND r.created_at > rf.updated_at)""");
-        // already staged: not read again (the cache module will decide what is still on disk)
-        List<Long> onDisk = jdbc.queryForList("""
-                UPDATE stage_request_file x SET state = 'on_disk', finished_at = now(), started_at = coalesce(started_at, now())
-                  FROM recall_file rf WHERE rf.file_id = x.file_id AND rf.state = 'on_disk' AND x.state = 'queued'
-                RETURNING x.file_id""", Long.class);
+        // already in the cache: answered at once, no tape read; staged once but evicted since: read again
+        List<Long> queued = jdbc.queryForList("SELECT DISTINCT file_id FROM stage_request_file WHERE state = 'queued'", Long.class);
+        List<Long> cached = new ArrayList<>();
+        for (CacheEntry e : cache.lookup(queued).values()) if (e.cached()) cached.add(e.fileId());
+        List<Long> onDisk = List.of();
+        if (!cached.isEmpty()) {
+            Long[] ids = cached.toArray(Long[]::new);
+            pin(cached, null);
+            onDisk = jdbc.queryForList("""
+                    UPDATE stage_request_file x SET state = 'on_disk', finished_at = now(), started_at = coalesce(started_at, now())
+                     WHERE x.file_id = ANY(?) AND x.state = 'queued' RETURNING x.file_id""", Long.class, (Object) ids);
+            jdbc.update("""
+                    UPDATE recall_file SET state = 'on_disk', error = NULL, updated_at = now()
+                     WHERE file_id = ANY(?) AND state IN ('queued', 'failed', 'on_disk')""", (Object) ids);
+        }
+        List<Long> evicted = jdbc.queryForList("""
+                UPDATE recall_file SET state = 'queued', path = NULL, updated_at = now()
+                 WHERE state = 'on_disk' AND file_id = ANY(?) AND NOT (file_id = ANY(?)) RETURNING file_id""",
+                Long.class, queued.toArray(Long[]::new), cached.toArray(Long[]::new));
+        for (long id : evicted) engine.evicted(id);
         List<Long> failed = jdbc.queryForList("""
                 UPDATE stage_request_file x SET state = 'failed', error = rf.error, finished_at = now()
                   FROM recall_file rf WHERE rf.file_id = x.file_id AND rf.state = 'failed' AND x.state = 'queued'
@@ -238,18 +265,44 @@ public final class RecallService {
             List<FileSpec> files = new ArrayList<>();
             for (Row r : e.getValue()) files.add(r.file);
             Row first = e.getValue().get(0);
+            // pins precede the files' arrival: a copy that lands is held for the request from the start
+            pin(files.stream().map(FileSpec::id).toList(), e.getKey());
             engine.submit(e.getKey(), now, first.priority, first.experiment == null ? first.file.experiment() : first.experiment, files);
             known.add(e.getKey());
+        }
+    }
+
+    /**
+     * Pins these files for each request holding them (not released, not ended without them) for the
+     * request's disk lifetime from now; only for {@code onlyRequest} when given.
+     */
+    void pin(List<Long> fileIds, String onlyRequest) {
+        if (fileIds.isEmpty()) return;
+        Map<String, List<Long>> byRequest = new LinkedHashMap<>();
+        Map<String, Long> lifetimes = new HashMap<>();
+        jdbc.query("""
+                SELECT x.request_id::text, r.disk_lifetime_s, x.file_id FROM stage_request_file x
+                  JOIN stage_request r ON r.id = x.request_id
+                 WHERE x.file_id = ANY(?) AND NOT x.released AND x.state NOT IN ('cancelled', 'failed')
+                   AND (?::uuid IS NULL OR x.request_id = ?::uuid)""", rs -> {
+            String id = rs.getString(1);
+            lifetimes.put(id, rs.getLong(2));
+            byRequest.computeIfAbsent(id, k -> new ArrayList<>()).add(rs.getLong(3));
+        }, fileIds.toArray(Long[]::new), onlyRequest, onlyRequest);
+        for (var e : byRequest.entrySet()) {
+            long life = lifetimes.get(e.getKey());
+            cache.pin(e.getValue(), e.getKey(), Duration.ofSeconds(life > 0 ? life : 86_400));
         }
     }
 
     private void reconcile() {
         List<String> open = engine.openRequestIds();
         if (!open.isEmpty()) {
-            List<String> ended = jdbc.queryForList("""
-                    SELECT id::text FROM stage_request WHERE id = ANY(?::uuid[]) AND state NOT IN ('submitted', 'active')""",
-                    String.class, (Object) open.toArray(String[]::new));
-            for (String id : ended) engine.forget(id);
+            // ended, or deleted (WLCG DELETE): the engine stops serving them
+            Set<String> still = new HashSet<>(jdbc.queryForList("""
+                    SELECT id::text FROM stage_request WHERE id = ANY(?::uuid[]) AND state IN ('submitted', 'active')""",
+                    String.class, (Object) open.toArray(String[]::new)));
+            for (String id : open) if (!still.contains(id)) engine.forget(id);
         }
         List<Long> elsewhere = engine.claimedElsewhere();
         if (!elsewhere.isEmpty()) {

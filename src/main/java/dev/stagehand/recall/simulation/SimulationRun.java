@@ -9,6 +9,7 @@ import dev.stagehand.recall.scheduler.LowerBound;
 import dev.stagehand.recall.scheduler.QueueModel.FileSpec;
 import dev.stagehand.recall.scheduler.QueueStore;
 import dev.stagehand.recall.scheduler.RecallEngine;
+import dev.stagehand.recall.scheduler.Staging;
 import dev.stagehand.recall.scheduler.RequestWork;
 import dev.stagehand.recall.scheduler.SchedulerConfig;
 import dev.stagehand.recall.scheduler.TapeModelCosts;
@@ -64,7 +65,7 @@ public final class SimulationRun implements EngineListener {
         VirtualClock clock = new VirtualClock();
         SimulatedLibrary library = SimulatedLibrary.builder(clock).drives(drives).accessors(accessors).model(model).build();
         RecallEngine engine = new RecallEngine(library, clock, new TapeModelCosts(model), config, QueueStore.IN_MEMORY,
-                f -> null, this);
+                Staging.NONE, this);
         totalFiles = workload.files().size();
         nextProgress = Math.max(1, totalFiles / 10);
         for (Workload.Request r : workload.requests()) {

@@ -24,7 +24,7 @@ final class Harness implements EngineListener {
     Harness(int drives, int accessors, SchedulerConfig config) {
         library = new FakeLibrary(clock, drives, accessors);
         engine = new RecallEngine(library, clock, new TestCosts(), config, QueueStore.IN_MEMORY,
-                f -> Path.of("/nonexistent", Long.toString(f.id())), this);
+                Staging.NONE, this);
     }
 
     static QueueModel.FileSpec file(long id, String volume, long offset, long size) {

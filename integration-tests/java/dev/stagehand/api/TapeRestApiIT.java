@@ -1,0 +1,235 @@
+package dev.stagehand.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.stagehand.cache.CacheProperties;
+import dev.stagehand.cache.DiskCache;
+import dev.stagehand.platform.VirtualClock;
+import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.recall.service.RecallService;
+import dev.stagehand.tape.SimulatedContent;
+import dev.stagehand.tape.SimulatedLibrary;
+import dev.stagehand.tape.TapeModel;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.util.unit.DataSize;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * The WLCG Tape REST API over real HTTP, real PostgreSQL and the simulated library (virtual clock, the
+ * scheduler polled by the test): discovery, stage, progress, partial cancel, release, archiveinfo, delete,
+ * errors as problem documents, 429 with Retry-After, and both APIs in the OpenAPI document.
+ */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
+        "stagehand.recall.enabled=false", "stagehand.api.wlcg.sitename=it-site", "stagehand.api.wlcg.max-active-requests=3",
+        "stagehand.api.wlcg.retry-after=42s"})
+class TapeRestApiIT {
+
+    static final long SIZE = 1_000_000;
+
+    @LocalServerPort int port;
+    @Autowired JdbcTemplate jdbc;
+    @Autowired JdbcClient db;
+    @Autowired TransactionTemplate tx;
+    @TempDir Path tmp;
+
+    ApiClient api;
+    final String tag = UUID.randomUUID().toString().substring(0, 8);
+
+    @BeforeEach
+    void setUp() {
+        api = new ApiClient(port);
+        // IT classes run one at a time: close what earlier classes left open, so the admission limit counts ours
+        jdbc.update("""
+                UPDATE stage_request_file SET state = 'cancelled', finished_at = now() WHERE state IN ('queued', 'staging')
+                   AND request_id IN (SELECT id FROM stage_request WHERE state IN ('submitted', 'active'))""");
+        jdbc.update("UPDATE stage_request SET state = 'cancelled', completed_at = now() WHERE state IN ('submitted', 'active')");
+    }
+
+    String file(String name, String volume, String segmentState) {
+        String full = "/wlcg/" + tag + "/" + name;
+        long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, experiment) VALUES (?, ?, ?, 'atlas') RETURNING id",
+                Long.class, full, SIZE, SimulatedContent.adler32Hex(full, SIZE));
+        if (volume != null) {
+            jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes, state) SELECT ?, id, ?, ? FROM volume WHERE label = ?",
+                    id, Math.floorMod(full.hashCode(), 100) * 1_000_000_000L, segmentState, volume);
+        }
+        return full;
+    }
+
+    static String paths(String... p) {
+        return ApiClient.json(Map.of("paths", List.of(p)));
+    }
+
+    Map<String, JsonNode> filesOf(JsonNode request) {
+        Map<String, JsonNode> m = new java.util.HashMap<>();
+        for (JsonNode f : request.get("files")) m.put(f.get("path").stringValue(), f);
+        return m;
+    }
+
+    @Test
+    void theWholeFlowDiscoveryStageCancelReleaseArchiveinfoDelete() {
+        ApiClient.Answer disc = api.get("/.well-known/wlcg-tape-rest-api");
+        assertThat(disc.status()).isEqualTo(200);
+        assertThat(disc.json().get("sitename").stringValue()).isEqualTo("it-site");
+        assertThat(disc.json().get("endpoints").get(0).get("uri").stringValue()).isEqualTo("http://localhost:" + port + "/api/v1");
+        assertThat(disc.json().get("endpoints").get(0).get("version").stringValue()).isEqualTo("v1");
+
+        String vol = "W" + tag;
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", vol);
+        String a = file("a", vol, "ok"), b = file("b", vol, "ok"), c = file("c", vol, "ok"), d = file("d", vol, "ok");
+        String lost = file("lost", vol, "lost"), never = file("never", null, null);
+
+        Map<String, Object> body = Map.of("files", List.of(
+                Map.of("path", a, "diskLifetime", "P1D", "targetedMetadata", Map.of("default", Map.of())),
+                Map.of("path", b, "diskLifetime", "PT6H"),
+                Map.of("path", c)));
+        ApiClient.Answer created = api.post("/api/v1/stage", ApiClient.json(body));
+        assertThat(created.status()).isEqualTo(201);
+        String id = created.json().get("requestId").stringValue();
+        assertThat(created.location()).isEqualTo("/api/v1/stage/" + id);
+        assertThat(jdbc.queryForObject("SELECT disk_lifetime_s FROM stage_request WHERE id = ?::uuid", Long.class, id)).isEqualTo(86_400L);
+
+        JsonNode r = api.get("/api/v1/stage/" + id).json();
+        assertThat(r.get("id").stringValue()).isEqualTo(id);
+        assertThat(r.get("createdAt").isIntegralNumber()).isTrue();
+        assertThat(Math.abs(r.get("createdAt").longValue() - Instant.now().getEpochSecond())).isLessThan(600);
+        assertThat(filesOf(r).get(a).get("state").stringValue()).isEqualTo("SUBMITTED");
+
+        // a subset is cancelled; the rest goes on
+        assertThat(api.post("/api/v1/stage/" + id + "/cancel", paths(c)).status()).isEqualTo(200);
+        assertThat(filesOf(api.get("/api/v1/stage/" + id).json()).get(c).get("state").stringValue()).isEqualTo("CANCELLED");
+
+        // the scheduler stages the rest into the cache
+        VirtualClock clock = new VirtualClock();
+        DiskCache cache = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(tmp.resolve("cache"),
+                DataSize.ofMegabytes(100))), "wlcg-" + tag), new Clock() {
+                    @Override public ZoneId getZone() { return ZoneOffset.UTC; }
+                    @Override public Clock withZone(ZoneId zone) { return this; }
+                    @Override public Instant instant() { return clock.now(); }
+                }, null);
+        cache.start();
+        RecallService recall = new RecallService(jdbc, SimulatedLibrary.builder(clock).name("w" + tag).drives(1).accessors(1)
+                .root(tmp.resolve("lib")).build(), clock, TapeModel.lto9(), new RecallProperties(true, "tape-aware", SIZE,
+                Duration.ZERO, Duration.ofMinutes(10), "wlcg-" + tag, 500_000_000_000L, 10_000, Duration.ofMinutes(5),
+                Duration.ofHours(4), Duration.ofMinutes(5), 2_000_000_000_000L, 20_000, 4, Map.of(), Map.of()), cache);
+        recall.start();
+        for (int i = 0; i < 40 && !filesOf(api.get("/api/v1/stage/" + id).json()).get(b).get("state").stringValue().equals("COMPLETED"); i++) {
+            recall.poll();
+            clock.advance(Duration.ofSeconds(30));
+        }
+        recall.stop();
+        r = api.get("/api/v1/stage/" + id).json();
+        Map<String, JsonNode> files = filesOf(r);
+        for (String p : List.of(a, b)) {
+            assertThat(files.get(p).get("state").stringValue()).isEqualTo("COMPLETED");
+            assertThat(files.get(p).get("onDisk").booleanValue()).isTrue();
+            assertThat(files.get(p).get("finishedAt").isIntegralNumber()).isTrue();
+        }
+        assertThat(files.get(c).get("state").stringValue()).isEqualTo("CANCELLED");
+        assertThat(r.get("startedAt").isIntegralNumber()).isTrue();
+        assertThat(r.get("completedAt").isIntegralNumber()).isTrue();
+
+        // archiveinfo from the catalog and the cache
+        ApiClient.Answer info = api.post("/api/v1/archiveinfo", paths(a, d, lost, never, "/wlcg/" + tag + "/nope", "relative"));
+        assertThat(info.status()).isEqualTo(200);
+        List<String> got = new ArrayList<>();
+        for (JsonNode n : info.json()) got.add(n.get("path").stringValue() + " " + (n.has("locality") ? n.get("locality").stringValue() : "error"));
+        assertThat(got).containsExactly(a + " DISK_AND_TAPE", d + " TAPE", lost + " LOST", never + " NONE",
+                "/wlcg/" + tag + "/nope error", "relative error");
+        assertThat(info.json().get(4).get("error").stringValue()).contains("no such file");
+        jdbc.update("UPDATE volume SET state = 'disabled' WHERE label = ?", vol);
+        assertThat(api.post("/api/v1/archiveinfo", paths(a, d)).json().get(1).get("locality").stringValue()).isEqualTo("UNAVAILABLE");
+        assertThat(api.post("/api/v1/archiveinfo", paths(a, d)).json().get(0).get("locality").stringValue()).isEqualTo("DISK");
+        jdbc.update("UPDATE volume SET state = 'available' WHERE label = ?", vol);
+
+        // release unpins
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM cache_pin p JOIN file f ON f.id = p.file_id WHERE p.owner = ? AND f.name = ?",
+                Long.class, id, a)).isEqualTo(1L);
+        assertThat(api.post("/api/v1/release/" + id, paths(a)).status()).isEqualTo(200);
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM cache_pin p JOIN file f ON f.id = p.file_id WHERE p.owner = ? AND f.name = ?",
+                Long.class, id, a)).isZero();
+        assertThat(filesOf(api.get("/api/v1/stage/" + id).json()).get(a).get("onDisk").booleanValue()).isFalse();
+
+        // delete: gone, pins released
+        assertThat(api.delete("/api/v1/stage/" + id).status()).isEqualTo(200);
+        ApiClient.Answer gone = api.get("/api/v1/stage/" + id);
+        assertThat(gone.status()).isEqualTo(404);
+        assertThat(gone.contentType()).startsWith("application/problem+json");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM cache_pin WHERE owner = ?", Long.class, id)).isZero();
+    }
+
+    @Test
+    void badInputIsAProblemDocumentNamingEachEntryAndNothingIsStored() {
+        String vol = "X" + tag;
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", vol);
+        String ok = file("ok", vol, "ok");
+        long before = jdbc.queryForObject("SELECT count(*) FROM stage_request", Long.class);
+        ApiClient.Answer bad = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(
+                Map.of("path", ok, "diskLifetime", "one day"),
+                Map.of("diskLifetime", "P1D"),
+                Map.of("path", "/wlcg/" + tag + "/unknown"),
+                Map.of("path", ok + "2", "colour", "red")))));
+        assertThat(bad.status()).isEqualTo(400);
+        assertThat(bad.contentType()).startsWith("application/problem+json");
+        List<String> errs = new ArrayList<>();
+        for (JsonNode e : bad.json().get("errors")) errs.add(e.get("index") + " " + (e.has("field") ? e.get("field").stringValue() : ""));
+        assertThat(errs).contains("0 diskLifetime", "1 path", "3 colour");
+        // the catalog check of the native API: an unknown file is named
+        ApiClient.Answer unknown = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(Map.of("path", "/wlcg/" + tag + "/unknown")))));
+        assertThat(unknown.status()).isEqualTo(400);
+        assertThat(unknown.json().get("errors").get(0).get("reason").stringValue()).contains("not in the catalog");
+        assertThat(api.post("/api/v1/stage", "{").status()).isEqualTo(400);
+        assertThat(api.post("/api/v1/archiveinfo", "{\"files\": []}").status()).isEqualTo(400);
+        assertThat(api.get("/api/v1/stage/not-a-uuid").status()).isEqualTo(404);
+        assertThat(api.post("/api/v1/stage/" + UUID.randomUUID() + "/cancel", paths(ok)).status()).isEqualTo(404);
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM stage_request", Long.class)).isEqualTo(before);
+    }
+
+    @Test
+    void tooManyOpenRequestsAre429WithRetryAfter() {
+        String vol = "Y" + tag;
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", vol);
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            ApiClient.Answer a = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(Map.of("path", file("t" + i, vol, "ok"))))));
+            assertThat(a.status()).isEqualTo(201);
+            ids.add(a.json().get("requestId").stringValue());
+        }
+        String fourth = ApiClient.json(Map.of("files", List.of(Map.of("path", file("t3", vol, "ok")))));
+        ApiClient.Answer refused = api.post("/api/v1/stage", fourth);
+        assertThat(refused.status()).isEqualTo(429);
+        assertThat(refused.contentType()).startsWith("application/problem+json");
+        assertThat(api.retryAfter("/api/v1/stage", fourth)).isEqualTo("42");
+        // space frees as requests end: admitted again
+        assertThat(api.delete("/api/v1/stage/" + ids.getFirst()).status()).isEqualTo(200);
+        assertThat(api.post("/api/v1/stage", fourth).status()).isEqualTo(201);
+    }
+
+    @Test
+    void bothApisAreInTheOpenApiDocument() {
+        JsonNode doc = api.get("/v3/api-docs").json();
+        assertThat(doc.get("paths").has("/api/v1/requests")).isTrue();
+        for (String p : List.of("/.well-known/wlcg-tape-rest-api", "/api/v1/stage", "/api/v1/stage/{id}", "/api/v1/stage/{id}/cancel",
+                "/api/v1/release/{id}", "/api/v1/archiveinfo")) {
+            assertThat(doc.get("paths").has(p)).as(p).isTrue();
+        }
+    }
+}

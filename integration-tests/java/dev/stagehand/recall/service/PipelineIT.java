@@ -1,0 +1,355 @@
+package dev.stagehand.recall.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.stagehand.cache.DiskCache;
+import dev.stagehand.platform.VirtualClock;
+import dev.stagehand.recall.StageRequests;
+import dev.stagehand.recall.StageRequests.NewStageRequest;
+import dev.stagehand.tape.DriveStatus;
+import dev.stagehand.tape.FaultPlan;
+import dev.stagehand.tape.FileWrite;
+import dev.stagehand.tape.LibraryLayout;
+import dev.stagehand.tape.ReadBatch;
+import dev.stagehand.tape.SegmentRead;
+import dev.stagehand.tape.SimulatedContent;
+import dev.stagehand.tape.SimulatedLibrary;
+import dev.stagehand.tape.TapeLibrary;
+import dev.stagehand.tape.TapeModel;
+import dev.stagehand.tape.WriteBatch;
+import dev.stagehand.transfer.TransferQueue;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * The recall pipeline through the disk cache, on PostgreSQL and the simulated library (virtual clock):
+ * backpressure when the cache is full, release under pressure, pin expiry and eviction, checksum
+ * mismatches from corrupt segments, and dedup of stages in flight and of cached files.
+ */
+@SpringBootTest(properties = {"stagehand.recall.enabled=false", "stagehand.transfer.queue.enabled=false"})
+class PipelineIT {
+
+    static final long SIZE = 2_000_000;
+
+    @Autowired JdbcTemplate jdbc;
+    @Autowired JdbcClient db;
+    @Autowired TransactionTemplate tx;
+    @Autowired StageRequests requests;
+    @Autowired TransferQueue transfers;
+
+    @TempDir Path tmp;
+
+    final String tag = UUID.randomUUID().toString().substring(0, 8);
+    final VirtualClock clock = new VirtualClock();
+    final FaultPlan faults = new FaultPlan();
+    final List<SegmentRead> reads = Collections.synchronizedList(new ArrayList<>());
+    final AtomicInteger mounts = new AtomicInteger();
+    final List<UUID> submitted = new ArrayList<>();
+    RecallService service;
+    DiskCache cache;
+    Path cacheDir;
+
+    /** Counts mounts and records every segment read. */
+    record Recording(TapeLibrary lib, List<SegmentRead> reads, AtomicInteger mounts) implements TapeLibrary {
+        public LibraryLayout layout() { return lib.layout(); }
+        public List<DriveStatus> drives() { return lib.drives(); }
+        public CompletableFuture<Void> mount(String drive, String volume) { mounts.incrementAndGet(); return lib.mount(drive, volume); }
+        public ReadBatch read(String drive, List<SegmentRead> segments) { reads.addAll(segments); return lib.read(drive, segments); }
+        public WriteBatch write(String drive, List<FileWrite> files) { return lib.write(drive, files); }
+        public CompletableFuture<Void> dismount(String drive) { return lib.dismount(drive); }
+    }
+
+    void start(long capacity) {
+        start(capacity, 2, null);
+    }
+
+    void start(long capacity, int drives, TransferQueue handOff) {
+        cacheDir = tmp.resolve("cache");
+        cache = TestCaches.cache(db, tx, cacheDir, capacity, "pipe-" + tag, clock);
+        TapeLibrary lib = new Recording(SimulatedLibrary.builder(clock).name("p" + tag).drives(drives).accessors(1)
+                .root(tmp.resolve("lib")).faults(faults).build(), reads, mounts);
+        service = new RecallService(jdbc, lib, clock, TapeModel.lto9(), TwoSchedulersIT.props("pipe-" + tag, SIZE), cache, handOff);
+        service.start();
+    }
+
+    /** IT classes run one at a time: work other classes left open must not compete for this test's drives and cache. */
+    @org.junit.jupiter.api.BeforeEach
+    void closeLeftovers() {
+        jdbc.update("""
+                UPDATE stage_request_file SET state = 'cancelled', finished_at = now() WHERE state IN ('queued', 'staging')
+                   AND request_id IN (SELECT id FROM stage_request WHERE state IN ('submitted', 'active'))""");
+        jdbc.update("UPDATE stage_request SET state = 'cancelled', completed_at = now() WHERE state IN ('submitted', 'active')");
+    }
+
+    @AfterEach
+    void end() {
+        if (service != null) service.stop();
+        // leave no open work behind for other tests' schedulers
+        for (UUID id : submitted) {
+            String state = jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?", String.class, id);
+            if (state.equals("submitted") || state.equals("active")) requests.cancel(id, null);
+        }
+    }
+
+    String volume(String v) {
+        String label = "P" + tag + v;
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", label);
+        return label;
+    }
+
+    /** A file with a segment on each volume (at offsets spread along the tape). */
+    String file(String name, String... volumes) {
+        String full = "/pipe/" + tag + "/" + name;
+        long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, experiment) VALUES (?, ?, ?, 'atlas') RETURNING id",
+                Long.class, full, SIZE, SimulatedContent.adler32Hex(full, SIZE));
+        for (String v : volumes) {
+            jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) SELECT ?, id, ? FROM volume WHERE label = ?",
+                    id, Math.floorMod(full.hashCode(), 1000) * 10_000_000_000L, v);
+        }
+        return full;
+    }
+
+    UUID submit(List<String> files, long lifetimeSeconds) {
+        UUID id = requests.submit("it", new NewStageRequest(null, files, null, lifetimeSeconds, null, "atlas")).request().id();
+        submitted.add(id);
+        return id;
+    }
+
+    /** Polls and lets simulated time pass; checks after every step that the cache was never overfilled. */
+    void rounds(int n) {
+        for (int i = 0; i < n; i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(30));
+            Map<String, Object> d = jdbc.queryForMap("SELECT used_bytes + reserved_bytes AS held, capacity_bytes FROM cache_directory WHERE path = ?",
+                    cacheDir.toAbsolutePath().normalize().toString());
+            assertThat(((Number) d.get("held")).longValue()).isLessThanOrEqualTo(((Number) d.get("capacity_bytes")).longValue());
+        }
+    }
+
+    Map<String, Long> states(UUID id) {
+        Map<String, Long> m = new java.util.TreeMap<>();
+        jdbc.query("SELECT state, count(*) FROM stage_request_file WHERE request_id = ? GROUP BY state",
+                rs -> { m.put(rs.getString(1), rs.getLong(2)); }, id);
+        return m;
+    }
+
+    String requestState(UUID id) {
+        return jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?", String.class, id);
+    }
+
+    long readsOf(String name) {
+        synchronized (reads) {
+            return reads.stream().filter(s -> s.fileName().equals(name)).count();
+        }
+    }
+
+    @Test
+    void aFullCacheMakesStagingWaitNothingFailsAndReleasesLetItResume() {
+        start(3 * SIZE + SIZE / 2); // room for three files
+        String v1 = volume("a"), v2 = volume("b");
+        List<String> files = new ArrayList<>();
+        for (int i = 0; i < 5; i++) files.add(file("full" + i, v1));
+        for (int i = 5; i < 10; i++) files.add(file("full" + i, v2));
+        UUID id = submit(files, 86_400);
+
+        rounds(30);
+        assertThat(states(id)).isEqualTo(Map.of("on_disk", 3L, "queued", 7L));
+        assertThat(requestState(id)).isEqualTo("active");
+        // backpressure: once full, no further volume is mounted however long it waits
+        int mountsWhenFull = mounts.get();
+        rounds(30);
+        assertThat(mounts.get()).isEqualTo(mountsWhenFull);
+        assertThat(states(id)).isEqualTo(Map.of("on_disk", 3L, "queued", 7L));
+
+        // release under pressure: served at once (no wait behind the queued stages), and staging resumes
+        List<String> onDisk = jdbc.queryForList("""
+                SELECT f.name FROM stage_request_file x JOIN file f ON f.id = x.file_id
+                 WHERE x.request_id = ? AND x.state = 'on_disk' ORDER BY f.name""", String.class, id);
+        while (true) {
+            requests.release(id, onDisk);
+            assertThat(jdbc.queryForObject("SELECT count(*) FROM cache_pin p JOIN file f ON f.id = p.file_id WHERE p.owner = ? AND f.name = ANY(?)",
+                    Long.class, id.toString(), onDisk.toArray(String[]::new))).isZero();
+            rounds(20);
+            onDisk = jdbc.queryForList("""
+                    SELECT f.name FROM stage_request_file x JOIN file f ON f.id = x.file_id
+                     WHERE x.request_id = ? AND x.state = 'on_disk' AND NOT x.released ORDER BY f.name""", String.class, id);
+            if (onDisk.isEmpty()) break;
+        }
+        assertThat(states(id)).isEqualTo(Map.of("on_disk", 10L));
+        assertThat(requestState(id)).isEqualTo("done");
+        for (String f : files) assertThat(readsOf(f)).isEqualTo(1); // nothing read twice, nothing lost
+        // released copies were evicted to make room, the last ones are still cached
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM cache_file cf JOIN file f ON f.id = cf.file_id "
+                + "WHERE f.name LIKE ? AND cf.state = 'evicted'", Long.class, "/pipe/" + tag + "/%")).isGreaterThanOrEqualTo(7L);
+    }
+
+    @Test
+    void expiredPinsLetTheirFilesBeEvictedForNewStages() {
+        start(3 * SIZE + SIZE / 2);
+        String v1 = volume("a"), v2 = volume("b");
+        List<String> first = List.of(file("e0", v1), file("e1", v1), file("e2", v1));
+        List<String> second = List.of(file("e3", v2), file("e4", v2), file("e5", v2));
+        UUID a = submit(first, 3600); // pinned for an hour once on disk
+        rounds(20);
+        assertThat(requestState(a)).isEqualTo("done");
+        UUID b = submit(second, 86_400);
+        rounds(20); // well within a's disk lifetime: b waits, a's files stay
+        assertThat(states(b)).isEqualTo(Map.of("queued", 3L));
+        rounds(120); // an hour later a's pins have expired: the housekeeping purges them and b's files take their place
+        assertThat(cache.purgeExpiredPins()).isGreaterThanOrEqualTo(0);
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM cache_pin WHERE owner = ? AND expires_at > ?", Long.class,
+                a.toString(), java.sql.Timestamp.from(clock.now()))).isZero();
+        assertThat(states(b)).isEqualTo(Map.of("on_disk", 3L));
+        assertThat(requestState(b)).isEqualTo("done");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM cache_file cf JOIN file f ON f.id = cf.file_id "
+                + "WHERE f.name = ANY(?) AND cf.state = 'evicted'", Long.class, (Object) first.toArray(String[]::new))).isEqualTo(3L);
+        // a's files, asked for again after eviction, are read again (once b lets go of the space)
+        requests.release(b, null);
+        UUID again = submit(List.of(first.getFirst()), 600);
+        rounds(20);
+        assertThat(states(again)).isEqualTo(Map.of("on_disk", 1L));
+        assertThat(readsOf(first.getFirst())).isEqualTo(2);
+    }
+
+    @Test
+    void aCorruptCopyIsRefusedMarkedSuspectAndRetriedFromTheSecondCopyOrFailedWithItsReason() {
+        start(100 * SIZE);
+        String v1 = volume("a"), v2 = volume("b");
+        String twoCopies = file("c-two", v1, v2);
+        String oneCopy = file("c-one", v1);
+        String fine = file("c-fine", v1);
+        faults.corruptSegment(v1, twoCopies);
+        faults.corruptSegment(v1, oneCopy);
+        UUID id = submit(List.of(twoCopies, oneCopy, fine), 86_400);
+        rounds(40);
+        assertThat(requestState(id)).isEqualTo("failed");
+        Map<String, Map<String, Object>> byName = new java.util.HashMap<>();
+        for (Map<String, Object> r : jdbc.queryForList("""
+                SELECT f.name, x.state, x.error FROM stage_request_file x JOIN file f ON f.id = x.file_id WHERE x.request_id = ?""", id)) {
+            byName.put((String) r.get("name"), r);
+        }
+        assertThat(byName.get(twoCopies).get("state")).isEqualTo("on_disk");
+        assertThat(byName.get(fine).get("state")).isEqualTo("on_disk");
+        assertThat(byName.get(oneCopy).get("state")).isEqualTo("failed");
+        assertThat((String) byName.get(oneCopy).get("error")).contains("checksum mismatch").contains(v1).contains("Adler32");
+        assertThat(readsOf(twoCopies)).isEqualTo(2);
+        // the bad copies are suspect in the catalog, the good one still ok
+        assertThat(jdbc.queryForList("""
+                SELECT v.label || ' ' || s.state FROM segment s JOIN volume v ON v.id = s.volume_id JOIN file f ON f.id = s.file_id
+                 WHERE f.name = ? ORDER BY v.label""", String.class, twoCopies)).containsExactly(v1 + " suspect", v2 + " ok");
+        // nothing corrupt was handed on: the only verified copies carry the catalog checksum
+        for (Map<String, Object> r : jdbc.queryForList("""
+                SELECT cf.adler32, f.adler32 AS expected, cf.state FROM cache_file cf JOIN file f ON f.id = cf.file_id
+                 WHERE f.name = ANY(?) AND cf.state = 'verified'""", (Object) new String[] {twoCopies, oneCopy, fine})) {
+            assertThat(r.get("adler32")).isEqualTo(r.get("expected"));
+        }
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM cache_file cf JOIN file f ON f.id = cf.file_id WHERE f.name = ? AND cf.state = 'verified'",
+                Long.class, oneCopy)).isZero();
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM cache_file cf JOIN file f ON f.id = cf.file_id WHERE f.name = ANY(?) AND cf.state = 'corrupt'",
+                Long.class, (Object) new String[] {twoCopies, oneCopy})).isEqualTo(2L);
+    }
+
+    @Test
+    void aStageInFlightIsJoinedAndACachedFileAnswersAtOnce() {
+        start(100 * SIZE);
+        String v1 = volume("a");
+        String f = file("d0", v1), g = file("d1", v1);
+        UUID first = submit(List.of(f, g), 86_400);
+        // run until the read list is under way (claimed, not yet on disk)
+        for (int i = 0; i < 40 && !jdbc.queryForList("SELECT state FROM stage_request_file WHERE request_id = ?", String.class, first).contains("staging"); i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+        }
+        assertThat(states(first)).containsKey("staging");
+        UUID second = submit(List.of(f), 86_400); // the same file while its stage runs: joined
+        rounds(20);
+        assertThat(requestState(first)).isEqualTo("done");
+        assertThat(requestState(second)).isEqualTo("done");
+        assertThat(readsOf(f)).isEqualTo(1);
+        // on disk now: a new request is answered on the next poll without a tape read
+        int mountsBefore = mounts.get();
+        UUID third = submit(List.of(f, g), 86_400);
+        service.poll();
+        assertThat(requestState(third)).isEqualTo("done");
+        assertThat(states(third)).isEqualTo(Map.of("on_disk", 2L));
+        assertThat(readsOf(f)).isEqualTo(1);
+        assertThat(readsOf(g)).isEqualTo(1);
+        assertThat(mounts.get()).isEqualTo(mountsBefore);
+        // each request holds its own pins for its disk lifetime
+        assertThat(cache.pins(jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, f)))
+                .containsKeys(first.toString(), second.toString(), third.toString());
+    }
+
+    @Test
+    void eachVerifiedFileGoesToTheTransferQueueAsSoonAsItIsOnDiskAndEndsWithItsTransfer() {
+        start(100 * SIZE, 1, transfers);
+        String v1 = volume("a"), v2 = volume("b");
+        String a = file("t0", v1), b = file("t1", v2);
+        UUID id = requests.submit("it", new NewStageRequest(null, List.of(a, b), null, 86_400L,
+                "gsiftp://dest.example.org:2811/data/", "atlas")).request().id();
+        submitted.add(id);
+        String first = null;
+        for (int i = 0; i < 200 && first == null; i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+            List<String> queued = jdbc.queryForList("SELECT correlation FROM transfer_job WHERE correlation LIKE ?", String.class,
+                    "stage:" + id + ":%");
+            if (!queued.isEmpty()) first = queued.getFirst();
+        }
+        assertThat(first).isNotNull();
+        // handed on while the other file (another volume, one drive) is still waiting for tape
+        Map<String, Long> st = states(id);
+        assertThat(st.get("transferring")).isEqualTo(1L);
+        assertThat(st.getOrDefault("queued", 0L) + st.getOrDefault("staging", 0L)).isEqualTo(1L);
+        long firstFile = Long.parseLong(first.substring(first.lastIndexOf(':') + 1));
+        Map<String, Object> job = jdbc.queryForMap("SELECT source, destination, size_bytes, adler32 FROM transfer_job WHERE correlation = ?", first);
+        Map<String, Object> f = jdbc.queryForMap("SELECT f.name, f.adler32, cf.path FROM file f JOIN cache_file cf ON cf.file_id = f.id "
+                + "AND cf.state = 'verified' WHERE f.id = ?", firstFile);
+        assertThat(job.get("source")).isEqualTo(Path.of((String) f.get("path")).toUri().toString());
+        assertThat(job.get("destination")).isEqualTo("gsiftp://dest.example.org:2811/data" + f.get("name"));
+        assertThat(((Number) job.get("size_bytes")).longValue()).isEqualTo(SIZE);
+        assertThat(((Number) job.get("adler32")).longValue()).isEqualTo(Long.parseLong(((String) f.get("adler32")).trim(), 16));
+
+        // the movers finish it (as the drainer records it): the file is done and no longer pinned for the request
+        jdbc.update("UPDATE transfer_job SET state = 'done', finished_at = now() WHERE correlation = ?", first);
+        service.poll();
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request_file WHERE request_id = ? AND file_id = ?", String.class, id, firstFile))
+                .isEqualTo("done");
+        assertThat(cache.pins(firstFile)).doesNotContainKey(id.toString());
+        assertThat(requestState(id)).isEqualTo("active");
+
+        // the other one arrives, is handed on, and its transfer fails: the file fails with the transfer's reason
+        String second = null;
+        for (int i = 0; i < 200 && second == null; i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+            List<String> queued = jdbc.queryForList("SELECT correlation FROM transfer_job WHERE correlation LIKE ? AND correlation <> ?",
+                    String.class, "stage:" + id + ":%", first);
+            if (!queued.isEmpty()) second = queued.getFirst();
+        }
+        assertThat(second).isNotNull();
+        jdbc.update("UPDATE transfer_job SET state = 'failed', last_error = 'permission denied on dest.example.org', finished_at = now() "
+                + "WHERE correlation = ?", second);
+        service.poll();
+        assertThat(requestState(id)).isEqualTo("failed");
+        assertThat(jdbc.queryForList("SELECT error FROM stage_request_file WHERE request_id = ? AND state = 'failed'", String.class, id))
+                .containsExactly("transfer failed: permission denied on dest.example.org");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation LIKE ?", Long.class, "stage:" + id + ":%"))
+                .isEqualTo(2L); // each file handed on exactly once
+    }
+}

@@ -1,0 +1,270 @@
+package dev.stagehand.api.tape;
+
+import dev.stagehand.api.requests.BadInput;
+import dev.stagehand.api.requests.JsonBodies;
+import dev.stagehand.recall.FileLocality;
+import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.recall.StageRequests;
+import dev.stagehand.recall.StageRequests.NewStageRequest;
+import dev.stagehand.recall.StageRequests.RequestFile;
+import dev.stagehand.recall.StageRequests.StageRequestDetail;
+import io.swagger.v3.oas.annotations.Operation;
+import io.swagger.v3.oas.annotations.media.Content;
+import io.swagger.v3.oas.annotations.media.Schema;
+import io.swagger.v3.oas.annotations.tags.Tag;
+import jakarta.servlet.http.HttpServletRequest;
+import java.io.IOException;
+import java.net.URI;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.DeleteMapping;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestHeader;
+import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.servlet.support.ServletUriComponentsBuilder;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * The WLCG Tape REST API v1 (what FTS3, Rucio and gfal2 call), on the same stage requests, pins and states
+ * as the native API: a stage request is a native request whose disk lifetime is the longest asked for;
+ * release unpins; DELETE cancels what is open, unpins and forgets the request. Times are epoch seconds,
+ * as dCache serves them. Input is checked by the native API's rules; errors are RFC 9457 problem documents.
+ */
+@RestController
+@Tag(name = "WLCG Tape REST API", description = "v1: stage, cancel, release, archiveinfo (FTS3, Rucio, gfal2)")
+class TapeRestController {
+
+    static final String OWNER_HEADER = "X-Stagehand-Owner";
+    private static final Set<String> FILE_FIELDS = Set.of("path", "diskLifetime", "targetedMetadata");
+
+    private final StageRequests requests;
+    private final FileLocality locality;
+    private final TapeRestProperties props;
+
+    TapeRestController(StageRequests requests, FileLocality locality, TapeRestProperties props) {
+        this.requests = requests;
+        this.locality = locality;
+        this.props = props;
+    }
+
+    // ---- bodies, as documented in the OpenAPI document ----
+
+    record StageFile(@Schema(description = "logical file name", requiredMode = Schema.RequiredMode.REQUIRED) String path,
+                     @Schema(description = "ISO-8601 duration the file stays pinned once on disk, e.g. P1D") String diskLifetime,
+                     @Schema(description = "per-endpoint metadata, e.g. {\"default\": {...}}; accepted, not used") Map<String, Object> targetedMetadata) {}
+
+    record StageBody(List<StageFile> files) {}
+
+    record PathsBody(@Schema(requiredMode = Schema.RequiredMode.REQUIRED) List<String> paths) {}
+
+    record Created(String requestId) {}
+
+    record Endpoint(String uri, String version, Map<String, Object> metadata) {}
+
+    record Discovery(String sitename, String description, List<Endpoint> endpoints) {}
+
+    // ---- endpoints ----
+
+    @GetMapping(path = "/.well-known/wlcg-tape-rest-api", produces = MediaType.APPLICATION_JSON_VALUE)
+    @Operation(summary = "WLCG Tape REST API discovery")
+    Discovery discovery() {
+        String base = props.endpointUri().isBlank()
+                ? ServletUriComponentsBuilder.fromCurrentContextPath().path("/api/v1").build().toUriString()
+                : props.endpointUri();
+        return new Discovery(props.sitename(), "Stagehand tape staging service",
+                List.of(new Endpoint(base, "v1", Map.of())));
+    }
+
+    @PostMapping(path = "/api/v1/stage", consumes = MediaType.ALL_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
+    @Operation(summary = "Stage files (WLCG)", description = "201 with Location and requestId; 429 with Retry-After when "
+            + "the service holds as much open stage work as it admits.",
+            requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
+                    content = @Content(mediaType = "application/json", schema = @Schema(implementation = StageBody.class))))
+    ResponseEntity<Created> stage(HttpServletRequest http, @RequestHeader(name = OWNER_HEADER, required = false) String owner)
+            throws IOException {
+        String who = owner == null ? "anonymous" : owner;
+        JsonNode body = JsonBodies.parse(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()));
+        List<EntryError> errors = new ArrayList<>();
+        JsonBodies.unknownFields(body, Set.of("files"), errors);
+        JsonNode files = body.get("files");
+        List<String> paths = new ArrayList<>();
+        Long lifetime = null;
+        if (files == null || !files.isArray()) {
+            errors.add(EntryError.field("files", files == null ? "required: a list of {path, diskLifetime, targetedMetadata}"
+                    : "expected a list, got " + JsonBodies.kind(files)));
+        } else {
+            if (files.size() > StageRequests.MAX_FILES) {
+                throw new BadInput(HttpStatus.CONTENT_TOO_LARGE, "a request may name at most " + StageRequests.MAX_FILES
+                        + " files, this one names " + files.size(),
+                        List.of(EntryError.field("files", files.size() + " files; at most " + StageRequests.MAX_FILES)));
+            }
+            Iterator<JsonNode> it = files.iterator();
+            for (int i = 0; it.hasNext(); i++) {
+                JsonNode f = it.next();
+                if (!f.isObject()) {
+                    errors.add(new EntryError(i, null, "files", "expected an object {path, diskLifetime, targetedMetadata}, got " + JsonBodies.kind(f)));
+                    paths.add(null);
+                    continue;
+                }
+                for (var e : f.properties()) {
+                    if (!FILE_FIELDS.contains(e.getKey())) errors.add(new EntryError(i, null, e.getKey(), "unknown field; known fields are " + FILE_FIELDS));
+                }
+                JsonNode p = f.get("path");
+                String path = p != null && p.isString() ? p.stringValue() : null;
+                if (p == null || p.isNull()) errors.add(new EntryError(i, null, "path", "required: the file's logical name"));
+                else if (!p.isString()) errors.add(new EntryError(i, null, "path", "expected a string, got " + JsonBodies.kind(p)));
+                paths.add(path);
+                JsonNode life = f.get("diskLifetime");
+                if (life != null && !life.isNull()) {
+                    Long s = lifetimeSeconds(life);
+                    if (s == null) {
+                        errors.add(new EntryError(i, path, "diskLifetime", "expected an ISO-8601 duration such as P1D or PT6H, got " + life));
+                    } else if (lifetime == null || s > lifetime) {
+                        lifetime = s; // one lifetime per request: the longest asked for
+                    }
+                }
+                JsonNode meta = f.get("targetedMetadata");
+                if (meta != null && !meta.isNull() && !meta.isObject())
+                    errors.add(new EntryError(i, path, "targetedMetadata", "expected an object, got " + JsonBodies.kind(meta)));
+            }
+        }
+        NewStageRequest req = new NewStageRequest(null, paths, null, lifetime, null, null);
+        if (!errors.isEmpty()) {
+            // the native rules on whatever is usable, so one answer names every offending entry
+            Set<Integer> named = new java.util.HashSet<>();
+            errors.forEach(e -> { if (e.index() != null) named.add(e.index()); });
+            if (files != null && files.isArray()) {
+                for (EntryError e : requests.check(who, req)) if (e.index() == null || !named.contains(e.index())) errors.add(e);
+            }
+            throw new BadInput(HttpStatus.BAD_REQUEST, JsonBodies.describe(errors), errors);
+        }
+        StageRequests.Load load = requests.load();
+        if (load.openRequests() >= props.maxActiveRequests() || load.openFiles() + paths.size() > props.maxActiveFiles()) {
+            throw new TooManyRequests("the service holds " + load.openRequests() + " open requests with " + load.openFiles()
+                    + " files waiting (limits " + props.maxActiveRequests() + " and " + props.maxActiveFiles()
+                    + "); try again later", props.retryAfter().toSeconds());
+        }
+        UUID id = requests.submit(who, req).request().id();
+        return ResponseEntity.created(URI.create("/api/v1/stage/" + id)).body(new Created(id.toString()));
+    }
+
+    @GetMapping(path = "/api/v1/stage/{id}", produces = MediaType.APPLICATION_JSON_VALUE)
+    @Operation(summary = "A stage request's progress (WLCG)",
+            description = "Per file: state SUBMITTED, STARTED, CANCELLED, FAILED or COMPLETED, onDisk, error, "
+                    + "startedAt/finishedAt; times in epoch seconds.")
+    Map<String, Object> get(@PathVariable("id") String id) {
+        UUID uuid = uuid(id);
+        StageRequestDetail d = requests.get(uuid, 0, StageRequests.MAX_FILES).orElseThrow(() -> notFound(id));
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("id", uuid.toString());
+        out.put("createdAt", epoch(d.request().createdAt()));
+        out.put("startedAt", epoch(d.request().startedAt()));
+        out.put("completedAt", epoch(d.request().completedAt()));
+        List<Map<String, Object>> files = new ArrayList<>(d.files().size());
+        for (RequestFile f : d.files()) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("path", f.path());
+            String state = switch (f.state()) {
+                case QUEUED -> "SUBMITTED";
+                case STAGING -> "STARTED";
+                case ON_DISK, TRANSFERRING, DONE -> "COMPLETED";
+                case FAILED -> "FAILED";
+                case CANCELLED -> "CANCELLED";
+            };
+            m.put("state", state);
+            m.put("onDisk", state.equals("COMPLETED") && !f.released());
+            if (f.error() != null) m.put("error", f.error());
+            if (f.startedAt() != null) m.put("startedAt", epoch(f.startedAt()));
+            if (f.finishedAt() != null) m.put("finishedAt", epoch(f.finishedAt()));
+            files.add(m);
+        }
+        out.put("files", files);
+        return out;
+    }
+
+    @PostMapping(path = "/api/v1/stage/{id}/cancel", consumes = MediaType.ALL_VALUE)
+    @Operation(summary = "Cancel some files of a stage request (WLCG)",
+            requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
+                    content = @Content(mediaType = "application/json", schema = @Schema(implementation = PathsBody.class))))
+    ResponseEntity<Void> cancel(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
+        UUID uuid = uuid(id);
+        requests.cancel(uuid, JsonBodies.selection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()), "paths", true));
+        return ResponseEntity.ok().build();
+    }
+
+    @DeleteMapping(path = "/api/v1/stage/{id}")
+    @Operation(summary = "Delete a stage request (WLCG): open files cancelled, pins released, the request forgotten")
+    ResponseEntity<Void> delete(@PathVariable("id") String id) {
+        requests.delete(uuid(id));
+        return ResponseEntity.ok().build();
+    }
+
+    @PostMapping(path = "/api/v1/release/{id}", consumes = MediaType.ALL_VALUE)
+    @Operation(summary = "Release (unpin) files of a stage request (WLCG)",
+            requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
+                    content = @Content(mediaType = "application/json", schema = @Schema(implementation = PathsBody.class))))
+    ResponseEntity<Void> release(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
+        UUID uuid = uuid(id);
+        requests.release(uuid, JsonBodies.selection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()), "paths", true));
+        return ResponseEntity.ok().build();
+    }
+
+    @PostMapping(path = "/api/v1/archiveinfo", consumes = MediaType.ALL_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
+    @Operation(summary = "Where files are (WLCG): locality TAPE, DISK, DISK_AND_TAPE, NONE, LOST or UNAVAILABLE, or an error",
+            requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
+                    content = @Content(mediaType = "application/json", schema = @Schema(implementation = PathsBody.class))))
+    List<Map<String, Object>> archiveInfo(HttpServletRequest http) throws IOException {
+        List<String> paths = JsonBodies.selection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()), "paths", true);
+        List<Map<String, Object>> out = new ArrayList<>(paths.size());
+        for (FileLocality.Info i : locality.locality(paths)) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("path", i.path());
+            if (i.locality() != null) m.put("locality", i.locality().name());
+            if (i.error() != null) m.put("error", i.error());
+            out.add(m);
+        }
+        return out;
+    }
+
+    private static Long lifetimeSeconds(JsonNode n) {
+        if (!n.isString()) return null;
+        try {
+            Duration d = Duration.parse(n.stringValue());
+            return d.isNegative() || d.isZero() ? null : d.toSeconds();
+        } catch (DateTimeParseException e) {
+            return null;
+        }
+    }
+
+    private static Long epoch(Instant t) {
+        return t == null ? null : t.getEpochSecond();
+    }
+
+    /** Unknown ids, well-formed or not, are simply not found (WLCG clients only echo ids they were given). */
+    private static UUID uuid(String id) {
+        try {
+            if (id.length() == 36) return UUID.fromString(id);
+        } catch (IllegalArgumentException ignored) {
+            // answered below
+        }
+        throw notFound(id);
+    }
+
+    private static BadInput notFound(String id) {
+        String shown = id.length() > 60 ? id.substring(0, 60) + "..." : id;
+        return new BadInput(HttpStatus.NOT_FOUND, "no stage request " + shown, List.of(EntryError.field("id", "no stage request " + shown)));
+    }
+}

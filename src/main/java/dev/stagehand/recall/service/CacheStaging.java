@@ -1,0 +1,84 @@
+package dev.stagehand.recall.service;
+
+import dev.stagehand.cache.CommitResult;
+import dev.stagehand.cache.DiskCache;
+import dev.stagehand.cache.ReserveResult;
+import dev.stagehand.cache.SpaceRequest;
+import dev.stagehand.recall.scheduler.FileWork;
+import dev.stagehand.recall.scheduler.Staging;
+import java.util.ArrayList;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * The service's staging: reads land in space reserved in the {@link DiskCache}; a copy counts only once the
+ * cache verified its Adler32 against the catalog. A refused copy marks its tape segment suspect, so neither
+ * this nor a later recall reads that copy again.
+ */
+final class CacheStaging implements Staging {
+
+    private static final Logger log = LoggerFactory.getLogger(CacheStaging.class);
+
+    private final DiskCache cache;
+    private final JdbcTemplate jdbc;
+    private final long usefulBatchBytes;
+
+    CacheStaging(DiskCache cache, JdbcTemplate jdbc, long usefulBatchBytes) {
+        this.cache = cache;
+        this.jdbc = jdbc;
+        this.usefulBatchBytes = usefulBatchBytes;
+    }
+
+    @Override
+    public List<Slot> reserve(String volume, List<FileWork> files) {
+        List<SpaceRequest> want = new ArrayList<>(files.size());
+        for (FileWork f : files) want.add(new SpaceRequest(f.id(), f.sizeBytes()));
+        List<ReserveResult> got = cache.reserve(want, "recall " + volume);
+        List<Slot> out = new ArrayList<>(got.size());
+        for (ReserveResult r : got) {
+            out.add(switch (r.outcome()) {
+                case RESERVED -> {
+                    cache.startWriting(r.reservation().id());
+                    yield Slot.read(r.reservation().path(), r.reservation().id());
+                }
+                case CACHED -> Slot.cached(r.cached().path(), r.cached().adler32());
+                // another stage of the file is being written (joined through recall_file) or no space now
+                case IN_FLIGHT, NO_SPACE -> Slot.waiting();
+                case TOO_LARGE -> Slot.fail("larger than every cache directory: it can never be staged here");
+                case UNKNOWN_FILE -> Slot.fail("no longer in the catalog");
+            });
+        }
+        return out;
+    }
+
+    @Override
+    public long reservableBytes() {
+        return cache.reservableBytes();
+    }
+
+    @Override
+    public long usefulBatchBytes() {
+        return usefulBatchBytes;
+    }
+
+    @Override
+    public String commit(FileWork file, String volume, Slot slot, long adler32) {
+        CommitResult r = cache.commit(slot.handle(), String.format("%08x", adler32));
+        if (r.verified()) return null;
+        if (r.outcome() == CommitResult.Outcome.CORRUPT) {
+            int n = jdbc.update("""
+                    UPDATE segment s SET state = 'suspect' FROM volume v
+                     WHERE v.id = s.volume_id AND v.label = ? AND s.file_id = ? AND s.state = 'ok'""", volume, file.id());
+            log.warn("file {}: copy on {} refused ({}); {} segment(s) marked suspect", file.name(), volume, r.reason(), n);
+            return "checksum mismatch reading " + volume + ": " + r.reason() + " (segment marked suspect)";
+        }
+        return "staged copy lost before it was verified: " + r.reason();
+    }
+
+    @Override
+    public void abort(FileWork file, Slot slot, String reason) {
+        if (slot.handle() >= 0) cache.abort(slot.handle(), reason);
+    }
+}
