@@ -3,13 +3,5 @@
 #   bench/cache.sh [files] [threads] [batch]      (defaults 10000 4 100)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Same JDK choice as ./stagehand: the newest JDK >= 21 ($JAVA_HOME first).
-best=""; best_v=0
-for d in ${JAVA_HOME:-} /usr/lib/jvm/*; do
-  [ -x "$d/bin/javac" ] || continue
-  v=$("$d/bin/java" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/ {print $2; exit}' | cut -d. -f1)
-  if [ "${v:-0}" -ge 21 ] && [ "$v" -gt "$best_v" ]; then best="$d"; best_v="$v"; fi
-done
-[ -n "$best" ] || { echo "no JDK >= 21 found" >&2; exit 1; }
-export JAVA_HOME="$best"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/jdk.sh"; find_jdk
 exec mvn -B -q test-compile exec:java -Dexec.mainClass=dev.stagehand.bench.CacheBench -Dexec.args="${*:-10000 4 100}"

@@ -8,9 +8,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$HERE"
-for j in "${JAVA_HOME:-}" /usr/lib/jvm/temurin-25-jdk-amd64 /usr/lib/jvm/temurin-21-jdk-amd64; do
-  [ -n "$j" ] && [ -x "$j/bin/javac" ] && export JAVA_HOME="$j" && break
-done
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/jdk.sh"; find_jdk
 df -h "${BENCH_DIR:-/work}" >&2
 ROUNDS="${1:-3}"; shift || true
 mvn -B -q test-compile exec:java -Dexec.mainClass=dev.stagehand.bench.GridFtpBench \

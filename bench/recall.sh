@@ -7,11 +7,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$HERE"
-if [ -z "${JAVA_HOME:-}" ] || ! "$JAVA_HOME/bin/java" -version 2>&1 | grep -qE 'version "(2[1-9]|[3-9][0-9])'; then
-  for d in /usr/lib/jvm/*; do
-    if [ -x "$d/bin/javac" ] && "$d/bin/java" -version 2>&1 | grep -qE 'version "(2[1-9]|[3-9][0-9])'; then export JAVA_HOME="$d"; fi
-  done
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/jdk.sh"; find_jdk
 W=/work/shared/workloads
 [ -d "$W" ] || W="$HERE/../shared/workloads"
 GEN="$HERE/target/bench-workloads"
