@@ -100,19 +100,25 @@ class CacheConfiguration {
     /** java.time.Clock view of an EventClock. */
     private static final class EventClockAdapter extends Clock {
         private final EventClock clock;
+        private final ZoneId zone;
 
         EventClockAdapter(EventClock clock) {
+            this(clock, ZoneOffset.UTC);
+        }
+
+        private EventClockAdapter(EventClock clock, ZoneId zone) {
             this.clock = clock;
+            this.zone = zone;
         }
 
         @Override
         public ZoneId getZone() {
-            return ZoneOffset.UTC;
+            return zone;
         }
 
         @Override
         public Clock withZone(ZoneId zone) {
-            throw new UnsupportedOperationException("the event clock is UTC");
+            return new EventClockAdapter(clock, zone);
         }
 
         @Override

@@ -170,8 +170,8 @@ public final class ScriptLibrary implements TapeLibrary {
             if (s.target() == null) throw new IllegalArgumentException("the script driver needs a target for " + s.fileName());
         }
         ScriptBatch<SegmentRead, ReadResult> batch = new ScriptBatch<>(segs);
-        if (before.state() == DriveState.FAILED || before.state() == DriveState.DISABLED) {
-            batch.failRest(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, before.volume(), "drive is " + before.state()));
+        if (unusable(before)) {
+            batch.failRest(driveUnusable(drive, before));
             return batch.asRead();
         }
         Map<Long, SegmentRead> byId = new HashMap<>();
@@ -221,13 +221,22 @@ public final class ScriptLibrary implements TapeLibrary {
         return batch.asRead();
     }
 
+    /** A failed or disabled drive takes no read or write list; every entry fails with DRIVE_FAILURE. */
+    private static boolean unusable(DriveStatus s) {
+        return s.state() == DriveState.FAILED || s.state() == DriveState.DISABLED;
+    }
+
+    private static TapeFailure driveUnusable(String drive, DriveStatus s) {
+        return new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, s.volume(), "drive is " + s.state());
+    }
+
     @Override
     public WriteBatch write(String drive, List<FileWrite> files) {
         List<FileWrite> fs = List.copyOf(files);
         DriveStatus before = drive(drive);
         ScriptBatch<FileWrite, WriteBatch.WrittenSegment> batch = new ScriptBatch<>(fs);
-        if (before.state() == DriveState.FAILED || before.state() == DriveState.DISABLED) {
-            batch.failRest(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, before.volume(), "drive is " + before.state()));
+        if (unusable(before)) {
+            batch.failRest(driveUnusable(drive, before));
             return batch.asWrite();
         }
         Map<Long, FileWrite> byId = new HashMap<>();
