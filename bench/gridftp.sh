@@ -4,7 +4,9 @@
 # Needs globus-gridftp-server-progs and globus-gass-copy-progs; data (~6 GB at most at once) goes under
 # /work/.bench-gridftp and is deleted afterwards. Each row prints the 1- and 5-minute load averages: other work
 # on the machine moves every figure. For experiments: -Dgridftp.tools=stagehand,-pp (only tools whose names
-# contain a word), -Dgridftp.c=N (Stagehand connections), -Dgridftp.split=BYTES, passed in MAVEN_OPTS.
+# contain a word), -Dgridftp.skip=verify-checksum (leave those out), -Dgridftp.c=N and -Dgridftp.p=N (Stagehand
+# connections and streams), -Dgridftp.split=BYTES, passed in MAVEN_OPTS. Rounds interleave the tools; each row
+# gives the best time and the least CPU (client + the server's per-connection processes) over the rounds.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$HERE"

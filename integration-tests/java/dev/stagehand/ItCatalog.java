@@ -15,6 +15,11 @@ public final class ItCatalog {
 
     /** Imports {@code n} files of one dataset on two volumes and returns their names (in name order). */
     public static ItCatalog load(CatalogImporter importer, int n) {
+        return load(importer, n, "atlas");
+    }
+
+    /** As {@link #load(CatalogImporter, int)}, the files belonging to {@code experiment}. */
+    public static ItCatalog load(CatalogImporter importer, int n, String experiment) {
         ItCatalog c = new ItCatalog();
         String tag = c.prefix.substring(4, 12);
         StringBuilder csv = new StringBuilder("file,volume,offset_bytes,size_bytes,experiment,dataset\n");
@@ -24,7 +29,7 @@ public final class ItCatalog {
             c.files.add(name);
             long size = 1_000_000L + i;
             csv.append(name).append(",IT").append(tag).append(i % 2).append(',').append(offset).append(',').append(size)
-                    .append(",atlas,ds-").append(tag).append('\n');
+                    .append(',').append(experiment).append(",ds-").append(tag).append('\n');
             offset += size;
         }
         importer.importStream(new ByteArrayInputStream(csv.toString().getBytes(StandardCharsets.UTF_8)), "it catalog");

@@ -39,6 +39,7 @@ public final class StageRequestBench {
             List<String> names = jdbc.queryForList("SELECT name FROM file ORDER BY name LIMIT ?", String.class, files);
             int port = ((WebServerApplicationContext) ctx).getWebServer().getPort();
             HttpClient http = HttpClient.newHttpClient();
+            String token = ctx.getBean(dev.stagehand.api.security.ApiTokens.class).create("admin", "bench", null, "bench").token();
             JsonMapper json = JsonMapper.builder().build();
             double[] seconds = new double[runs + 1];
             for (int run = 0; run <= runs; run++) { // run 0 warms the JVM up and is not counted
@@ -48,7 +49,8 @@ public final class StageRequestBench {
                 byte[] bytes = json.writeValueAsBytes(body);
                 long t = System.nanoTime();
                 HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://localhost:" + port + "/api/v1/requests"))
-                        .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofByteArray(bytes)).build(),
+                        .header("Content-Type", "application/json").header("Authorization", "Bearer " + token)
+                        .POST(HttpRequest.BodyPublishers.ofByteArray(bytes)).build(),
                         HttpResponse.BodyHandlers.ofString());
                 seconds[run] = (System.nanoTime() - t) / 1e9;
                 if (r.statusCode() != 201) throw new IllegalStateException("refused: " + r.statusCode() + " " + r.body());

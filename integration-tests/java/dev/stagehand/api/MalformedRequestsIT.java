@@ -31,7 +31,7 @@ import tools.jackson.databind.JsonNode;
 class MalformedRequestsIT {
 
     /** K0..K2 stand for known catalog files, REQ for an open request, DONE for a cancelled one. */
-    record Case(String name, String method, String path, String body, String owner, int status,
+    record Case(String name, String method, String path, String body, int status,
                 String field, Integer index, String badPath) {
         @Override
         public String toString() {
@@ -46,24 +46,29 @@ class MalformedRequestsIT {
     @Autowired
     JdbcTemplate jdbc;
 
+    @Autowired
+    dev.stagehand.api.security.ApiTokens tokens;
+
     ItCatalog catalog;
+    ApiClient admin;
     String openRequest, cancelledRequest;
 
     @BeforeAll
     void setUp() {
         catalog = ItCatalog.load(importer, 5);
-        ApiClient api = new ApiClient(port);
+        admin = ApiClient.admin(port, tokens);
+        ApiClient api = admin;
         openRequest = api.post("/api/v1/requests", ApiClient.json(Map.of("files", catalog.files.subList(0, 3)))).json().get("id").stringValue();
         cancelledRequest = api.post("/api/v1/requests", ApiClient.json(Map.of("files", catalog.files.subList(0, 2)))).json().get("id").stringValue();
         assertThat(api.post("/api/v1/requests/" + cancelledRequest + "/cancel", null).status()).isEqualTo(200);
     }
 
     static Case field(String name, String body, int status, String field) {
-        return new Case(name, "POST", "/api/v1/requests", body, null, status, field, null, null);
+        return new Case(name, "POST", "/api/v1/requests", body, status, field, null, null);
     }
 
     static Case entry(String name, String body, int index, String badPath) {
-        return new Case(name, "POST", "/api/v1/requests", body, null, 400, null, index, badPath);
+        return new Case(name, "POST", "/api/v1/requests", body, 400, null, index, badPath);
     }
 
     static Stream<Case> cases() {
@@ -113,26 +118,25 @@ class MalformedRequestsIT {
                 field("destination not a URL", "{\"files\": [\"K0\"], \"destination\": \"no url\"}", 400, "destination"),
                 field("destination is a list", "{\"files\": [\"K0\"], \"destination\": []}", 400, "destination"),
                 field("experiment with spaces", "{\"files\": [\"K0\"], \"experiment\": \"at las\"}", 400, "experiment"),
-                new Case("bad owner header", "POST", "/api/v1/requests", "{\"files\": [\"K0\"]}", "bad owner", 400, "owner", null, null),
-                new Case("GET with a bad UUID", "GET", "/api/v1/requests/not-a-uuid", null, null, 400, "id", null, null),
-                new Case("GET an unknown request", "GET", "/api/v1/requests/" + UUID.randomUUID(), null, null, 404, "id", null, null),
-                new Case("GET negative fileLimit", "GET", "/api/v1/requests/REQ?fileLimit=-1", null, null, 400, "fileLimit", null, null),
-                new Case("GET huge fileLimit", "GET", "/api/v1/requests/REQ?fileLimit=1000000", null, null, 400, "fileLimit", null, null),
-                new Case("list with an unknown state", "GET", "/api/v1/requests?state=sleeping", null, null, 400, "state", null, null),
-                new Case("list with a bad since", "GET", "/api/v1/requests?since=yesterday", null, null, 400, "since", null, null),
-                new Case("list with limit 0", "GET", "/api/v1/requests?limit=0", null, null, 400, "limit", null, null),
-                new Case("list with a text offset", "GET", "/api/v1/requests?offset=ten", null, null, 400, "offset", null, null),
-                new Case("cancel an unknown request", "POST", "/api/v1/requests/" + UUID.randomUUID() + "/cancel", null, null, 404, "id", null, null),
-                new Case("cancel with a bad UUID", "POST", "/api/v1/requests/123/cancel", null, null, 400, "id", null, null),
-                new Case("cancel a finished request", "POST", "/api/v1/requests/DONE/cancel", null, null, 409, "state", null, null),
-                new Case("cancel a file not in the request", "POST", "/api/v1/requests/REQ/cancel", "{\"files\": [\"K0\", \"K4\"]}", null, 400, null, 1, "K4"),
-                new Case("cancel with a dot-dot path", "POST", "/api/v1/requests/REQ/cancel", "{\"files\": [\"/it/../K0\"]}", null, 400, null, 0, "/it/../K0"),
-                new Case("cancel with files not a list", "POST", "/api/v1/requests/REQ/cancel", "{\"files\": 3}", null, 400, "files", null, null),
-                new Case("cancel with an empty list", "POST", "/api/v1/requests/REQ/cancel", "{\"files\": []}", null, 400, "files", null, null),
-                new Case("release with an unknown field", "POST", "/api/v1/requests/REQ/release", "{\"file\": [\"K0\"]}", null, 400, "file", null, null),
-                new Case("release a duplicate file", "POST", "/api/v1/requests/REQ/release", "{\"files\": [\"K0\", \"K0\"]}", null, 400, null, 1, "K0"),
-                new Case("release an unknown request", "POST", "/api/v1/requests/" + UUID.randomUUID() + "/release", null, null, 404, "id", null, null),
-                new Case("release with malformed JSON", "POST", "/api/v1/requests/REQ/release", "{files: [K0]}", null, 400, "body", null, null));
+                new Case("GET with a bad UUID", "GET", "/api/v1/requests/not-a-uuid", null, 400, "id", null, null),
+                new Case("GET an unknown request", "GET", "/api/v1/requests/" + UUID.randomUUID(), null, 404, "id", null, null),
+                new Case("GET negative fileLimit", "GET", "/api/v1/requests/REQ?fileLimit=-1", null, 400, "fileLimit", null, null),
+                new Case("GET huge fileLimit", "GET", "/api/v1/requests/REQ?fileLimit=1000000", null, 400, "fileLimit", null, null),
+                new Case("list with an unknown state", "GET", "/api/v1/requests?state=sleeping", null, 400, "state", null, null),
+                new Case("list with a bad since", "GET", "/api/v1/requests?since=yesterday", null, 400, "since", null, null),
+                new Case("list with limit 0", "GET", "/api/v1/requests?limit=0", null, 400, "limit", null, null),
+                new Case("list with a text offset", "GET", "/api/v1/requests?offset=ten", null, 400, "offset", null, null),
+                new Case("cancel an unknown request", "POST", "/api/v1/requests/" + UUID.randomUUID() + "/cancel", null, 404, "id", null, null),
+                new Case("cancel with a bad UUID", "POST", "/api/v1/requests/123/cancel", null, 400, "id", null, null),
+                new Case("cancel a finished request", "POST", "/api/v1/requests/DONE/cancel", null, 409, "state", null, null),
+                new Case("cancel a file not in the request", "POST", "/api/v1/requests/REQ/cancel", "{\"files\": [\"K0\", \"K4\"]}", 400, null, 1, "K4"),
+                new Case("cancel with a dot-dot path", "POST", "/api/v1/requests/REQ/cancel", "{\"files\": [\"/it/../K0\"]}", 400, null, 0, "/it/../K0"),
+                new Case("cancel with files not a list", "POST", "/api/v1/requests/REQ/cancel", "{\"files\": 3}", 400, "files", null, null),
+                new Case("cancel with an empty list", "POST", "/api/v1/requests/REQ/cancel", "{\"files\": []}", 400, "files", null, null),
+                new Case("release with an unknown field", "POST", "/api/v1/requests/REQ/release", "{\"file\": [\"K0\"]}", 400, "file", null, null),
+                new Case("release a duplicate file", "POST", "/api/v1/requests/REQ/release", "{\"files\": [\"K0\", \"K0\"]}", 400, null, 1, "K0"),
+                new Case("release an unknown request", "POST", "/api/v1/requests/" + UUID.randomUUID() + "/release", null, 404, "id", null, null),
+                new Case("release with malformed JSON", "POST", "/api/v1/requests/REQ/release", "{files: [K0]}", 400, "body", null, null));
     }
 
     private String fill(String s) {
@@ -145,8 +149,8 @@ class MalformedRequestsIT {
     @MethodSource("cases")
     void refusedWithAProblemNamingTheEntryAndNothingStored(Case c) {
         List<Long> before = snapshot();
-        ApiClient api = new ApiClient(port);
-        Answer a = c.method().equals("GET") ? api.get(fill(c.path())) : api.post(fill(c.path()), fill(c.body()), c.owner());
+        ApiClient api = admin;
+        Answer a = c.method().equals("GET") ? api.get(fill(c.path())) : api.post(fill(c.path()), fill(c.body()));
 
         assertThat(a.status()).as(a.body()).isEqualTo(c.status());
         assertThat(a.contentType()).startsWith("application/problem+json");
@@ -177,7 +181,7 @@ class MalformedRequestsIT {
     void everyOffendingEntryIsNamed() {
         List<Long> before = snapshot();
         String body = fill("{\"files\": [\"K0\", \"/it/unknown-1\", \"rel\", \"K0\", \"/it/unknown-2\", 5], \"priority\": -9999}");
-        Answer a = new ApiClient(port).post("/api/v1/requests", body);
+        Answer a = admin.post("/api/v1/requests", body);
         assertThat(a.status()).isEqualTo(400);
         List<String> named = new ArrayList<>();
         a.json().get("errors").forEach(e -> named.add(e.has("index") ? "#" + e.get("index").intValue() : e.get("field").stringValue()));
@@ -185,13 +189,13 @@ class MalformedRequestsIT {
         // consulted only once the request is well formed)
         assertThat(named).containsExactlyInAnyOrder("#2", "#3", "#5", "priority");
         String names = fill("{\"files\": [\"K0\", \"/it/unknown-1\", \"rel\", \"K0\", \"/it/unknown-2\", \"/it/a/../b\"]}");
-        Answer b = new ApiClient(port).post("/api/v1/requests", names);
+        Answer b = admin.post("/api/v1/requests", names);
         assertThat(b.status()).isEqualTo(400);
         List<Integer> indices = new ArrayList<>();
         b.json().get("errors").forEach(e -> indices.add(e.get("index").intValue()));
         // syntax problems and duplicates first; unknown names are looked up only when the names are well formed
         assertThat(indices).containsExactly(2, 3, 5);
-        Answer c = new ApiClient(port).post("/api/v1/requests", fill("{\"files\": [\"K0\", \"/it/unknown-1\", \"K1\", \"/it/unknown-2\"]}"));
+        Answer c = admin.post("/api/v1/requests", fill("{\"files\": [\"K0\", \"/it/unknown-1\", \"K1\", \"/it/unknown-2\"]}"));
         List<String> unknown = new ArrayList<>();
         c.json().get("errors").forEach(e -> unknown.add(e.get("index").intValue() + "=" + e.get("path").stringValue()));
         assertThat(unknown).containsExactly("1=/it/unknown-1", "3=/it/unknown-2");

@@ -27,13 +27,18 @@ class RequestApiIT {
     CatalogImporter importer;
     @Autowired
     JdbcTemplate jdbc;
+    @Autowired
+    dev.stagehand.api.security.ApiAccounts accounts;
+    @Autowired
+    dev.stagehand.api.security.ApiTokens tokens;
 
     ApiClient api;
+    final Map<String, ApiClient> clients = new java.util.HashMap<>();
     ItCatalog catalog;
 
     @BeforeEach
     void setUp() {
-        api = new ApiClient(port);
+        api = ApiClient.admin(port, tokens);
         catalog = ItCatalog.load(importer, 30);
     }
 
@@ -42,7 +47,10 @@ class RequestApiIT {
         body.put("files", files);
         if (clientRequestId != null) body.put("clientRequestId", clientRequestId);
         body.put("experiment", "atlas");
-        return api.post("/api/v1/requests", ApiClient.json(body), owner);
+        // the owner is the authenticated account: an operator of atlas per owner, the admin when none is named
+        ApiClient client = owner == null ? api : clients.computeIfAbsent(owner, o -> ApiClient.as(port, accounts, tokens, o,
+                dev.stagehand.api.security.ApiRole.OPERATOR, "atlas"));
+        return client.post("/api/v1/requests", ApiClient.json(body));
     }
 
     @Test

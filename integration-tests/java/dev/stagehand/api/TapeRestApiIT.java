@@ -49,13 +49,14 @@ class TapeRestApiIT {
     @Autowired JdbcClient db;
     @Autowired TransactionTemplate tx;
     @TempDir Path tmp;
+    @Autowired dev.stagehand.api.security.ApiTokens tokens;
 
     ApiClient api;
     final String tag = UUID.randomUUID().toString().substring(0, 8);
 
     @BeforeEach
     void setUp() {
-        api = new ApiClient(port);
+        api = ApiClient.admin(port, tokens);
         // IT classes run one at a time: close what earlier classes left open, so the admission limit counts ours
         jdbc.update("""
                 UPDATE stage_request_file SET state = 'cancelled', finished_at = now() WHERE state IN ('queued', 'staging')

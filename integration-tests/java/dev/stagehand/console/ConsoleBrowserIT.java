@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.ItCatalog;
 import dev.stagehand.catalog.CatalogImporter;
+import dev.stagehand.transfer.GridFtpServer;
+import dev.stagehand.transfer.TransferJob;
+import dev.stagehand.transfer.TransferQueue;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -12,9 +15,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Random;
+import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.zip.Adler32;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -36,7 +43,9 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * The console in Debian's headless Chromium against the real service (random port, real PostgreSQL, the
  * simulated library on a scaled clock): log in, watch a recall progress on the overview without a reload,
- * cancel a request, a viewer refused the admin page. Screenshots go to target/screenshots/.
+ * cancel a request, watch transfers to a real GridFTP server (rates per link and host, the optimizer's
+ * concurrency, failures by reason) and retry one, a viewer refused the admin page. Screenshots go to
+ * target/screenshots/.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
         "stagehand.tape.clock=scaled", "stagehand.tape.scale=30", "stagehand.tape.drives=2",
@@ -44,6 +53,8 @@ import org.springframework.test.context.DynamicPropertySource;
         "stagehand.recall.poll-interval=300ms", "stagehand.recall.staging-dir=target/console-it/stage",
         "stagehand.tape.sim.root=target/console-it/tape",
         "stagehand.console.admin-password=browser-admin-pw",
+        "stagehand.transfer.queue.poll-interval=200ms", "stagehand.transfer.mover.backoff=200ms",
+        "stagehand.transfer.mover.max-attempts=2",
 })
 class ConsoleBrowserIT {
 
@@ -54,6 +65,11 @@ class ConsoleBrowserIT {
     int port;
     @Autowired
     CatalogImporter importer;
+    @Autowired
+    dev.stagehand.api.security.ApiTokens tokens;
+    String apiToken;
+    @Autowired
+    TransferQueue transfers;
 
     @DynamicPropertySource
     static void users(DynamicPropertyRegistry registry) {
@@ -107,11 +123,13 @@ class ConsoleBrowserIT {
     }
 
     String submit(List<String> files) throws Exception {
+        if (apiToken == null) apiToken = tokens.create("admin", "browser test", null, "it").token();
         StringBuilder body = new StringBuilder("{\"experiment\": \"atlas\", \"files\": [");
         for (int i = 0; i < files.size(); i++) body.append(i == 0 ? "" : ",").append('"').append(files.get(i)).append('"');
         body.append("]}");
         HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url("/api/v1/requests")))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body.toString())).build(),
+                .header("Content-Type", "application/json").header("Authorization", "Bearer " + apiToken)
+                .POST(HttpRequest.BodyPublishers.ofString(body.toString())).build(),
                 HttpResponse.BodyHandlers.ofString());
         assertThat(r.statusCode()).as(r.body()).isEqualTo(201);
         Matcher m = Pattern.compile("\"id\"\\s*:\\s*\"([0-9a-f-]{36})\"").matcher(r.body());
@@ -127,7 +145,9 @@ class ConsoleBrowserIT {
         ((JavascriptExecutor) browser).executeScript("window.stagehandMarker = 'same page';");
         String id = submit(catalog.files.subList(0, 20));
         By row = By.cssSelector("tr[data-request='" + id + "']");
-        var wait = new WebDriverWait(browser, Duration.ofSeconds(60)).pollingEvery(Duration.ofMillis(200));
+        // the live table re-renders while a cell is read: a replaced cell is simply looked up again
+        var wait = new WebDriverWait(browser, Duration.ofSeconds(60)).pollingEvery(Duration.ofMillis(200))
+                .ignoring(org.openqa.selenium.StaleElementReferenceException.class);
         wait.until(d -> !d.findElements(row).isEmpty());
         shot("overview-queued");
         // the counts move as the simulated library stages the files, without reloading the page
@@ -169,6 +189,82 @@ class ConsoleBrowserIT {
         browser.get(url("/console/audit"));
         assertThat(browser.findElement(By.id("audit")).getText()).contains("request.cancel", other, "admin");
         shot("audit");
+    }
+
+    static double rate(String text) {
+        Matcher m = Pattern.compile("([\\d.]+) MB/s").matcher(text);
+        assertThat(m.find()).as(text).isTrue();
+        return Double.parseDouble(m.group(1));
+    }
+
+    @Test
+    void anAdminWatchesTransfersPerLinkAndHostAndRetriesAFailedOne() throws Exception {
+        Path root = Files.createTempDirectory("stagehand-console-transfers-");
+        try (GridFtpServer server = GridFtpServer.anonymous(root.resolve("server"))) {
+            Path dst = root.resolve("dst");
+            GridFtpServer.openUp(dst);
+            String tag = "console-" + UUID.randomUUID();
+            List<TransferQueue.Request> moves = new ArrayList<>();
+            Random random = new Random(7);
+            for (int i = 0; i < 24; i++) {
+                byte[] data = new byte[16_000_000];
+                random.nextBytes(data);
+                Path f = Files.write(Files.createDirectories(root.resolve("src")).resolve("f" + i), data);
+                Adler32 sum = new Adler32();
+                sum.update(data);
+                moves.add(new TransferQueue.Request(tag, f.toUri(), URI.create(server.url(dst) + "/f" + i), data.length, sum.getValue()));
+            }
+            Path small = Files.write(root.resolve("src/small"), new byte[1000]);
+            // a missing directory fails at once (not retried); a port nobody listens on is retried, then fails
+            moves.add(new TransferQueue.Request(tag, small.toUri(), URI.create(server.url(root.resolve("no-such-dir")) + "/small"), 1000, null));
+            int dead = GridFtpServer.freePort();
+            moves.add(new TransferQueue.Request(tag, small.toUri(), URI.create("ftp://127.0.0.1:" + dead + dst + "/small"), 1000, null));
+            List<Long> ids = transfers.enqueue(moves);
+
+            logIn("admin", "browser-admin-pw");
+            browser.get(url("/console/transfers"));
+            String link = "ftp://127.0.0.1:" + server.port, host = "127.0.0.1:" + server.port;
+            var wait = new WebDriverWait(browser, Duration.ofSeconds(90)).pollingEvery(Duration.ofMillis(200));
+            // the link's measured rate (bytes of the last 10 s) shows while files move, without a reload
+            wait.until(d -> {
+                var cells = d.findElements(By.cssSelector("#links tr[data-link='" + link + "'] td.rate"));
+                return !cells.isEmpty() && rate(cells.get(0).getText()) > 0;
+            });
+            shot("transfers-moving");
+            int concurrency = Integer.parseInt(browser.findElement(By.cssSelector("#links tr[data-link='" + link + "'] td.concurrency")).getText());
+            assertThat(concurrency).isBetween(1, 16); // the optimizer's bounds (stagehand.transfer.mover defaults)
+            assertThat(browser.findElement(By.id("optimizer")).getText()).contains("between 1 and 16");
+            // every file done, checked against its checksum; the host that took them shows their rate and count
+            wait.until(d -> transfers.byCorrelation(tag).stream().allMatch(TransferJob::finished));
+            wait.until(d -> {
+                var files = d.findElements(By.cssSelector("#hosts tr[data-host='" + host + "'] td.files"));
+                return !files.isEmpty() && Integer.parseInt(files.get(0).getText()) == 24;
+            });
+            assertThat(transfers.byCorrelation(tag).stream().filter(j -> j.state().equals("done")).count()).isEqualTo(24);
+            // the dead link: its retry, classified, then the final failure
+            wait.until(d -> {
+                var r = d.findElements(By.cssSelector("#links tr[data-link='ftp://127.0.0.1:" + dead + "'] td.retries"));
+                return !r.isEmpty() && r.get(0).getText().contains("CONNECTION ×1");
+            });
+            wait.until(d -> d.findElement(By.id("failure-reasons")).getText().contains("NO_SUCH_PATH")
+                    && d.findElement(By.id("failure-reasons")).getText().contains("CONNECTION"));
+            long missing = ids.get(24);
+            By failedRow = By.cssSelector("#failed-transfers tr[data-job='" + missing + "']");
+            wait.until(d -> !d.findElements(failedRow).isEmpty());
+            assertThat(browser.findElement(failedRow).getText()).contains("NO_SUCH_PATH", "No such file or directory");
+            shot("transfers-failures");
+            // retry: the operator made the directory meanwhile, so the second claim succeeds
+            GridFtpServer.openUp(root.resolve("no-such-dir"));
+            browser.findElement(failedRow).findElement(By.tagName("button")).click();
+            new WebDriverWait(browser, Duration.ofSeconds(10)).until(d -> d.findElements(By.id("flash-message")).size() == 1);
+            assertThat(browser.findElement(By.id("flash-message")).getText()).isEqualTo("Transfer " + missing + " queued again.");
+            wait.until(d -> transfers.job(missing).state().equals("done"));
+            assertThat(transfers.job(missing).attempts()).isEqualTo(2);
+            browser.get(url("/console/audit"));
+            assertThat(browser.findElement(By.id("audit")).getText()).contains("transfer.retry", "transfer " + missing);
+        } finally {
+            new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+        }
     }
 
     @Test

@@ -93,6 +93,34 @@ class AnonymousMoverIT {
     }
 
     @Test
+    void bigFileOverOneConnectionUsesParallelStreams() throws Exception {
+        Path src = file(root.resolve("src-streams"), "streams.bin", 40 << 20, 2);
+        Path dst = destDir("dst-streams");
+        MoverSettings s = fast().withStreams(4, 1, false).withChunking(64L << 20, 0, 0); // no byte ranges
+        try (Mover mover = Movers.gridFtp(s, null)) {
+            // known sum (sendfile, the server's CKSM compared), then unknown (summed per block while sent)
+            for (Long known : java.util.Arrays.asList(adler(src), null)) {
+                FileCopy c = copy(src, b.url(dst), known);
+                CopyResult r = mover.submit(List.of(c)).result(c).get(60, TimeUnit.SECONDS);
+                assertThat(r.adler32()).isEqualTo(adler(src));
+                assertThat(r.attempts()).isEqualTo(1);
+                assertThat(Files.mismatch(src, dst.resolve("streams.bin"))).isEqualTo(-1L);
+                Files.delete(dst.resolve("streams.bin"));
+            }
+            // a small file next on the same connection goes over one of its streams
+            Path small = file(root.resolve("src-streams"), "small.bin", 1 << 20, 3);
+            FileCopy c = copy(small, b.url(dst), null);
+            assertThat(mover.submit(List.of(c)).result(c).get(60, TimeUnit.SECONDS).adler32()).isEqualTo(adler(small));
+        }
+        List<String> stores = b.transfers().stream().filter(l -> l.contains("streams.bin") || l.contains("small.bin"))
+                .filter(l -> l.contains("TYPE=STOR") || l.contains("TYPE=ESTO")).toList();
+        assertThat(stores).hasSize(3);
+        assertThat(stores.get(0)).contains("STREAMS=4");
+        assertThat(stores.get(1)).contains("STREAMS=4");
+        assertThat(stores.get(2)).contains("small.bin");
+    }
+
+    @Test
     void manySmallFilesOverReusedConnectionsToTwoHosts() throws Exception {
         Path srcDir = root.resolve("src-small");
         Path dst = destDir("dst-small");

@@ -42,6 +42,12 @@ class CacheConfiguration {
         return new CacheMetrics(cache, props);
     }
 
+    /** Health contributor {@code cacheDirectories}: directories writable, file systems not full. */
+    @Bean
+    CacheHealth cacheDirectoriesHealthIndicator(CacheProperties props, CacheHealthProperties health) {
+        return new CacheHealth(props, health.minFree());
+    }
+
     @Bean
     CacheLifecycle diskCacheLifecycle(DiskCache cache, CacheProperties props) {
         return new CacheLifecycle(cache, props.housekeepingInterval());
@@ -75,7 +81,10 @@ class CacheConfiguration {
                     int n = cache.purgeExpiredPins();
                     if (n > 0) log.debug("purged {} expired pins", n);
                 } catch (RuntimeException e) {
-                    log.warn("cache housekeeping failed; retrying", e);
+                    // a database outage is logged once (DatabaseRetry); the next round tries again
+                    if (!dev.stagehand.platform.DatabaseRetry.noteFailure("cache housekeeping", e)) {
+                        log.warn("cache housekeeping failed; retrying", e);
+                    }
                 }
             }, ms, ms, TimeUnit.MILLISECONDS);
         }

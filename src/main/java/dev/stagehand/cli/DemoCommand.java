@@ -7,14 +7,18 @@ import picocli.CommandLine.Option;
 
 /** {@code stagehand demo}: the main job on the embedded defaults, start to finish, with progress. */
 @Command(name = "demo", mixinStandardHelpOptions = true,
-        description = "Start the service on the embedded defaults (database stagehand_demo, a free port), load a "
-                + "sample catalog, submit a sample recall through the HTTP API and print progress until it completes.")
+        description = "Start the service on the embedded defaults (database stagehand_demo, a free port) and a loopback "
+                + "Globus GridFTP server, load a sample catalog, submit a sample recall to the GridFTP server through the HTTP "
+                + "API (as the admin account, with the bearer token from STAGEHAND_ADMIN_TOKEN or one generated for the run) "
+                + "and print progress (tape -> cache -> GridFTP, overlapping) until it completes, then the stage times; "
+                + "prints how to log in to the console and the API.")
 final class DemoCommand implements Callable<Integer> {
 
     @Option(names = "--timeout", defaultValue = "600", description = "give up after this many seconds (default ${DEFAULT-VALUE})")
     long timeoutSeconds;
 
-    @Option(names = "--stall-timeout", defaultValue = "15",
+    // longer than the movers' own stall timeout (30 s): a stalled transfer is aborted and retried before the demo gives up
+    @Option(names = "--stall-timeout", defaultValue = "120",
             description = "stop when no file changes state for this many seconds (default ${DEFAULT-VALUE})")
     long stallSeconds;
 

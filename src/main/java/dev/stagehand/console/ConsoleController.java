@@ -17,11 +17,9 @@ import java.util.List;
 import java.util.UUID;
 import org.springframework.http.HttpStatus;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.security.web.csrf.CsrfToken;
 import org.springframework.stereotype.Controller;
 import org.springframework.ui.Model;
 import org.springframework.web.bind.annotation.GetMapping;
-import org.springframework.web.bind.annotation.ModelAttribute;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
@@ -48,9 +46,10 @@ class ConsoleController {
     private final TransferQueue transfers;
     private final Volumes volumes;
     private final TapeLibrary library;
+    private final TransferViews transferViews;
 
     ConsoleController(ConsoleViews views, MountLog mounts, AuditLog audit, StageRequests requests, DiskCache cache,
-                      JdbcTemplate jdbc, Volumes volumes, TapeLibrary library) {
+                      JdbcTemplate jdbc, Volumes volumes, TapeLibrary library, TransferViews transferViews) {
         this.views = views;
         this.mounts = mounts;
         this.audit = audit;
@@ -59,18 +58,9 @@ class ConsoleController {
         this.transfers = new TransferQueue(jdbc);
         this.volumes = volumes;
         this.library = library;
+        this.transferViews = transferViews;
     }
 
-    /** The CSRF token as htmx's hx-headers JSON, so every htmx request carries it. */
-    @ModelAttribute("csrfHeaders")
-    String csrfHeaders(CsrfToken token) {
-        return token == null ? "{}" : "{\"" + token.getHeaderName() + "\": \"" + token.getToken() + "\"}";
-    }
-
-    @ModelAttribute("user")
-    String user(Principal principal) {
-        return principal == null ? null : principal.getName();
-    }
 
     @GetMapping("/login")
     String login() {
@@ -233,6 +223,10 @@ class ConsoleController {
         List<TransferJob> active = transfers.recent(List.of("queued", "active"), 200);
         model.addAttribute("active", active);
         model.addAttribute("failed", transfers.recent(List.of("failed"), 200));
+        model.addAttribute("links", transferViews.links());
+        model.addAttribute("hosts", transferViews.hosts());
+        model.addAttribute("optimizer", transferViews.optimizer());
+        model.addAttribute("failureReasons", transferViews.failureReasons());
     }
 
     @PostMapping("/transfers/{id}/retry")
@@ -299,17 +293,12 @@ class ConsoleController {
         return "redirect:/console/volumes";
     }
 
-    // ------------------------------------------------------------------------------------------ audit, datasets
+    // ------------------------------------------------------------------------------------------ audit (datasets: DatasetsPage)
 
     @GetMapping("/audit")
     String audit(Model model) {
         model.addAttribute("entries", audit.recent(500));
         return "console/audit";
-    }
-
-    @GetMapping("/datasets")
-    String datasets() {
-        return "console/datasets";
     }
 
     private static UUID uuid(String id) {

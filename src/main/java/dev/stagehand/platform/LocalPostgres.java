@@ -47,6 +47,7 @@ public final class LocalPostgres {
     private final Path binDir;
     private final String runAs; // null when this JVM is not root
     private boolean startedHere;
+    private int lastPort; // a resumed server listens where clients last found it
     private int users; // start() calls not yet matched by stop(): several application contexts may share one cluster
 
     private static final java.util.Map<Path, LocalPostgres> INSTANCES = new java.util.concurrent.ConcurrentHashMap<>();
@@ -95,6 +96,7 @@ public final class LocalPostgres {
                 String password = password();
                 if (!Files.exists(data.resolve("PG_VERSION"))) initdb(password);
                 int port = isRunning() ? runningPort() : startServer();
+                lastPort = port;
                 String url = "jdbc:postgresql://127.0.0.1:" + port + "/";
                 createDatabase(url, password, database);
                 users++;
@@ -112,6 +114,24 @@ public final class LocalPostgres {
         startedHere = false;
         log.info("stopping local PostgreSQL in {}", data);
         pg("pg_ctl", "-D", data.toString(), "-m", "fast", "-w", "stop");
+    }
+
+    /**
+     * Stops the server now whatever its users (fast shutdown: open sessions are ended), as a database that
+     * goes away mid-run; {@link #resume} starts it again on the same port. For fault-injection tests.
+     */
+    public synchronized void halt() {
+        log.info("halting local PostgreSQL in {}", data);
+        pg("pg_ctl", "-D", data.toString(), "-m", "fast", "-w", "stop");
+    }
+
+    /** Starts a {@link #halt halted} server again on the port it listened on. */
+    public synchronized void resume() {
+        try {
+            startServer();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     private String password() throws IOException {
@@ -152,7 +172,8 @@ public final class LocalPostgres {
     private int startServer() throws IOException {
         Files.createDirectories(run);
         if (runAs != null) run("chown", runAs, run.toString());
-        int port = freePort();
+        int port = lastPort > 0 ? lastPort : freePort();
+        lastPort = port;
         log.info("starting local PostgreSQL on 127.0.0.1:{} ({})", port, data);
         String opts = "-p " + port + " -k " + run + " -c listen_addresses=127.0.0.1 -c max_connections=200 "
                 + "-c shared_buffers=256MB " + System.getenv().getOrDefault("STAGEHAND_PG_OPTS", "");

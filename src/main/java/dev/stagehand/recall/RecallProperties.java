@@ -22,6 +22,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param idleDismount          dismount a drive idle this long with nothing queued for its tape
  * @param maxBatchBytes         bytes per read list (the rest is re-planned with new arrivals)
  * @param maxBatchFiles         files per read list
+ * @param maxBatchTime          planned drive time (positioning and reading) per read list: requests arriving
+ *                              for a mounted volume join the plan at the next list instead of a later pass
  * @param exchangesPerAccessor  mounts under way at once per robot accessor
  * @param experimentDriveCaps   most drives per experiment, e.g. {atlas: 4}
  * @param experimentShares      fair-share weights per experiment, e.g. {atlas: 3, cms: 1}
@@ -43,5 +45,21 @@ public record RecallProperties(
         @DefaultValue("20000") int maxBatchFiles,
         @DefaultValue("4") int exchangesPerAccessor,
         Map<String, Integer> experimentDriveCaps,
-        Map<String, Double> experimentShares) {
+        Map<String, Double> experimentShares,
+        @DefaultValue("150s") Duration maxBatchTime) {
+
+    @org.springframework.boot.context.properties.bind.ConstructorBinding
+    public RecallProperties {
+    }
+
+    /** Without {@code maxBatchTime}: its default, 150 s. */
+    public RecallProperties(boolean enabled, String policy, long cacheBatchBytes, Duration pollInterval, Duration lease,
+                            String instanceId, long minMountBytes, int minMountFiles, Duration minMountAge,
+                            Duration agingLimit, Duration idleDismount, long maxBatchBytes, int maxBatchFiles,
+                            int exchangesPerAccessor, Map<String, Integer> experimentDriveCaps,
+                            Map<String, Double> experimentShares) {
+        this(enabled, policy, cacheBatchBytes, pollInterval, lease, instanceId, minMountBytes, minMountFiles, minMountAge,
+                agingLimit, idleDismount, maxBatchBytes, maxBatchFiles, exchangesPerAccessor, experimentDriveCaps,
+                experimentShares, Duration.ofSeconds(150));
+    }
 }

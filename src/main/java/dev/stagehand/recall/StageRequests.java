@@ -12,8 +12,8 @@ import java.util.UUID;
  * &rarr; on_disk &rarr; transferring &rarr; done/failed).
  *
  * <p>Every method either does all of its work in one transaction or throws {@link StageRequestRejected}
- * and changes nothing. The {@code owner} is the account on whose behalf the call is made; until security
- * lands it is whatever the caller says (the REST API: a header, else {@code anonymous}).
+ * and changes nothing. The {@code owner} is the account on whose behalf the call is made (in the REST
+ * API, the authenticated account).
  */
 public interface StageRequests {
 
@@ -139,8 +139,16 @@ public interface StageRequests {
             StageRequestSummary request, Map<FileState, Long> counts, long released,
             List<RequestFile> files, int fileOffset, int fileLimit) {}
 
-    /** Filters for {@link #list}; null means "any". */
-    record RequestQuery(RequestState state, String experiment, String owner, Instant createdSince, int offset, int limit) {}
+    /**
+     * Filters for {@link #list}; null means "any". {@code experiments}: only requests of one of these
+     * experiments (the caller's visibility; requests without an experiment are then excluded).
+     */
+    record RequestQuery(RequestState state, String experiment, String owner, Instant createdSince, int offset, int limit,
+                        java.util.Collection<String> experiments) {
+        public RequestQuery(RequestState state, String experiment, String owner, Instant createdSince, int offset, int limit) {
+            this(state, experiment, owner, createdSince, offset, limit, null);
+        }
+    }
 
     record RequestPage(List<StageRequestSummary> items, long total, int offset, int limit) {}
 

@@ -54,6 +54,30 @@ public final class ScriptLibrary implements TapeLibrary {
     private final LibraryEvents events;
     private final Map<String, DriveStatus> drives = new LinkedHashMap<>();
     private final AtomicLong calls = new AtomicLong();
+    private volatile CallResult lastCall;
+
+    /**
+     * How the most recent site-script call ended, for the health check: a script that cannot be started or
+     * does not answer in time means the library is not reachable.
+     *
+     * @param command mount, read-list, write or dismount
+     * @param outcome ok, failed (a non-zero exit: the script answered), timed-out, cancelled or not-run
+     * @param exit    the exit code (-1 when there was none)
+     * @param failure the failure message, or null
+     * @param at      when the call ended
+     */
+    public record CallResult(String command, String drive, String volume, String outcome, int exit, String failure,
+                             Instant at) {
+        /** Whether the site's library answered: it ran and finished within its limit. */
+        public boolean reachable() {
+            return !outcome.equals("not-run") && !outcome.equals("timed-out");
+        }
+    }
+
+    /** The most recent call's result, or null when no script has run yet. */
+    public CallResult lastCall() {
+        return lastCall;
+    }
 
     public ScriptLibrary(LibraryLayout layout, TapeProperties.Script cfg, LibraryEvents events,
             Collection<DriveStatus> persisted) {
@@ -404,6 +428,16 @@ public final class ScriptLibrary implements TapeLibrary {
         }
 
         Outcome run(java.util.function.Consumer<String> onLine) {
+            Outcome o = call(onLine);
+            String outcome = o.failure == null ? "ok" : o.exit >= 0 ? "failed" : notRun ? "not-run" : timedOut ? "timed-out" : "cancelled";
+            lastCall = new CallResult(name, drive, volume, outcome, o.exit, o.failure == null ? null : o.failure.getMessage(),
+                    Instant.now());
+            return o;
+        }
+
+        private boolean notRun, timedOut;
+
+        private Outcome call(java.util.function.Consumer<String> onLine) {
             Path err = null;
             try {
                 Files.createDirectories(cfg.workDir());
@@ -430,7 +464,10 @@ public final class ScriptLibrary implements TapeLibrary {
                     }
                 });
                 boolean finished = p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
-                if (!finished) kill();
+                if (!finished) {
+                    timedOut = true;
+                    kill();
+                }
                 p.waitFor();
                 reader.join(Duration.ofSeconds(10));
                 synchronized (this) {
@@ -444,6 +481,7 @@ public final class ScriptLibrary implements TapeLibrary {
                 if (kind == null) return new Outcome(0, null);
                 return new Outcome(exit, new TapeFailure(kind, drive, volume, name + " exited " + exit + ": " + tail(err)));
             } catch (IOException e) {
+                notRun = true;
                 return new Outcome(-1, new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume,
                         "cannot run " + argv.get(0) + ": " + e.getMessage()));
             } catch (InterruptedException e) {

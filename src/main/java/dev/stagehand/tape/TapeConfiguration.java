@@ -17,7 +17,7 @@ import org.springframework.jdbc.core.simple.JdbcClient;
  * drive state is persisted in PostgreSQL and read back on start-up, so a tape left mounted is known.
  */
 @Configuration(proxyBeanMethods = false)
-@EnableConfigurationProperties(TapeProperties.class)
+@EnableConfigurationProperties({TapeProperties.class, DriveRoles.class})
 class TapeConfiguration {
 
     /**
@@ -48,10 +48,14 @@ class TapeConfiguration {
             all.add(0, store);
             persisted = store.load(props.library());
         }
+        if (props.driver() == TapeProperties.Driver.SIMULATED && props.sim().readLog() != null) {
+            all.add(new ReadLog(props.sim().readLog()));
+        }
         LibraryEvents events = LibraryEvents.all(all);
         return switch (props.driver()) {
             case SIMULATED -> SimulatedLibrary.builder(tapeClock)
                     .name(props.library())
+                    .drivePrefix(props.drivePrefix())
                     .drives(props.drives())
                     .accessors(props.accessors())
                     .model(props.sim().model())
@@ -63,7 +67,7 @@ class TapeConfiguration {
                     .build();
             case SCRIPT -> {
                 List<String> names = new ArrayList<>();
-                for (int i = 1; i <= props.drives(); i++) names.add(String.format("drive%02d", i));
+                for (int i = 1; i <= props.drives(); i++) names.add(String.format("%s%02d", props.drivePrefix(), i));
                 yield new ScriptLibrary(new LibraryLayout(props.library(), names, props.accessors()), props.script(),
                         events, persisted);
             }

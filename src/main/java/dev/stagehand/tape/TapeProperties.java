@@ -19,6 +19,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param persistDrives write drive state to PostgreSQL and restore it on start-up
  * @param sim           the simulated library
  * @param script        the script driver
+ * @param drivePrefix   drive names are this plus 01, 02, ... (instances simulating their own drives on one
+ *                      database need different prefixes: drive state rows are keyed by library and drive)
  */
 @ConfigurationProperties("stagehand.tape")
 public record TapeProperties(
@@ -30,7 +32,8 @@ public record TapeProperties(
         @DefaultValue("1") int accessors,
         @DefaultValue("true") boolean persistDrives,
         @DefaultValue Sim sim,
-        @DefaultValue Script script) {
+        @DefaultValue Script script,
+        @DefaultValue("drive") String drivePrefix) {
 
     public enum Driver { SIMULATED, SCRIPT }
 
@@ -41,27 +44,39 @@ public record TapeProperties(
      * @param mountTimeout a mount not finished by then fails with TIMEOUT
      * @param model        the timing model (LTO-9 by default)
      * @param faults       faults to inject from the start
+     * @param readLog      when set, one line per segment read or failed is appended to this file (counts reads
+     *                     per file across restarts; fault-injection tests use it)
      */
     public record Sim(
             @DefaultValue("var/tape") Path root,
             @DefaultValue("15m") Duration mountTimeout,
             @DefaultValue TapeModel model,
-            @DefaultValue Faults faults) {}
+            @DefaultValue Faults faults,
+            Path readLog) {}
 
     /**
      * @param badSegments   {@code VOLUME:file-name} pairs whose read fails with MEDIA_ERROR
      * @param failingDrives drives that fail half-way through their next transfer
      * @param hangingMounts volumes whose next mount never completes
      * @param missingVolumes volumes not in the library
+     * @param corruptSegments {@code VOLUME:file-name} pairs whose reads deliver one byte altered (silent corruption)
      */
     public record Faults(
             @DefaultValue List<String> badSegments,
             @DefaultValue List<String> failingDrives,
             @DefaultValue List<String> hangingMounts,
-            @DefaultValue List<String> missingVolumes) {
+            @DefaultValue List<String> missingVolumes,
+            @DefaultValue List<String> corruptSegments) {
 
         FaultPlan plan() {
-            return FaultPlan.of(badSegments, failingDrives, hangingMounts, missingVolumes);
+            FaultPlan p = FaultPlan.of(badSegments, failingDrives, hangingMounts, missingVolumes);
+            for (String s : corruptSegments) {
+                int i = s.indexOf(':');
+                if (i <= 0 || i == s.length() - 1)
+                    throw new IllegalArgumentException("corrupt segment must be VOLUME:file-name, was '" + s + "'");
+                p.corruptSegment(s.substring(0, i), s.substring(i + 1));
+            }
+            return p;
         }
     }
 

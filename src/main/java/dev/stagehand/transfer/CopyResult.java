@@ -6,7 +6,7 @@ import java.time.Duration;
  * A file moved and verified.
  *
  * @param copy     what was asked
- * @param bytes    bytes sent in the successful attempt
+ * @param bytes    the file's size (bytes resent by retries or resumes are not counted: see the listener)
  * @param elapsed  time from the first attempt's start to verification
  * @param attempts attempts used (1 when nothing went wrong)
  * @param host     the destination host that took it

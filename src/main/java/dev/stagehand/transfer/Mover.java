@@ -13,6 +13,16 @@ public interface Mover extends AutoCloseable {
     /** Queues {@code copies}; the returned batch tracks them. */
     CopyBatch submit(List<FileCopy> copies);
 
+    /**
+     * Creates the directory {@code url} (an {@code ftp://} or {@code gsiftp://} URL) and its missing parents
+     * on its server, like {@code gfal-mkdir -p}: replication writes files under their logical names at remote
+     * sites, whose directories may not exist yet. A directory that exists already is fine. Fails with the
+     * server's reason (permission denied, authentication) as a {@link TransferFailure}.
+     */
+    default void makeDirectories(java.net.URI url) {
+        throw new TransferFailure(TransferFailure.Kind.BAD_REQUEST, "this mover cannot create directories: " + url);
+    }
+
     /** Current per-link state (concurrency, throughput, hosts out of rotation). */
     List<LinkStatus> links();
 

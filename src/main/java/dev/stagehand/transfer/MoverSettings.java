@@ -7,8 +7,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * How a mover moves: bound from {@code stagehand.transfer.mover.*} (documented in config/application.yml),
  * or built by {@code stagehand copy} from its options.
  *
- * @param parallelism        parallel TCP streams per transfer (MODE E) over jglobus, used when the data channel is
- *                           authenticated (DCAU); without DCAU each connection sends one stream with sendfile
+ * @param parallelism        parallel TCP streams (MODE E data channels) per connection; a file of 16 MiB or more is
+ *                           sent over all of them, a smaller one over one (they stay open from file to file)
  * @param tcpBufferBytes     TCP buffer size for data channels (SBUF); 0 keeps the system default
  * @param concurrency        concurrent transfers per link to start with
  * @param minConcurrency     lower bound of the adaptive concurrency
@@ -17,7 +17,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param optimizerInterval  how often the adaptive concurrency is reconsidered
  * @param topUpBytes         each connection claims queued files until this many bytes are its own (BDM)
  * @param splitBytes         files at least this big are sent as byte ranges over several connections; 0 never
- * @param stallTimeout       no bytes moved for this long aborts the attempt (connection closed, retried)
+ * @param stallTimeout       no bytes moved for this long aborts the attempt (connection closed, retried from the
+ *                           server's last restart marker); also the time limit for connecting, the banner, login
+ *                           and the set-up commands of a new connection
  * @param maxAttempts        attempts per file before a retryable failure becomes final
  * @param backoff            delay before the first retry; doubles per attempt, capped at 60 s
  * @param hostQuarantine     how long a host that refused or stalled stays out of rotation

@@ -1,5 +1,6 @@
 package dev.stagehand.transfer;
 
+import dev.stagehand.platform.DatabaseRetry;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,25 +24,37 @@ class TransferDrainer implements SmartLifecycle {
 
     private record InFlight(CopyBatch batch, FileCopy copy) {}
 
+    private final TransferObserver observer;
+
     private final TransferQueue queue;
     private final Mover mover;
     private final TransferProperties.Queue settings;
-    private final String owner = "drainer-" + ProcessHandle.current().pid() + "-" + Long.toHexString(System.nanoTime());
+    private final String owner;
     private final Map<Long, InFlight> inFlight = new ConcurrentHashMap<>();
     private volatile boolean running;
     private Thread thread;
 
-    TransferDrainer(TransferQueue queue, Mover mover, TransferProperties properties) {
+    TransferDrainer(TransferQueue queue, Mover mover, TransferProperties properties, TransferObserver observer) {
         this.queue = queue;
+        this.observer = observer;
         this.mover = mover;
         this.settings = properties.queue();
+        String id = settings.instanceId();
+        this.owner = "drainer-" + (id == null || id.isBlank()
+                ? ProcessHandle.current().pid() + "-" + Long.toHexString(System.nanoTime()) : id);
     }
 
     @Override
     public void start() {
         if (!settings.enabled()) return;
         running = true;
-        thread = Thread.ofVirtual().name("transfer-drainer").start(this::loop);
+        thread = Thread.ofVirtual().name("transfer-drainer").start(() -> {
+            if (settings.instanceId() != null && !settings.instanceId().isBlank()) {
+                int n = DatabaseRetry.call("transfer queue recovery", () -> queue.releaseStale(owner));
+                if (n > 0) log.info("transfer queue: {} rows held before a restart queued again", n);
+            }
+            loop();
+        });
     }
 
     @Override
@@ -54,6 +67,8 @@ class TransferDrainer implements SmartLifecycle {
     public boolean isRunning() {
         return running;
     }
+
+    private long backoff;
 
     private void loop() {
         long lastRenew = System.nanoTime();
@@ -69,46 +84,78 @@ class TransferDrainer implements SmartLifecycle {
                     Thread.sleep(settings.pollInterval().toMillis());
                     continue;
                 }
+                DatabaseRetry.recovered();
                 submit(claimed);
             } catch (InterruptedException e) {
                 return;
             } catch (RuntimeException e) {
-                log.warn("transfer queue: {}", e.toString());
+                // a database outage is logged once (DatabaseRetry) and waited out with a growing pause
+                boolean outage = DatabaseRetry.noteFailure("transfer queue poll", e);
+                if (!outage) log.warn("transfer queue: {}", e.toString());
                 try {
-                    Thread.sleep(settings.pollInterval().toMillis());
+                    Thread.sleep(outage ? backoff = Math.min(Math.max(backoff * 2, settings.pollInterval().toMillis()), 5_000)
+                            : settings.pollInterval().toMillis());
                 } catch (InterruptedException ie) {
                     return;
                 }
+                continue;
             }
+            backoff = 0;
         }
     }
 
     private void submit(List<TransferJob> jobs) {
         List<FileCopy> copies = new ArrayList<>();
+        List<TransferJob> moving = new ArrayList<>();
         for (TransferJob j : jobs) {
+            // our own row whose lease lapsed (renewal failed while the database was away) and is still moving
+            // here: moving it a second time would write the destination twice at once
+            if (inFlight.containsKey(j.id())) continue;
+            moving.add(j);
             copies.add(new FileCopy(String.valueOf(j.id()), URI.create(j.source()), URI.create(j.destination()),
                     j.sizeBytes(), j.adler32()));
         }
+        if (copies.isEmpty()) return;
         CopyBatch batch = mover.submit(copies);
-        for (FileCopy c : copies) {
+        java.time.Instant claimedAt = java.time.Instant.now();
+        for (int i = 0; i < copies.size(); i++) {
+            FileCopy c = copies.get(i);
+            TransferJob job = moving.get(i);
             long id = Long.parseLong(c.id());
             inFlight.put(id, new InFlight(batch, c));
             batch.result(c).whenComplete((r, e) -> {
-                inFlight.remove(id);
-                try {
-                    if (e == null) {
-                        queue.done(id, owner, r);
-                    } else {
-                        Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-                        TransferFailure f = cause instanceof TransferFailure tf ? tf
-                                : new TransferFailure(TransferFailure.Kind.PROTOCOL, String.valueOf(cause), 0, cause);
-                        queue.failed(id, owner, f);
+                Runnable record = () -> {
+                    try {
+                        if (e == null) {
+                            if (DatabaseRetry.call("transfer " + id + " done", () -> queue.done(id, owner, r))) observe(job, c, claimedAt, r, null);
+                        } else {
+                            Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+                            TransferFailure f = cause instanceof TransferFailure tf ? tf
+                                    : new TransferFailure(TransferFailure.Kind.PROTOCOL, String.valueOf(cause), 0, cause);
+                            // a cancelled row (or one taken over) is not ours to record: the row says what became of it
+                            if (DatabaseRetry.call("transfer " + id + " failed", () -> queue.failed(id, owner, f))
+                                    || f.kind() == TransferFailure.Kind.CANCELLED) observe(job, c, claimedAt, null, f);
+                        }
+                    } catch (RuntimeException dbTrouble) {
+                        // the lease runs out and the row is moved again: nothing is lost
+                        log.warn("cannot record transfer job {}: {}", id, dbTrouble.toString());
+                    } finally {
+                        // only now: until the outcome is written the row must not be claimed and moved again here
+                        inFlight.remove(id);
                     }
-                } catch (RuntimeException dbTrouble) {
-                    // the lease runs out and the row is moved again: nothing is lost
-                    log.warn("cannot record transfer job {}: {}", id, dbTrouble.toString());
-                }
+                };
+                // on its own thread: waiting out a database outage must not hold up the mover's thread
+                Thread.ofVirtual().name("transfer-record-" + id).start(record);
             });
+        }
+    }
+
+    /** Meters and the event line; never disturbs the queue. */
+    private void observe(TransferJob job, FileCopy copy, java.time.Instant claimedAt, CopyResult r, TransferFailure f) {
+        try {
+            observer.finished(job, copy, claimedAt, r, f);
+        } catch (RuntimeException e) {
+            log.debug("transfer job {} not observed: {}", job.id(), e.toString());
         }
     }
 

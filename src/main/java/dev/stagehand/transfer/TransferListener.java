@@ -13,4 +13,28 @@ public interface TransferListener {
     default void retrying(FileCopy copy, TransferFailure failure) {}
 
     TransferListener NONE = new TransferListener() {};
+
+    /** Both listeners, this one first (the service's mover feeds the console's rates and the meters). */
+    default TransferListener and(TransferListener other) {
+        TransferListener first = this;
+        return new TransferListener() {
+            @Override
+            public void bytes(FileCopy copy, long delta) {
+                first.bytes(copy, delta);
+                other.bytes(copy, delta);
+            }
+
+            @Override
+            public void written(FileCopy copy, String host, int attempt) {
+                first.written(copy, host, attempt);
+                other.written(copy, host, attempt);
+            }
+
+            @Override
+            public void retrying(FileCopy copy, TransferFailure failure) {
+                first.retrying(copy, failure);
+                other.retrying(copy, failure);
+            }
+        };
+    }
 }

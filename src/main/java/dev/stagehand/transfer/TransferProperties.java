@@ -19,8 +19,11 @@ public record TransferProperties(@DefaultValue MoverSettings mover, @DefaultValu
      * @param batchSize    rows claimed at once
      * @param maxInFlight  rows handed to the movers and not yet finished, at most
      * @param lease        how long a claim holds without renewal (renewed every third of it)
+     * @param instanceId   names this instance's claims; a restart under the same name takes its rows back at
+     *                     once instead of waiting for their leases. Must differ between running instances.
+     *                     Empty: host name and process id (a restart waits for the leases)
      */
     public record Queue(@DefaultValue("true") boolean enabled, @DefaultValue("1s") Duration pollInterval,
                         @DefaultValue("200") int batchSize, @DefaultValue("2000") int maxInFlight,
-                        @DefaultValue("2m") Duration lease) {}
+                        @DefaultValue("2m") Duration lease, @DefaultValue("") String instanceId) {}
 }

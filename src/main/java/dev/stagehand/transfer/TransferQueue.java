@@ -87,6 +87,15 @@ public class TransferQueue {
                 RETURNING *""", TransferQueue::row, owner, lease.toMillis() / 1000.0, limit);
     }
 
+    /**
+     * Rows {@code owner} held before a restart: nothing moves them now, so they are queued again at once
+     * (another instance would otherwise wait for their leases). Returns how many.
+     */
+    public int releaseStale(String owner) {
+        return jdbc.update("UPDATE transfer_job SET state = 'queued', lease_owner = NULL, lease_until = NULL "
+                + "WHERE state = 'active' AND lease_owner = ?", owner);
+    }
+
     /** Extends the leases {@code owner} holds; returns how many rows it still holds. */
     public int renew(String owner, Duration lease) {
         return jdbc.update("UPDATE transfer_job SET lease_until = now() + make_interval(secs => ?) "
@@ -104,9 +113,9 @@ public class TransferQueue {
         double seconds = Math.max(r.elapsed().toNanos() / 1e9, 1e-9);
         return jdbc.update("""
                 UPDATE transfer_job SET state = 'done', bytes_moved = ?, mb_per_s = ?, mover_attempts = ?,
-                       finished_at = now(), lease_owner = NULL, lease_until = NULL
+                       dest_adler32 = ?, finished_at = now(), lease_owner = NULL, lease_until = NULL
                 WHERE id = ? AND state = 'active' AND lease_owner = ?""",
-                r.bytes(), r.bytes() / 1e6 / seconds, r.attempts(), id, owner) == 1;
+                r.bytes(), r.bytes() / 1e6 / seconds, r.attempts(), r.adler32() < 0 ? null : r.adler32(), id, owner) == 1;
     }
 
     boolean failed(long id, String owner, TransferFailure f) {

@@ -9,13 +9,14 @@ import org.junit.jupiter.api.Test;
 class TapeDemoCommandTest {
 
     @Test
+    // ×1000, not faster: the simulated mount timeout (15 min) must stay far above a loaded machine's scheduling stalls
     void theDemoMountsReadsAndDismountsWithMatchingChecksums() {
         PrintStream old = System.out;
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
         int code;
         try {
             System.setOut(new PrintStream(buf, true));
-            code = Main.run("tape-demo", "--scale", "20000", "--drives", "2", "--volumes", "3", "--files", "2");
+            code = Main.run("tape-demo", "--scale", "1000", "--drives", "2", "--volumes", "3", "--files", "2");
         } finally {
             System.setOut(old);
         }

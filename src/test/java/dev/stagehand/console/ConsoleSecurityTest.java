@@ -9,6 +9,7 @@ import static org.springframework.security.test.web.servlet.response.SecurityMoc
 import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.get;
 import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.content;
+import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.header;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.redirectedUrl;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.status;
 
@@ -41,6 +42,8 @@ class ConsoleSecurityTest {
     MockMvc mvc;
     @Autowired
     JdbcTemplate jdbc;
+    @Autowired
+    dev.stagehand.api.security.ApiTokens tokens;
 
     @Test
     void anonymousIsSentToTheLoginPage() throws Exception {
@@ -114,8 +117,15 @@ class ConsoleSecurityTest {
 
     @Test
     void theApiIsNotBehindTheConsoleLogin() throws Exception {
-        mvc.perform(get("/api/v1/requests")).andExpect(status().isOk());
-        mvc.perform(post("/api/v1/requests").contentType("application/json").content("{\"files\": []}"))
-                .andExpect(status().isBadRequest()); // reaches the API's own validation: no login, no CSRF
+        // the API's own chain: 401 with a problem body, not a redirect to the console's login page
+        mvc.perform(get("/api/v1/requests")).andExpect(status().isUnauthorized())
+                .andExpect(header().string("WWW-Authenticate", org.hamcrest.Matchers.startsWith("Bearer")));
+        String token = tokens.create("admin", "console test", null, "test").token();
+        mvc.perform(get("/api/v1/requests").header("Authorization", "Bearer " + token)).andExpect(status().isOk());
+        mvc.perform(post("/api/v1/requests").header("Authorization", "Bearer " + token).contentType("application/json")
+                        .content("{\"files\": []}"))
+                .andExpect(status().isBadRequest()); // reaches the API's own validation: no console login, no CSRF
+        // a console session is no API credential
+        mvc.perform(get("/api/v1/requests").with(user("a").roles("ADMIN"))).andExpect(status().is4xxClientError());
     }
 }

@@ -1,6 +1,9 @@
 package dev.stagehand.api.requests;
 
+import dev.stagehand.api.security.ApiUser;
+import dev.stagehand.api.security.ExperimentAccess;
 import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.recall.StageRequests.NewStageRequest;
 import dev.stagehand.recall.StageRequests;
 import dev.stagehand.recall.StageRequests.FileChange;
 import dev.stagehand.recall.StageRequests.RequestFile;
@@ -30,7 +33,6 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
-import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
@@ -44,15 +46,14 @@ import org.springframework.web.bind.annotation.RestController;
 @Tag(name = "Stage requests", description = "Bulk recall (stage) requests of up to 100,000 files")
 class RequestsController {
 
-    /** Who the caller is until security lands: this header, else {@value #ANONYMOUS}. */
-    static final String OWNER_HEADER = "X-Stagehand-Owner";
-    static final String ANONYMOUS = "anonymous";
     static final int DEFAULT_FILE_PAGE = 1000, MAX_FILE_PAGE = 10_000, DEFAULT_LIST_PAGE = 50, MAX_LIST_PAGE = 1000;
 
     private final StageRequests requests;
+    private final ExperimentAccess access;
 
-    RequestsController(StageRequests requests) {
+    RequestsController(StageRequests requests, ExperimentAccess access) {
         this.requests = requests;
+        this.access = access;
     }
 
     // ---- bodies and answers, as documented in the OpenAPI document ----
@@ -105,15 +106,24 @@ class RequestsController {
     @PostMapping(consumes = MediaType.ALL_VALUE)
     @Operation(summary = "Submit a stage request",
             description = "201 with Location for a new request, 200 for a retry of an earlier one with the same "
-                    + "clientRequestId and content. A rejected request stores nothing.",
+                    + "clientRequestId and content. A rejected request stores nothing. The owner is the authenticated "
+                    + "account; the experiment is the one named, else the one all files belong to, and must be one of "
+                    + "the caller's. Files of other experiments are reported as not in the catalog.",
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = SubmitBody.class))))
-    ResponseEntity<RequestView> submit(HttpServletRequest http,
-                                       @RequestHeader(name = OWNER_HEADER, required = false) String owner) throws IOException {
-        String who = owner == null ? ANONYMOUS : owner;
+    ResponseEntity<RequestView> submit(HttpServletRequest http) throws IOException {
+        ApiUser user = ApiUser.current();
+        String who = user.account();
         var parsed = JsonBodies.submit(JsonBodies.parse(JsonBodies.read(http.getInputStream(), http.getContentLengthLong())));
         if (!parsed.errors().isEmpty()) throw typeErrors(who, parsed);
-        Submission s = requests.submit(who, parsed.request());
+        NewStageRequest req = parsed.request();
+        if (req.files() != null && !req.files().isEmpty() && req.files().size() <= StageRequests.MAX_FILES
+                && requests.check(who, req).isEmpty()) {
+            String experiment = access.experimentFor(user, req.experiment(), req.files());
+            req = new NewStageRequest(req.clientRequestId(), req.files(), req.priority(), req.diskLifetimeSeconds(),
+                    req.destination(), experiment);
+        }
+        Submission s = requests.submit(who, req);
         RequestView view = RequestView.of(s.request());
         return s.created()
                 ? ResponseEntity.created(URI.create("/api/v1/requests/" + view.id())).body(view)
@@ -128,7 +138,9 @@ class RequestsController {
         UUID uuid = uuid(id);
         int offset = intParam("fileOffset", fileOffset, 0, 0, Integer.MAX_VALUE);
         int limit = intParam("fileLimit", fileLimit, DEFAULT_FILE_PAGE, 0, MAX_FILE_PAGE);
-        StageRequestDetail d = requests.get(uuid, offset, limit).orElseThrow(() -> notFound(uuid));
+        StageRequestDetail d = requests.get(uuid, offset, limit)
+                .filter(r -> ApiUser.current().sees(r.request().experiment())) // another experiment's request is not found
+                .orElseThrow(() -> notFound(uuid));
         Map<String, Long> counts = new LinkedHashMap<>();
         d.counts().forEach((k, v) -> counts.put(k.dbName(), v));
         return new DetailView(RequestView.of(d.request()), counts, d.released(), offset, limit,
@@ -136,7 +148,8 @@ class RequestsController {
     }
 
     @GetMapping
-    @Operation(summary = "Requests, newest first", description = "Filters: state, experiment, owner, since (ISO-8601 instant).")
+    @Operation(summary = "Requests, newest first", description = "Filters: state, experiment, owner, since (ISO-8601 instant). "
+            + "Only requests of the caller's experiments are listed.")
     ListView list(@RequestParam(name = "state", required = false) String state,
                   @RequestParam(name = "experiment", required = false) String experiment,
                   @RequestParam(name = "owner", required = false) String owner,
@@ -159,8 +172,10 @@ class RequestsController {
                 throw BadInput.field("since", "expected an ISO-8601 time such as 2026-01-31T12:00:00Z, got '" + since + "'");
             }
         }
+        ApiUser user = ApiUser.current();
         var page = requests.list(new RequestQuery(st, experiment, owner, createdSince,
-                intParam("offset", offset, 0, 0, Integer.MAX_VALUE), intParam("limit", limit, DEFAULT_LIST_PAGE, 1, MAX_LIST_PAGE)));
+                intParam("offset", offset, 0, 0, Integer.MAX_VALUE), intParam("limit", limit, DEFAULT_LIST_PAGE, 1, MAX_LIST_PAGE),
+                user.allExperiments() ? null : user.experiments()));
         return new ListView(page.items().stream().map(RequestView::of).toList(), page.total(), page.offset(), page.limit());
     }
 
@@ -170,7 +185,7 @@ class RequestsController {
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = false,
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = FilesBody.class))))
     ChangeView cancel(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
-        UUID uuid = uuid(id);
+        UUID uuid = visible(uuid(id));
         List<String> files = JsonBodies.fileSelection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()));
         return ChangeView.of(requests.cancel(uuid, files));
     }
@@ -181,7 +196,7 @@ class RequestsController {
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = false,
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = FilesBody.class))))
     ChangeView release(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
-        UUID uuid = uuid(id);
+        UUID uuid = visible(uuid(id));
         List<String> files = JsonBodies.fileSelection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()));
         return ChangeView.of(requests.release(uuid, files));
     }
@@ -196,6 +211,13 @@ class RequestsController {
         }
         errors.sort(java.util.Comparator.comparing((EntryError e) -> e.index() == null ? -1 : e.index()));
         return new BadInput(HttpStatus.BAD_REQUEST, JsonBodies.describe(errors), errors);
+    }
+
+    /** The id, when the request exists and the caller may see it; else 404, as for an unknown id. */
+    private UUID visible(UUID id) {
+        ApiUser user = ApiUser.current();
+        if (!user.allExperiments() && requests.get(id, 0, 0).filter(d -> user.sees(d.request().experiment())).isEmpty()) throw notFound(id);
+        return id;
     }
 
     private static UUID uuid(String id) {

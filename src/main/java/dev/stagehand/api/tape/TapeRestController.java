@@ -2,6 +2,8 @@ package dev.stagehand.api.tape;
 
 import dev.stagehand.api.requests.BadInput;
 import dev.stagehand.api.requests.JsonBodies;
+import dev.stagehand.api.security.ApiUser;
+import dev.stagehand.api.security.ExperimentAccess;
 import dev.stagehand.recall.FileLocality;
 import dev.stagehand.recall.StageRequestRejected.EntryError;
 import dev.stagehand.recall.StageRequests;
@@ -32,7 +34,6 @@ import org.springframework.web.bind.annotation.DeleteMapping;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
-import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RestController;
 import org.springframework.web.servlet.support.ServletUriComponentsBuilder;
 import tools.jackson.databind.JsonNode;
@@ -47,15 +48,16 @@ import tools.jackson.databind.JsonNode;
 @Tag(name = "WLCG Tape REST API", description = "v1: stage, cancel, release, archiveinfo (FTS3, Rucio, gfal2)")
 class TapeRestController {
 
-    static final String OWNER_HEADER = "X-Stagehand-Owner";
     private static final Set<String> FILE_FIELDS = Set.of("path", "diskLifetime", "targetedMetadata");
 
     private final StageRequests requests;
     private final FileLocality locality;
     private final TapeRestProperties props;
+    private final ExperimentAccess access;
 
-    TapeRestController(StageRequests requests, FileLocality locality, TapeRestProperties props) {
+    TapeRestController(StageRequests requests, FileLocality locality, TapeRestProperties props, ExperimentAccess access) {
         this.requests = requests;
+        this.access = access;
         this.locality = locality;
         this.props = props;
     }
@@ -93,9 +95,9 @@ class TapeRestController {
             + "the service holds as much open stage work as it admits.",
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = StageBody.class))))
-    ResponseEntity<Created> stage(HttpServletRequest http, @RequestHeader(name = OWNER_HEADER, required = false) String owner)
-            throws IOException {
-        String who = owner == null ? "anonymous" : owner;
+    ResponseEntity<Created> stage(HttpServletRequest http) throws IOException {
+        ApiUser user = ApiUser.current();
+        String who = user.account();
         JsonNode body = JsonBodies.parse(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()));
         List<EntryError> errors = new ArrayList<>();
         JsonBodies.unknownFields(body, Set.of("files"), errors);
@@ -151,6 +153,10 @@ class TapeRestController {
             }
             throw new BadInput(HttpStatus.BAD_REQUEST, JsonBodies.describe(errors), errors);
         }
+        if (!paths.isEmpty() && requests.check(who, req).isEmpty()) {
+            // the request's experiment: the one its files belong to (WLCG clients do not name one)
+            req = new NewStageRequest(null, paths, null, lifetime, null, access.experimentFor(user, null, paths));
+        }
         StageRequests.Load load = requests.load();
         if (load.openRequests() >= props.maxActiveRequests() || load.openFiles() + paths.size() > props.maxActiveFiles()) {
             throw new TooManyRequests("the service holds " + load.openRequests() + " open requests with " + load.openFiles()
@@ -167,7 +173,9 @@ class TapeRestController {
                     + "startedAt/finishedAt; times in epoch seconds.")
     Map<String, Object> get(@PathVariable("id") String id) {
         UUID uuid = uuid(id);
-        StageRequestDetail d = requests.get(uuid, 0, StageRequests.MAX_FILES).orElseThrow(() -> notFound(id));
+        StageRequestDetail d = requests.get(uuid, 0, StageRequests.MAX_FILES)
+                .filter(r -> ApiUser.current().sees(r.request().experiment())) // another experiment's request is not found
+                .orElseThrow(() -> notFound(id));
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("id", uuid.toString());
         out.put("createdAt", epoch(d.request().createdAt()));
@@ -200,7 +208,7 @@ class TapeRestController {
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = PathsBody.class))))
     ResponseEntity<Void> cancel(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
-        UUID uuid = uuid(id);
+        UUID uuid = visible(uuid(id), id);
         requests.cancel(uuid, JsonBodies.selection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()), "paths", true));
         return ResponseEntity.ok().build();
     }
@@ -208,7 +216,7 @@ class TapeRestController {
     @DeleteMapping(path = "/api/v1/stage/{id}")
     @Operation(summary = "Delete a stage request (WLCG): open files cancelled, pins released, the request forgotten")
     ResponseEntity<Void> delete(@PathVariable("id") String id) {
-        requests.delete(uuid(id));
+        requests.delete(visible(uuid(id), id));
         return ResponseEntity.ok().build();
     }
 
@@ -217,7 +225,7 @@ class TapeRestController {
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = PathsBody.class))))
     ResponseEntity<Void> release(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
-        UUID uuid = uuid(id);
+        UUID uuid = visible(uuid(id), id);
         requests.release(uuid, JsonBodies.selection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()), "paths", true));
         return ResponseEntity.ok().build();
     }
@@ -229,9 +237,15 @@ class TapeRestController {
     List<Map<String, Object>> archiveInfo(HttpServletRequest http) throws IOException {
         List<String> paths = JsonBodies.selection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()), "paths", true);
         List<Map<String, Object>> out = new ArrayList<>(paths.size());
+        Set<String> hidden = access.hidden(ApiUser.current(), paths);
         for (FileLocality.Info i : locality.locality(paths)) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("path", i.path());
+            if (hidden.contains(i.path())) { // another experiment's file: answered as an unknown one
+                m.put("error", ExperimentAccess.NO_SUCH_FILE);
+                out.add(m);
+                continue;
+            }
             if (i.locality() != null) m.put("locality", i.locality().name());
             if (i.error() != null) m.put("error", i.error());
             out.add(m);
@@ -251,6 +265,13 @@ class TapeRestController {
 
     private static Long epoch(Instant t) {
         return t == null ? null : t.getEpochSecond();
+    }
+
+    /** The id, when the request exists and the caller may see it; else 404, as for an unknown id. */
+    private UUID visible(UUID uuid, String id) {
+        ApiUser user = ApiUser.current();
+        if (!user.allExperiments() && requests.get(uuid, 0, 0).filter(d -> user.sees(d.request().experiment())).isEmpty()) throw notFound(id);
+        return uuid;
     }
 
     /** Unknown ids, well-formed or not, are simply not found (WLCG clients only echo ids they were given). */

@@ -266,6 +266,10 @@ class JdbcStageRequests implements StageRequests {
             where.append(" AND r.experiment = ?");
             args.add(q.experiment());
         }
+        if (q.experiments() != null) {
+            where.append(" AND r.experiment = ANY (?)");
+            args.add(q.experiments().toArray(String[]::new));
+        }
         if (q.owner() != null) {
             where.append(" AND r.owner = ?");
             args.add(q.owner());
@@ -298,7 +302,7 @@ class JdbcStageRequests implements StageRequests {
             if (files == null) {
                 long changed = jdbc.update("UPDATE stage_request_file srf SET state = 'cancelled', finished_at = now() "
                         + "FROM stage_request r WHERE r.id = srf.request_id AND srf.request_id = ? AND " + RequestSettlement.OPEN_FILE, id);
-                jdbc.update("UPDATE stage_request SET state = 'cancelled', completed_at = now() WHERE id = ?", id);
+                settlement.cancel(id);
                 cache.releaseAll(id.toString()); // nothing of a cancelled request needs to stay on disk
                 return new FileChange(id, RequestState.CANCELLED, changed, List.of());
             }

@@ -20,20 +20,46 @@ public class RequestSettlement {
             "(srf.state IN ('queued', 'staging', 'transferring') OR (srf.state = 'on_disk' AND r.destination IS NOT NULL))";
 
     private final JdbcTemplate jdbc;
+    private final RecallMetrics metrics;
 
     public RequestSettlement(JdbcTemplate jdbc) {
+        this(jdbc, RecallMetrics.NONE);
+    }
+
+    @org.springframework.beans.factory.annotation.Autowired
+    public RequestSettlement(JdbcTemplate jdbc, RecallMetrics metrics) {
         this.jdbc = jdbc;
+        this.metrics = metrics;
     }
 
     /** @return true if the request ended now */
     public boolean settle(UUID requestId) {
-        return jdbc.update(SETTLE + "r.id = ?", requestId) > 0;
+        return ended(SETTLE + "r.id = ?" + RETURNING, requestId) > 0;
     }
 
     /** Settles every open request that holds {@code fileId} (after the file reached an ended state). */
     public int settleRequestsOf(long fileId) {
-        return jdbc.update(SETTLE + "r.id IN (SELECT request_id FROM stage_request_file WHERE file_id = ?)", fileId);
+        return ended(SETTLE + "r.id IN (SELECT request_id FROM stage_request_file WHERE file_id = ?)" + RETURNING, fileId);
     }
+
+    /** Ends a request as cancelled (the caller cancelled all its open files). */
+    public boolean cancel(UUID requestId) {
+        return ended("UPDATE stage_request r SET state = 'cancelled', completed_at = now() WHERE r.id = ?" + RETURNING, requestId) > 0;
+    }
+
+    /** Runs the settling statement and records each request it ended (latency per experiment and result). */
+    private int ended(String sql, Object arg) {
+        int[] n = {0};
+        jdbc.query(sql, rs -> {
+            n[0]++;
+            metrics.requestEnded(rs.getString("experiment"), rs.getString("state"),
+                    java.time.Duration.ofNanos((long) (rs.getDouble("seconds") * 1e9)));
+        }, arg);
+        return n[0];
+    }
+
+    private static final String RETURNING =
+            " RETURNING r.experiment, r.state, extract(epoch FROM r.completed_at - r.created_at)::float8 AS seconds";
 
     private static final String SETTLE = """
             UPDATE stage_request r SET

@@ -54,9 +54,18 @@ public final class FileWork {
     /** Catalog checksum (lower-case hex) or null when unknown. */
     public String adler32() { return adler32; }
     public State state() { return state; }
+    /** The highest priority among the open requests that want it (while queued). */
+    public int priority() { return priority; }
     public Copy home() { return home; }
     public String error() { return error; }
     public List<RequestWork> requests() { return requests; }
+
+    /** Volumes holding a copy. */
+    List<String> volumes() {
+        List<String> l = new ArrayList<>(copies.size());
+        for (Copy c : copies) l.add(c.volume());
+        return l;
+    }
 
     long offsetOn(String volume) {
         for (Copy c : copies) if (c.volume().equals(volume)) return c.offsetBytes();

@@ -22,6 +22,8 @@ public final class QueueModel {
     final Map<String, VolumeQueue> volumes = new HashMap<>();
     /** Volumes with something queued. */
     final Map<String, VolumeQueue> nonEmpty = new HashMap<>();
+    /** Volumes the library reported unavailable: no file is queued or read there until restored. */
+    final java.util.Set<String> unavailable = new java.util.HashSet<>();
     /** Queued multi-copy files by every volume they have a copy on, to move them to a mounted copy. */
     final Map<String, Map<Long, FileWork>> alternates = new HashMap<>();
 
@@ -47,12 +49,22 @@ public final class QueueModel {
         requests.put(id, r);
         for (FileSpec s : specs) {
             FileWork f = files.get(s.id());
+            boolean fresh = f == null;
             if (f == null) {
                 f = new FileWork(s.id(), s.name(), s.sizeBytes(), s.copies(), s.experiment(), s.dataset(), s.adler32());
                 f.firstArrival = arrival;
                 files.put(f.id, f);
             } else if (r.files.contains(f)) {
                 continue; // the same file twice in one request
+            }
+            if ((fresh || f.state == FileWork.State.FAILED) && unavailable.containsAll(f.volumes())) {
+                // every copy is on a volume the library reported unavailable: fail now, with the reason
+                f.state = FileWork.State.FAILED;
+                f.error = "no usable tape copy: volume unavailable";
+                r.files.add(f);
+                f.requests.add(r);
+                r.failedFiles++;
+                continue;
             }
             r.files.add(f);
             switch (f.state) {
@@ -74,6 +86,7 @@ public final class QueueModel {
             }
             f.requests.add(r);
             r.remaining++;
+            if (f.state == FileWork.State.CLAIMED) r.claimedPerVolume.merge(f.home.volume(), 1, Integer::sum);
             if (f.state == FileWork.State.QUEUED && f.home != null) {
                 raisePriority(f, priority);
                 incQueued(r, f.home.volume());
@@ -93,12 +106,58 @@ public final class QueueModel {
         if (f.home != null && f.state == FileWork.State.QUEUED) volumes.get(f.home.volume()).reprioritise(f, old, p);
     }
 
+    boolean usable(FileWork f, Copy c) {
+        return f.usable(c) && !unavailable.contains(c.volume());
+    }
+
+    /**
+     * The volume cannot be mounted: it takes no more work until {@link #volumeAvailable}. Its queued files
+     * move to other copies or fail; returns the requests that ended (with failed files).
+     */
+    public List<RequestWork> volumeUnavailable(String volume, String reason, double now, Predicate<String> mounted) {
+        unavailable.add(volume);
+        List<RequestWork> ended = new ArrayList<>();
+        VolumeQueue q = volumes.get(volume);
+        if (q != null) {
+            for (FileWork f : new ArrayList<>(q.files.values())) ended.addAll(copyFailed(f, volume, reason, now, mounted));
+        }
+        return ended;
+    }
+
+    /** The volume is usable again (an operator restored it). */
+    public void volumeAvailable(String volume) {
+        unavailable.remove(volume);
+    }
+
+    public java.util.Set<String> unavailableVolumes() {
+        return java.util.Set.copyOf(unavailable);
+    }
+
+    /**
+     * A request's priority changed: its queued files take the highest priority among the open requests
+     * that want them (raised or lowered), so the volume ranking sees it at once.
+     */
+    public void changePriority(String requestId, int priority) {
+        RequestWork r = requests.get(requestId);
+        if (r == null || r.priority == priority) return;
+        r.priority = priority;
+        for (FileWork f : r.files) {
+            int p = Integer.MIN_VALUE;
+            for (RequestWork o : f.requests) if (!o.finished()) p = Math.max(p, o.priority);
+            if (p == Integer.MIN_VALUE || p == f.priority) continue;
+            int old = f.priority;
+            f.priority = p;
+            if (f.home != null && f.state == FileWork.State.QUEUED) volumes.get(f.home.volume()).reprioritise(f, old, p);
+        }
+    }
+
     /** Puts a queued file on its best usable copy: a mounted one, else the one with most queued bytes. */
     void enqueue(FileWork f, Predicate<String> mounted) {
+        unclaim(f);
         Copy best = null;
         long bestBytes = -1;
         for (Copy c : f.copies) {
-            if (!f.usable(c)) continue;
+            if (!usable(f, c)) continue;
             if (mounted.test(c.volume())) { best = c; break; }
             VolumeQueue q = volumes.get(c.volume());
             long b = q == null ? 0 : q.bytes;
@@ -137,7 +196,7 @@ public final class QueueModel {
         for (FileWork f : new ArrayList<>(m.values())) {
             if (f.state != FileWork.State.QUEUED || f.home.volume().equals(volume) || mounted.test(f.home.volume())) continue;
             Copy c = null;
-            for (Copy x : f.copies) if (x.volume().equals(volume) && f.usable(x)) c = x;
+            for (Copy x : f.copies) if (x.volume().equals(volume) && usable(f, x)) c = x;
             if (c == null) continue;
             dequeue(f);
             f.home = c;
@@ -154,6 +213,15 @@ public final class QueueModel {
         if (f.state != FileWork.State.QUEUED) throw new IllegalStateException(f.name + " is " + f.state);
         dequeue(f);
         f.state = FileWork.State.CLAIMED;
+        for (RequestWork r : f.requests) if (!r.finished()) r.claimedPerVolume.merge(f.home.volume(), 1, Integer::sum);
+    }
+
+    /** A claimed file leaves that state: its requests stop waiting for its volume on its account. */
+    private void unclaim(FileWork f) {
+        if (f.state != FileWork.State.CLAIMED || f.home == null) return;
+        for (RequestWork r : f.requests) {
+            r.claimedPerVolume.computeIfPresent(f.home.volume(), (v, n) -> n > 1 ? n - 1 : null);
+        }
     }
 
     /** Another scheduler instance claimed it: it leaves our queue; its outcome arrives through the store. */
@@ -190,6 +258,7 @@ public final class QueueModel {
 
     /** The file is on disk: returns the requests this completed. */
     public List<RequestWork> onDisk(FileWork f, double now) {
+        unclaim(f);
         if (f.state == FileWork.State.QUEUED) dequeue(f);
         f.state = FileWork.State.ON_DISK;
         return finishFile(f, now, false);
@@ -203,7 +272,7 @@ public final class QueueModel {
         f.markFailedOn(volume);
         f.error = reason;
         for (Copy c : f.copies) {
-            if (f.usable(c)) {
+            if (usable(f, c)) {
                 if (f.state == FileWork.State.QUEUED) dequeue(f);
                 enqueue(f, mounted);
                 return List.of();
@@ -214,6 +283,7 @@ public final class QueueModel {
 
     /** The file cannot be staged at all. */
     public List<RequestWork> fail(FileWork f, String reason, double now) {
+        unclaim(f);
         if (f.state == FileWork.State.QUEUED) dequeue(f);
         f.state = FileWork.State.FAILED;
         f.error = reason;

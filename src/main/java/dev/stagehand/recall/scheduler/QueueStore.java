@@ -31,6 +31,23 @@ public interface QueueStore {
     /** Fresh estimated completion times of open requests. */
     void etas(Collection<RequestWork> requests);
 
+    /**
+     * The library reported the volume unavailable (it cannot be mounted): recorded so that no new work is
+     * planned on it until an operator restores it.
+     */
+    default void volumeUnavailable(String volume, String reason) { }
+
+    /**
+     * Takes {@code volume} for this instance before mounting it: false while another instance holds it
+     * (mounted there), so two instances sharing a library never mount one cartridge twice.
+     */
+    default boolean claimVolume(String volume) {
+        return true;
+    }
+
+    /** The volume left this instance's drives (dismounted, or its mount failed). */
+    default void releaseVolume(String volume) {}
+
     /** Keeps nothing: the simulation's store (one process, no restart). */
     QueueStore IN_MEMORY = new QueueStore() {
         @Override public List<FileWork> claim(String volume, List<FileWork> files) { return files; }

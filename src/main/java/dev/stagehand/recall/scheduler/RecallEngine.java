@@ -45,6 +45,12 @@ public final class RecallEngine {
         double busyUntil;
         boolean failed;
         EventClock.Scheduled idleTimer;
+        /** The planned read order of the mounted volume (its rest from {@link #planFrom}), valid while its queue is unchanged. */
+        List<FileWork> plan;
+        int planFrom;
+        int planVersion;
+        /** Positioning and reading seconds of the plan's rest from the end of the current read list. */
+        double planSeconds;
 
         Drive(String name) { this.name = name; }
     }
@@ -89,12 +95,18 @@ public final class RecallEngine {
             Drive d = new Drive(s.drive());
             switch (s.state()) {
                 case MOUNTED_IDLE -> { d.state = DState.IDLE; d.volume = s.volume(); d.moved = s.bytesMoved(); }
-                case FAILED, DISABLED -> d.state = DState.FAILED;
+                // a failed drive may hold its cartridge: that volume is known to be stuck, not mounted elsewhere
+                case FAILED, DISABLED -> { d.state = DState.FAILED; d.volume = s.volume(); }
                 case EMPTY -> { }
                 // busy with something we did not start (restart mid-operation): leave it alone until it settles
                 default -> d.state = DState.FAILED;
             }
             drives.put(d.name, d);
+            // a cartridge left in a drive is this instance's (restart): hold it against the other instances
+            if (d.volume != null && !store.claimVolume(d.volume)) {
+                // held elsewhere (state from another library view): leave the drive alone
+                d.state = DState.FAILED;
+            }
         }
     }
 
@@ -118,6 +130,12 @@ public final class RecallEngine {
         RequestWork r = model.addRequest(id, t, priority, experiment, files, this::isMounted);
         if (config.policy() == Policy.FIFO) {
             for (FileWork f : r.files) if (f.state == FileWork.State.QUEUED && !f.inFifo) { f.inFifo = true; fifo.add(f); }
+        }
+        for (FileWork f : r.files) {
+            if (f.state == FileWork.State.FAILED) { // only now: every copy is on an unavailable volume
+                store.failed(f);
+                listener.fileFailed(f, t);
+            }
         }
         if (r.finished()) {
             store.requestFinished(r);
@@ -171,6 +189,11 @@ public final class RecallEngine {
         return readingHere.contains(f.id);
     }
 
+    /** Ids of the files this engine is reading now: its live claims, whose leases it renews. */
+    public synchronized List<Long> readingNow() {
+        return new ArrayList<>(readingHere);
+    }
+
     /** Ids of files this engine holds as claimed by another instance. */
     public synchronized List<Long> claimedElsewhere() {
         List<Long> ids = new ArrayList<>();
@@ -202,6 +225,7 @@ public final class RecallEngine {
         }
         for (Drive d : drives.values()) {
             if (d.state == DState.IDLE && hasWork(d.volume)) startBatch(d, null);
+            if (d.state == DState.FAILED && d.volume != null && hasWork(d.volume)) rehomeFromStuck(d);
         }
         long room = staging.reservableBytes();
         for (long p : promised.values()) room -= p;
@@ -250,6 +274,10 @@ public final class RecallEngine {
             long needed = Math.min(q.bytes(), Math.max(staging.usefulBatchBytes(), 1));
             if (room < needed) continue;
             if (empty != null) {
+                if (!store.claimVolume(q.label)) { // mounted by another instance sharing the library
+                    busy.add(q.label);
+                    continue;
+                }
                 if (room != Long.MAX_VALUE) {
                     promised.put(q.label, needed);
                     room -= needed;
@@ -394,7 +422,8 @@ public final class RecallEngine {
                     long bytes = d.moved;
                     VolumeQueue q = model.queue(d.volume);
                     if (q != null && !q.isEmpty()) {
-                        readEnd += mountPlanner.locateSeconds(q) + cost.readSeconds(q.bytes());
+                        readEnd += d.plan != null && d.planVersion == q.version ? d.planSeconds
+                                : mountPlanner.locateSeconds(q) + cost.readSeconds(q.bytes());
                         bytes += q.bytes();
                     }
                     until = readEnd + cost.dismountSeconds(bytes);
@@ -450,6 +479,7 @@ public final class RecallEngine {
 
     private void mount(Drive d, String volume, String experiment) {
         cancelIdleTimer(d);
+        d.plan = null;
         d.state = DState.MOUNTING;
         d.volume = volume;
         d.experiment = experiment;
@@ -467,7 +497,10 @@ public final class RecallEngine {
 
     private synchronized void mountDone(Drive d, String volume, Throwable e) {
         double t = now();
-        if (e != null) promised.remove(volume);
+        if (e != null) {
+            promised.remove(volume);
+            store.releaseVolume(volume);
+        }
         if (e == null) {
             d.state = DState.IDLE;
             d.busyUntil = t;
@@ -476,8 +509,12 @@ public final class RecallEngine {
             TapeFailure tf = tapeFailure(e);
             if (tf != null && tf.kind() == TapeFailure.Kind.DRIVE_FAILURE) {
                 d.state = DState.FAILED;
+            } else if (tf != null && tf.kind() == TapeFailure.Kind.VOLUME_UNAVAILABLE) {
+                d.state = DState.EMPTY;
+                d.volume = null;
+                volumeUnavailable(volume, tf.getMessage(), t);
             } else {
-                // volume unavailable, a mount timeout or cancellation: its files go to other copies or fail
+                // a mount timeout or cancellation: its files go to other copies or fail
                 d.state = DState.EMPTY;
                 String reason = e instanceof CancellationException ? "mount cancelled" : String.valueOf(rootCause(e).getMessage());
                 VolumeQueue q = model.queue(volume);
@@ -493,15 +530,18 @@ public final class RecallEngine {
 
     private void dismount(Drive d) {
         cancelIdleTimer(d);
+        d.plan = null;
         if (d.volume != null) promised.remove(d.volume);
         d.state = DState.UNLOADING;
         double t = now();
         d.busyUntil = t + cost.dismountSeconds(d.moved);
         listener.dismountStarted(d.name, d.volume, d.moved, t);
-        library.dismount(d.name).whenComplete((v, e) -> dismountDone(d, e));
+        String volume = d.volume;
+        library.dismount(d.name).whenComplete((v, e) -> dismountDone(d, volume, e));
     }
 
-    private synchronized void dismountDone(Drive d, Throwable e) {
+    private synchronized void dismountDone(Drive d, String volume, Throwable e) {
+        if (e == null && volume != null) store.releaseVolume(volume);
         d.state = e == null ? DState.EMPTY : DState.FAILED;
         d.volume = null;
         d.experiment = null;
@@ -524,21 +564,40 @@ public final class RecallEngine {
         }
         cancelIdleTimer(d);
         List<FileWork> ordered;
+        int from = 0;
+        double planned = Double.NaN; // seconds of ordered[from..] when known
         if (only != null) {
             ordered = only;
         } else {
-            List<FileWork> queued = new ArrayList<>(model.queue(volume).files.values());
-            ordered = config.policy() == Policy.GREEDY
-                    ? runPlanner.orderSltf(volume, queued, d.head)
-                    : runPlanner.order(volume, queued, d.head);
+            VolumeQueue q = model.queue(volume);
+            if (d.plan != null && d.planVersion == q.version) {
+                // nothing arrived or left since it was planned: go on with the same order
+                ordered = d.plan;
+                from = d.planFrom;
+                planned = d.planSeconds;
+            } else {
+                List<FileWork> queued = new ArrayList<>(q.files.values());
+                ordered = config.policy() == Policy.GREEDY
+                        ? runPlanner.orderSltf(volume, queued, d.head)
+                        : runPlanner.order(volume, queued, d.head);
+            }
         }
+        d.plan = null;
         long limit = Math.min(config.maxBatchBytes(), room);
         List<FileWork> batch = new ArrayList<>();
         long bytes = 0;
-        for (FileWork f : ordered) {
-            if (!batch.isEmpty() && (batch.size() >= config.maxBatchFiles() || bytes + f.sizeBytes > limit)) break;
+        double seconds = 0, maxSeconds = only == null && config.policy() == Policy.TAPE_AWARE
+                ? config.maxBatchSeconds() : Double.POSITIVE_INFINITY;
+        long at = d.head;
+        for (int i = from; i < ordered.size(); i++) {
+            FileWork f = ordered.get(i);
+            if (!batch.isEmpty() && (batch.size() >= config.maxBatchFiles() || bytes + f.sizeBytes > limit
+                    || seconds >= maxSeconds)) break;
             batch.add(f);
             bytes += f.sizeBytes;
+            long o = f.offsetOn(volume);
+            seconds += hop(at, o) + cost.readSeconds(f.sizeBytes);
+            at = o + f.sizeBytes;
         }
         List<FileWork> claimed = store.claim(volume, batch);
         Set<FileWork> mineSet = new HashSet<>(claimed);
@@ -548,6 +607,23 @@ public final class RecallEngine {
             } else {
                 model.claimedElsewhere(f);
             }
+        }
+        int next = from + batch.size();
+        if (only == null && next < ordered.size()) {
+            // the rest keeps its planned order for the next read list unless the queue changes meanwhile
+            if (Double.isNaN(planned)) {
+                planned = seconds;
+                for (int i = next; i < ordered.size(); i++) {
+                    FileWork f = ordered.get(i);
+                    long o = f.offsetOn(volume);
+                    planned += hop(at, o) + cost.readSeconds(f.sizeBytes);
+                    at = o + f.sizeBytes;
+                }
+            }
+            d.plan = ordered;
+            d.planFrom = next;
+            d.planSeconds = Math.max(0, planned - seconds);
+            d.planVersion = model.queue(volume).version;
         }
         if (claimed.isEmpty()) {
             requestPass();
@@ -621,6 +697,11 @@ public final class RecallEngine {
         rb.done().whenComplete((v, e) -> batchDone(d));
     }
 
+    /** Seconds from the head at {@code from} to {@code to}: a locate, or streaming over the gap where the plan may. */
+    private double hop(long from, long to) {
+        return runPlanner.readThrough() ? cost.positionSeconds(from, to) : cost.locateSeconds(from, to);
+    }
+
     /**
      * A gap is read through when streaming over it saves more than it may add to the rewind at dismount
      * (the rewind grows with the bytes a mount moved, and gap bytes count).
@@ -643,6 +724,18 @@ public final class RecallEngine {
     }
 
     private synchronized void segmentDone(Drive d, FileWork f, SegmentRead s, Staging.Slot slot, ReadResult r, Throwable e) {
+        try {
+            segmentDone0(d, f, s, slot, r, e);
+        } catch (RuntimeException unexpected) {
+            // thrown into a future's callback it would vanish: say so here. The claim, no longer renewed,
+            // lapses and the file is read again.
+            System.getLogger(RecallEngine.class.getName()).log(System.Logger.Level.WARNING,
+                    "outcome of reading " + f.name + " not recorded; its claim will lapse and it is read again", unexpected);
+            throw unexpected;
+        }
+    }
+
+    private void segmentDone0(Drive d, FileWork f, SegmentRead s, Staging.Slot slot, ReadResult r, Throwable e) {
         double t = now();
         readingHere.remove(f.id);
         if (e == null) {
@@ -670,7 +763,56 @@ public final class RecallEngine {
             store.released(f);
         } else {
             afterFailure(f, model.copyFailed(f, s.volume(), tf.getMessage(), t, this::isMounted), t);
+            if (tf.kind() == TapeFailure.Kind.VOLUME_UNAVAILABLE) volumeUnavailable(s.volume(), tf.getMessage(), t);
         }
+    }
+
+    /**
+     * The library says the volume cannot be used: it is marked unavailable (durably, through the store),
+     * takes no new work, and its queued files go to their other copies or fail with the reason.
+     */
+    private void volumeUnavailable(String volume, String reason, double t) {
+        if (model.unavailable.contains(volume)) return;
+        promised.remove(volume);
+        store.volumeUnavailable(volume, reason);
+        List<FileWork> queued = model.queue(volume) == null ? List.of() : new ArrayList<>(model.queue(volume).files.values());
+        model.volumeUnavailable(volume, reason, t, this::isMounted);
+        for (FileWork f : queued) {
+            if (f.state == FileWork.State.FAILED) store.failed(f);
+            else store.released(f);
+        }
+        List<RequestWork> ended = new ArrayList<>();
+        for (FileWork f : queued) {
+            if (f.state == FileWork.State.FAILED) listener.fileFailed(f, t);
+            for (RequestWork r : f.requests) if (r.finished() && open.contains(r) && !ended.contains(r)) ended.add(r);
+        }
+        for (RequestWork r : ended) {
+            open.remove(r);
+            store.requestFinished(r);
+            listener.requestFinished(r, t);
+        }
+        requestPass();
+    }
+
+    /** An operator made the volume available again: it may be mounted for new work. */
+    public synchronized void volumeAvailable(String volume) {
+        model.volumeAvailable(volume);
+    }
+
+    /** Volumes this engine holds as unavailable. */
+    public synchronized Set<String> unavailableVolumes() {
+        return model.unavailableVolumes();
+    }
+
+    /**
+     * A request's priority changed (an operator's decision): its queued files are re-ranked at once, raised
+     * or lowered, including files it shares with other requests (they keep the highest wanting priority).
+     */
+    public synchronized void changePriority(String requestId, int priority) {
+        RequestWork r = model.request(requestId);
+        if (r == null || r.priority == priority) return;
+        model.changePriority(requestId, priority);
+        requestPass();
     }
 
     private void afterFailure(FileWork f, List<RequestWork> ended, double t) {
@@ -697,7 +839,24 @@ public final class RecallEngine {
         if (d.state != DState.READING) return;
         d.state = d.failed ? DState.FAILED : DState.IDLE;
         d.busyUntil = now();
+        if (d.failed && d.volume != null) rehomeFromStuck(d);
         requestPass();
+    }
+
+    /**
+     * A failed drive keeps its cartridge until an operator recovers it: files queued for that volume that
+     * have another copy are read from it instead; the others wait for the volume to come back.
+     */
+    private void rehomeFromStuck(Drive d) {
+        VolumeQueue q = model.queue(d.volume);
+        if (q == null) return;
+        double t = now();
+        String reason = "volume " + d.volume + " stuck in failed drive " + d.name;
+        for (FileWork f : new ArrayList<>(q.files.values())) {
+            boolean other = false;
+            for (Copy c : f.copies) if (!c.volume().equals(d.volume) && f.usable(c)) other = true;
+            if (other) finish(f, model.copyFailed(f, d.volume, reason, t, this::isMounted), t);
+        }
     }
 
     /** The plain HSM queue: the oldest file goes to the library alone; the next waits for its turn. */
@@ -720,7 +879,7 @@ public final class RecallEngine {
             }
             Drive empty = firstDrive(DState.EMPTY, null);
             if (empty != null) {
-                mount(empty, vol, f.experiment);
+                if (store.claimVolume(vol)) mount(empty, vol, f.experiment);
                 return;
             }
             Drive victim = null;
@@ -762,9 +921,7 @@ public final class RecallEngine {
         for (RequestWork r : open) {
             double eta = now;
             for (String v : r.queuedPerVolume.keySet()) eta = Math.max(eta, finish.getOrDefault(v, now));
-            for (FileWork f : r.files) {
-                if (f.state == FileWork.State.CLAIMED) eta = Math.max(eta, finish.getOrDefault(f.home.volume(), now));
-            }
+            for (String v : r.claimedPerVolume.keySet()) eta = Math.max(eta, finish.getOrDefault(v, now));
             r.eta = eta;
         }
         store.etas(open);

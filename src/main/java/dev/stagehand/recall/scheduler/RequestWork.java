@@ -10,7 +10,7 @@ public final class RequestWork {
 
     final String id;
     final double arrival;
-    final int priority;
+    int priority;
     final String experiment;
     final List<FileWork> files = new ArrayList<>();
     int remaining;
@@ -19,6 +19,8 @@ public final class RequestWork {
     double eta = Double.NaN;
     /** Files of this request still queued, per home volume: when one volume is left, that volume completes it. */
     final Map<String, Integer> queuedPerVolume = new HashMap<>(4);
+    /** Files of this request being read (claimed), per volume: its ETA waits for those volumes too. */
+    final Map<String, Integer> claimedPerVolume = new HashMap<>(4);
 
     RequestWork(String id, double arrival, int priority, String experiment) {
         this.id = id;

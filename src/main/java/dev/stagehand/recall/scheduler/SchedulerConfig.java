@@ -13,6 +13,8 @@ import java.util.Map;
  * @param idleDismountSeconds an idle drive with no work for its volume is dismounted after this long
  * @param maxBatchBytes      bytes handed to the drive per read list; the rest is re-planned with new arrivals
  * @param maxBatchFiles      files per read list
+ * @param maxBatchSeconds    planned positioning and reading seconds per read list (tape-aware): what arrives for
+ *                           a mounted volume joins the plan at the next list; an unchanged rest keeps its order
  * @param exchangesPerAccessor mounts under way at once per accessor (more would only queue at the robot)
  * @param orderingBudget     locate-cost evaluations allowed per run ordering (bounded, deterministic)
  * @param experimentDriveCaps most drives one experiment may hold at once (absent: no cap)
@@ -27,6 +29,7 @@ public record SchedulerConfig(
         double idleDismountSeconds,
         long maxBatchBytes,
         int maxBatchFiles,
+        double maxBatchSeconds,
         int exchangesPerAccessor,
         long orderingBudget,
         Map<String, Integer> experimentDriveCaps,
@@ -47,28 +50,35 @@ public record SchedulerConfig(
         experimentShares = experimentShares == null ? Map.of() : Map.copyOf(experimentShares);
         if (exchangesPerAccessor < 1) throw new IllegalArgumentException("exchangesPerAccessor must be >= 1");
         if (maxBatchFiles < 1 || maxBatchBytes < 1) throw new IllegalArgumentException("batch limits must be >= 1");
+        if (!(maxBatchSeconds > 0)) throw new IllegalArgumentException("maxBatchSeconds must be > 0");
     }
 
     /** The defaults documented in config/application.yml. */
     public static SchedulerConfig defaults(Policy policy) {
         return new SchedulerConfig(policy, 500_000_000_000L, 10_000, 300, 4 * 3600, 300,
-                2_000_000_000_000L, 20_000, 4, 3_000_000, Map.of(), Map.of());
+                2_000_000_000_000L, 20_000, 150, 4, 3_000_000, Map.of(), Map.of());
     }
 
     public SchedulerConfig withPolicy(Policy p) {
         return new SchedulerConfig(p, minMountBytes, minMountFiles, minMountAgeSeconds, agingLimitSeconds,
-                idleDismountSeconds, maxBatchBytes, maxBatchFiles, exchangesPerAccessor, orderingBudget,
+                idleDismountSeconds, maxBatchBytes, maxBatchFiles, maxBatchSeconds, exchangesPerAccessor, orderingBudget,
                 experimentDriveCaps, experimentShares);
     }
 
     public SchedulerConfig withCaps(Map<String, Integer> caps, Map<String, Double> shares) {
         return new SchedulerConfig(policy, minMountBytes, minMountFiles, minMountAgeSeconds, agingLimitSeconds,
-                idleDismountSeconds, maxBatchBytes, maxBatchFiles, exchangesPerAccessor, orderingBudget, caps, shares);
+                idleDismountSeconds, maxBatchBytes, maxBatchFiles, maxBatchSeconds, exchangesPerAccessor, orderingBudget, caps, shares);
     }
 
     public SchedulerConfig withAgingLimit(double seconds) {
         return new SchedulerConfig(policy, minMountBytes, minMountFiles, minMountAgeSeconds, seconds,
-                idleDismountSeconds, maxBatchBytes, maxBatchFiles, exchangesPerAccessor, orderingBudget,
+                idleDismountSeconds, maxBatchBytes, maxBatchFiles, maxBatchSeconds, exchangesPerAccessor, orderingBudget,
+                experimentDriveCaps, experimentShares);
+    }
+
+    public SchedulerConfig withMaxBatchSeconds(double seconds) {
+        return new SchedulerConfig(policy, minMountBytes, minMountFiles, minMountAgeSeconds, agingLimitSeconds,
+                idleDismountSeconds, maxBatchBytes, maxBatchFiles, seconds, exchangesPerAccessor, orderingBudget,
                 experimentDriveCaps, experimentShares);
     }
 }

@@ -25,7 +25,8 @@ public final class VolumeQueue {
     /** Requests whose every still-queued file is on this volume: a mount here completes them. */
     int completable;
     private final int[] priorityCounts = new int[PRIORITY_SPAN];
-    private int maxPriorityOutOfRange = Integer.MIN_VALUE;
+    /** Counts of priorities outside the array's span (rare), so lowering one is seen too. */
+    private final TreeMap<Integer, Integer> outOfRange = new TreeMap<>();
     final Map<String, Long> bytesPerExperiment = new HashMap<>(2);
 
     static final int PRIORITY_MIN = -16;
@@ -49,8 +50,10 @@ public final class VolumeQueue {
     }
 
     public int maxPriority() {
-        for (int i = PRIORITY_SPAN - 1; i >= 0; i--) if (priorityCounts[i] > 0) return Math.max(i + PRIORITY_MIN, maxPriorityOutOfRange);
-        return files.isEmpty() ? 0 : maxPriorityOutOfRange;
+        int high = outOfRange.isEmpty() ? Integer.MIN_VALUE : outOfRange.lastKey();
+        if (high >= PRIORITY_MIN + PRIORITY_SPAN) return high;
+        for (int i = PRIORITY_SPAN - 1; i >= 0; i--) if (priorityCounts[i] > 0) return i + PRIORITY_MIN;
+        return files.isEmpty() || high == Integer.MIN_VALUE ? 0 : high;
     }
 
     /** The experiment with most queued bytes here (a volume belongs to one tape pool in practice). */
@@ -100,6 +103,6 @@ public final class VolumeQueue {
     private void countPriority(int p, int d) {
         int i = p - PRIORITY_MIN;
         if (i >= 0 && i < PRIORITY_SPAN) priorityCounts[i] += d;
-        else if (d > 0) maxPriorityOutOfRange = Math.max(maxPriorityOutOfRange, p); // rare; kept as a ceiling
+        else if (outOfRange.merge(p, d, Integer::sum) <= 0) outOfRange.remove(p);
     }
 }

@@ -4,6 +4,8 @@ import dev.stagehand.cache.CommitResult;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.cache.ReserveResult;
 import dev.stagehand.cache.SpaceRequest;
+import dev.stagehand.recall.request.RecallMetrics;
+import dev.stagehand.platform.DatabaseRetry;
 import dev.stagehand.recall.scheduler.FileWork;
 import dev.stagehand.recall.scheduler.Staging;
 import java.util.ArrayList;
@@ -24,23 +26,25 @@ final class CacheStaging implements Staging {
     private final DiskCache cache;
     private final JdbcTemplate jdbc;
     private final long usefulBatchBytes;
+    private final RecallMetrics metrics;
 
-    CacheStaging(DiskCache cache, JdbcTemplate jdbc, long usefulBatchBytes) {
+    CacheStaging(DiskCache cache, JdbcTemplate jdbc, long usefulBatchBytes, RecallMetrics metrics) {
         this.cache = cache;
         this.jdbc = jdbc;
         this.usefulBatchBytes = usefulBatchBytes;
+        this.metrics = metrics;
     }
 
     @Override
     public List<Slot> reserve(String volume, List<FileWork> files) {
         List<SpaceRequest> want = new ArrayList<>(files.size());
         for (FileWork f : files) want.add(new SpaceRequest(f.id(), f.sizeBytes()));
-        List<ReserveResult> got = cache.reserve(want, "recall " + volume);
+        List<ReserveResult> got = DatabaseRetry.call("cache reservation", () -> cache.reserve(want, "recall " + volume));
         List<Slot> out = new ArrayList<>(got.size());
         for (ReserveResult r : got) {
             out.add(switch (r.outcome()) {
                 case RESERVED -> {
-                    cache.startWriting(r.reservation().id());
+                    DatabaseRetry.run("cache write start", () -> cache.startWriting(r.reservation().id()));
                     yield Slot.read(r.reservation().path(), r.reservation().id());
                 }
                 case CACHED -> Slot.cached(r.cached().path(), r.cached().adler32());
@@ -55,7 +59,7 @@ final class CacheStaging implements Staging {
 
     @Override
     public long reservableBytes() {
-        return cache.reservableBytes();
+        return DatabaseRetry.call("cache space", cache::reservableBytes);
     }
 
     @Override
@@ -65,12 +69,16 @@ final class CacheStaging implements Staging {
 
     @Override
     public String commit(FileWork file, String volume, Slot slot, long adler32) {
-        CommitResult r = cache.commit(slot.handle(), String.format("%08x", adler32));
-        if (r.verified()) return null;
+        CommitResult r = DatabaseRetry.call("cache commit", () -> cache.commit(slot.handle(), String.format("%08x", adler32)));
+        if (r.verified()) {
+            metrics.staged(file.sizeBytes());
+            return null;
+        }
+        metrics.stageFailed(r.outcome() == CommitResult.Outcome.CORRUPT ? "checksum" : "lost");
         if (r.outcome() == CommitResult.Outcome.CORRUPT) {
-            int n = jdbc.update("""
+            int n = DatabaseRetry.call("segment suspect", () -> jdbc.update("""
                     UPDATE segment s SET state = 'suspect' FROM volume v
-                     WHERE v.id = s.volume_id AND v.label = ? AND s.file_id = ? AND s.state = 'ok'""", volume, file.id());
+                     WHERE v.id = s.volume_id AND v.label = ? AND s.file_id = ? AND s.state = 'ok'""", volume, file.id()));
             log.warn("file {}: copy on {} refused ({}); {} segment(s) marked suspect", file.name(), volume, r.reason(), n);
             return "checksum mismatch reading " + volume + ": " + r.reason() + " (segment marked suspect)";
         }
@@ -79,6 +87,6 @@ final class CacheStaging implements Staging {
 
     @Override
     public void abort(FileWork file, Slot slot, String reason) {
-        if (slot.handle() >= 0) cache.abort(slot.handle(), reason);
+        if (slot.handle() >= 0) DatabaseRetry.run("cache abort", () -> cache.abort(slot.handle(), reason));
     }
 }

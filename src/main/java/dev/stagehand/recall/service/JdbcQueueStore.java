@@ -1,5 +1,6 @@
 package dev.stagehand.recall.service;
 
+import dev.stagehand.platform.DatabaseRetry;
 import dev.stagehand.recall.scheduler.FileWork;
 import dev.stagehand.recall.scheduler.QueueStore;
 import dev.stagehand.recall.scheduler.RequestWork;
@@ -9,6 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
+import dev.stagehand.recall.request.RecallMetrics;
 import dev.stagehand.recall.request.RequestSettlement;
 import java.util.List;
 import java.util.Set;
@@ -30,21 +32,37 @@ public final class JdbcQueueStore implements QueueStore {
     private final DoubleFunction<Instant> toInstant;
     private final RequestSettlement settlement;
     private final java.util.function.Consumer<List<Long>> landed;
+    private final org.springframework.transaction.support.TransactionTemplate tx;
 
     /** @param landed called with files now on disk (to pin them for their requests' disk lifetimes) */
     public JdbcQueueStore(JdbcTemplate jdbc, String instance, Duration lease, DoubleFunction<Instant> toInstant,
                           java.util.function.Consumer<List<Long>> landed) {
+        this(jdbc, instance, lease, toInstant, landed, RecallMetrics.NONE);
+    }
+
+    /** @param metrics records the latency of each request this instance ends */
+    public JdbcQueueStore(JdbcTemplate jdbc, String instance, Duration lease, DoubleFunction<Instant> toInstant,
+                          java.util.function.Consumer<List<Long>> landed, RecallMetrics metrics) {
         this.landed = landed;
         this.jdbc = jdbc;
         this.instance = instance;
         this.lease = lease;
         this.toInstant = toInstant;
-        this.settlement = new RequestSettlement(jdbc);
+        this.settlement = new RequestSettlement(jdbc, metrics);
+        this.tx = new org.springframework.transaction.support.TransactionTemplate(
+                new org.springframework.jdbc.datasource.DataSourceTransactionManager(java.util.Objects.requireNonNull(jdbc.getDataSource())));
     }
+
+    // Engine callbacks go through DatabaseRetry: an outcome that could not be written would leave the
+    // engine and the rows disagreeing, so they wait for the database to come back instead.
 
     @Override
     public List<FileWork> claim(String volume, List<FileWork> files) {
         if (files.isEmpty()) return List.of();
+        return DatabaseRetry.call("claim on " + volume, () -> claim0(volume, files));
+    }
+
+    private List<FileWork> claim0(String volume, List<FileWork> files) {
         Long[] ids = files.stream().map(FileWork::id).toArray(Long[]::new);
         List<Long> got = jdbc.queryForList("""
                 WITH c AS (SELECT file_id FROM recall_file WHERE file_id = ANY(?) AND state = 'queued'
@@ -71,6 +89,12 @@ public final class JdbcQueueStore implements QueueStore {
 
     @Override
     public void staged(FileWork file, String volume, long adler32, Path path) {
+        // one transaction: a kill between the file's row and its requests' rows would leave a request waiting
+        // for a file that is already on disk, and nothing would hand it on
+        DatabaseRetry.run("staged " + file.name(), () -> tx.executeWithoutResult(t -> staged0(file, adler32, path)));
+    }
+
+    private void staged0(FileWork file, long adler32, Path path) {
         jdbc.update("""
                 UPDATE recall_file SET state = 'on_disk', adler32 = ?, path = ?, lease_until = NULL, error = NULL,
                        updated_at = now() WHERE file_id = ?""",
@@ -84,14 +108,30 @@ public final class JdbcQueueStore implements QueueStore {
 
     @Override
     public void released(FileWork file) {
+        DatabaseRetry.run("release " + file.name(), () -> released0(file));
+    }
+
+    private void released0(FileWork file) {
         jdbc.update("""
                 UPDATE recall_file SET state = 'queued', claimed_by = NULL, lease_until = NULL, error = ?,
                        updated_at = now() WHERE file_id = ? AND state = 'staging'""", file.error(), file.id());
         jdbc.update("UPDATE stage_request_file SET state = 'queued' WHERE file_id = ? AND state = 'staging'", file.id());
     }
 
+    /** Disabled with the library's reason, for operators to see and restore (the intake reads available volumes only). */
+    @Override
+    public void volumeUnavailable(String volume, String reason) {
+        jdbc.update("""
+                UPDATE volume SET state = 'disabled', state_reason = ?, updated_at = now()
+                 WHERE label = ? AND state = 'available'""", "recall: " + reason, volume);
+    }
+
     @Override
     public void failed(FileWork file) {
+        DatabaseRetry.run("fail " + file.name(), () -> failed0(file));
+    }
+
+    private void failed0(FileWork file) {
         String reason = file.error() == null ? "recall failed" : file.error();
         jdbc.update("""
                 UPDATE recall_file SET state = 'failed', claimed_by = NULL, lease_until = NULL, error = ?,
@@ -119,22 +159,55 @@ public final class JdbcQueueStore implements QueueStore {
             if (Double.isNaN(r.eta())) continue;
             rows.add(new Object[] {Timestamp.from(toInstant.apply(r.eta())), UUID.fromString(r.id())});
         }
-        if (!rows.isEmpty()) jdbc.batchUpdate("UPDATE stage_request SET eta_at = ? WHERE id = ? AND state IN ('submitted', 'active')", rows);
+        if (rows.isEmpty()) return;
+        try {
+            jdbc.batchUpdate("UPDATE stage_request SET eta_at = ? WHERE id = ? AND state IN ('submitted', 'active')", rows);
+        } catch (RuntimeException e) {
+            // an estimate only: the next refresh writes it again
+            if (!DatabaseRetry.noteFailure("ETA update", e)) throw e;
+        }
     }
 
-    /** Extends this instance's leases (it is alive and still reading). */
-    public void renewLeases() {
+    @Override
+    public boolean claimVolume(String volume) {
+        return DatabaseRetry.call("claim volume " + volume, () -> jdbc.update("""
+                INSERT INTO volume_lease (label, instance, lease_until) VALUES (?, ?, now() + make_interval(secs => ?))
+                ON CONFLICT (label) DO UPDATE SET instance = excluded.instance, lease_until = excluded.lease_until,
+                       acquired_at = CASE WHEN volume_lease.instance = excluded.instance THEN volume_lease.acquired_at ELSE now() END
+                 WHERE volume_lease.instance = excluded.instance OR volume_lease.lease_until < now()""",
+                volume, instance, (double) lease.toSeconds()) == 1);
+    }
+
+    @Override
+    public void releaseVolume(String volume) {
+        DatabaseRetry.run("release volume " + volume,
+                () -> jdbc.update("DELETE FROM volume_lease WHERE label = ? AND instance = ?", volume, instance));
+    }
+
+    /**
+     * Extends this instance's leases on the files it is reading now ({@code live}), and on its volumes. A
+     * claim of ours that nothing reads any more (its outcome could not be written) is not renewed: it lapses
+     * and the file is queued again.
+     */
+    public void renewLeases(List<Long> live) {
         jdbc.update("""
                 UPDATE recall_file SET lease_until = now() + make_interval(secs => ?)
-                 WHERE claimed_by = ? AND state = 'staging'""", (double) lease.toSeconds(), instance);
+                 WHERE claimed_by = ? AND state = 'staging' AND file_id = ANY(?)""", (double) lease.toSeconds(), instance,
+                live.toArray(Long[]::new));
+        jdbc.update("UPDATE volume_lease SET lease_until = now() + make_interval(secs => ?) WHERE instance = ?",
+                (double) lease.toSeconds(), instance);
     }
 
-    /** Claims whose lease lapsed (their instance died) go back to the queue; returns their file ids. */
-    public List<Long> expireLeases() {
+    /**
+     * Claims whose lease lapsed (their instance died, or nothing here reads them any more) go back to the
+     * queue; returns their file ids. Never the files this instance is reading ({@code live}).
+     */
+    public List<Long> expireLeases(List<Long> live) {
         List<Long> ids = jdbc.queryForList("""
                 UPDATE recall_file SET state = 'queued', claimed_by = NULL, lease_until = NULL,
                        error = 'lease of ' || claimed_by || ' expired', updated_at = now()
-                 WHERE state = 'staging' AND lease_until < now() RETURNING file_id""", Long.class);
+                 WHERE state = 'staging' AND lease_until < now() AND NOT (claimed_by = ? AND file_id = ANY(?))
+                RETURNING file_id""", Long.class, instance, live.toArray(Long[]::new));
         if (!ids.isEmpty()) {
             jdbc.update("UPDATE stage_request_file SET state = 'queued' WHERE file_id = ANY(?) AND state = 'staging'",
                     (Object) ids.toArray(Long[]::new));
@@ -142,8 +215,12 @@ public final class JdbcQueueStore implements QueueStore {
         return ids;
     }
 
-    /** Claims of this instance left from before a restart: nothing is reading them now. */
+    /**
+     * Claims of this instance left from before a restart: nothing is reading them now. Its volume leases go
+     * too; the engine takes those of the volumes still in its drives again when it starts.
+     */
     public void releaseOwnStaleClaims() {
+        jdbc.update("DELETE FROM volume_lease WHERE instance = ?", instance);
         jdbc.update("""
                 UPDATE stage_request_file SET state = 'queued'
                  WHERE state = 'staging' AND file_id IN (SELECT file_id FROM recall_file

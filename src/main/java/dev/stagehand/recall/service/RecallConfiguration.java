@@ -3,6 +3,10 @@ package dev.stagehand.recall.service;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.EventClock;
 import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.recall.request.RecallMetrics;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
+import dev.stagehand.tape.DriveRoles;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
 import dev.stagehand.tape.TapeProperties;
@@ -20,15 +24,31 @@ import org.springframework.jdbc.core.JdbcTemplate;
 class RecallConfiguration {
 
     @Bean
+    RecallMetrics recallMetrics(ObjectProvider<MeterRegistry> registry) {
+        MeterRegistry r = registry.getIfAvailable();
+        return r == null ? RecallMetrics.NONE : new RecallMetrics(r);
+    }
+
+    @Bean
+    RecallQueueMetrics recallQueueMetrics(JdbcTemplate jdbc, ObjectProvider<MeterRegistry> registry, RecallMetricsProperties props) {
+        MeterRegistry r = registry.getIfAvailable();
+        return new RecallQueueMetrics(jdbc, r == null ? new io.micrometer.core.instrument.composite.CompositeMeterRegistry() : r,
+                r == null ? Duration.ZERO : props.queueInterval());
+    }
+
+    @Bean
     RecallLifecycle recallLifecycle(JdbcTemplate jdbc, ObjectProvider<TapeLibrary> library, ObjectProvider<EventClock> clock,
                                     ObjectProvider<TapeProperties> tape, RecallProperties props, DiskCache cache,
-                                    ObjectProvider<TransferQueue> transfers) {
+                                    ObjectProvider<TransferQueue> transfers, RecallMetrics metrics, ObjectProvider<DriveRoles> roles) {
         TapeLibrary lib = library.getIfAvailable();
         if (lib == null || !props.enabled()) return new RecallLifecycle(null);
+        // the drives reserved for archive writes are not the recall scheduler's to mount
+        DriveRoles r = roles.getIfAvailable();
+        if (r != null) lib = r.forReading(lib);
         EventClock c = clock.getIfAvailable(dev.stagehand.platform.ScaledClock::real);
         TapeProperties tp = tape.getIfAvailable();
         TapeModel model = tp != null && tp.sim() != null && tp.sim().model() != null ? tp.sim().model() : TapeModel.lto9();
-        return new RecallLifecycle(new RecallService(jdbc, lib, c, model, props, cache, transfers.getIfAvailable()));
+        return new RecallLifecycle(new RecallService(jdbc, lib, c, model, props, cache, transfers.getIfAvailable(), metrics));
     }
 
     /** Starts the scheduler once the context is up (after Flyway), stops it first on shutdown. */

@@ -2,9 +2,11 @@ package dev.stagehand.recall.service;
 
 import dev.stagehand.cache.CacheEntry;
 import dev.stagehand.cache.DiskCache;
+import dev.stagehand.platform.DatabaseRetry;
 import dev.stagehand.platform.EventClock;
 import dev.stagehand.platform.ScaledClock;
 import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.recall.request.RecallMetrics;
 import dev.stagehand.recall.scheduler.Copy;
 import dev.stagehand.recall.scheduler.EngineListener;
 import dev.stagehand.recall.scheduler.FileWork;
@@ -53,6 +55,7 @@ public final class RecallService {
     private final RecallProperties props;
     private final DiskCache cache;
     private final TransferHandOff handOff;
+    private final RecallMetrics metrics;
     private final String instance;
     private RecallEngine engine;
     private JdbcQueueStore store;
@@ -68,9 +71,16 @@ public final class RecallService {
     /** @param transfers where verified files of requests with a destination go; null: no hand-off */
     public RecallService(JdbcTemplate jdbc, TapeLibrary library, EventClock clock, TapeModel model, RecallProperties props,
                          DiskCache cache, TransferQueue transfers) {
+        this(jdbc, library, clock, model, props, cache, transfers, RecallMetrics.NONE);
+    }
+
+    /** @param metrics where bytes staged and request latencies are recorded */
+    public RecallService(JdbcTemplate jdbc, TapeLibrary library, EventClock clock, TapeModel model, RecallProperties props,
+                         DiskCache cache, TransferQueue transfers, RecallMetrics metrics) {
         this.jdbc = jdbc;
         this.cache = cache;
-        this.handOff = transfers == null ? null : new TransferHandOff(jdbc, transfers, cache);
+        this.metrics = metrics;
+        this.handOff = transfers == null ? null : new TransferHandOff(jdbc, transfers, cache, metrics);
         this.library = library;
         this.clock = clock;
         this.model = model;
@@ -98,7 +108,7 @@ public final class RecallService {
         };
         return new SchedulerConfig(policy, p.minMountBytes(), p.minMountFiles(), p.minMountAge().toMillis() / 1000.0,
                 p.agingLimit().toMillis() / 1000.0, p.idleDismount().toMillis() / 1000.0, p.maxBatchBytes(),
-                p.maxBatchFiles(), p.exchangesPerAccessor(), 3_000_000, p.experimentDriveCaps(), p.experimentShares());
+                p.maxBatchFiles(), p.maxBatchTime().toMillis() / 1000.0, p.exchangesPerAccessor(), 3_000_000, p.experimentDriveCaps(), p.experimentShares());
     }
 
     public String instanceId() {
@@ -113,16 +123,16 @@ public final class RecallService {
     public synchronized void start() {
         SchedulerConfig config = schedulerConfig(props);
         engine = null;
-        store = new JdbcQueueStore(jdbc, instance, props.lease(), this::wallClock, ids -> pin(ids, null));
+        store = new JdbcQueueStore(jdbc, instance, props.lease(), this::wallClock, ids -> pin(ids, null), metrics);
+        store.releaseOwnStaleClaims(); // before the engine: it takes back the volumes still in its drives
         engine = new RecallEngine(library, clock, new TapeModelCosts(model), config, store,
-                new CacheStaging(cache, jdbc, props.cacheBatchBytes()),
+                new CacheStaging(cache, jdbc, props.cacheBatchBytes(), metrics),
                 new EngineListener() {
                     @Override
                     public void fileFailed(FileWork file, double t) {
                         log.warn("recall of {} failed: {}", file.name(), file.error());
                     }
                 });
-        store.releaseOwnStaleClaims();
         if (!props.pollInterval().isZero()) {
             poller = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "recall-intake");
@@ -133,8 +143,10 @@ public final class RecallService {
             poller.scheduleWithFixedDelay(() -> {
                 try {
                     poll();
+                    DatabaseRetry.recovered();
                 } catch (RuntimeException e) {
-                    log.warn("recall intake failed; retrying", e);
+                    // a database outage is logged once (DatabaseRetry); the next round tries again
+                    if (!DatabaseRetry.noteFailure("recall intake", e)) log.warn("recall intake failed; retrying", e);
                 }
             }, 0, ms, TimeUnit.MILLISECONDS);
         }
@@ -163,13 +175,34 @@ public final class RecallService {
 
     /** One intake round: leases, new requests, reconciliation with the rows, then a scheduling pass. */
     public synchronized void poll() {
-        for (long id : store.expireLeases()) engine.requeueIfClaimedElsewhere(id);
-        store.renewLeases();
+        settleLeases();
         registerQueuedFiles();
         intake();
         reconcile();
         if (handOff != null) handOff.run();
         engine.requestPass();
+    }
+
+    /**
+     * Renews this instance's claims on the files its engine is reading and takes back lapsed claims. All of
+     * it runs under the engine's monitor (its callbacks hold it while they claim, reserve and record
+     * outcomes): a snapshot of the files being read taken outside it is stale by the time the leases are
+     * renewed and expired, so a read list started in between had its claims expired under it, its
+     * half-written copies aborted, and the file read again by this same process.
+     */
+    private void settleLeases() {
+        synchronized (engine) {
+            List<Long> live = engine.readingNow();
+            store.renewLeases(live); // first: after a database outage our own leases may have lapsed, and we are alive
+            List<Long> lapsed = store.expireLeases(live);
+            if (lapsed.isEmpty()) return;
+            // the claimer died: its half-written copy would hold the file's one live cache slot for ever
+            for (CacheEntry e : cache.lookup(lapsed).values()) {
+                if (!e.cached() && e.reservationId() != null) cache.abort(e.reservationId(), "claim's lease expired (instance gone)");
+            }
+            log.info("{} recall claims whose lease lapsed taken back (instance gone, or outcome never recorded)", lapsed.size());
+            for (long id : lapsed) engine.requeueIfClaimedElsewhere(id);
+        }
     }
 
     private void registerQueuedFiles() {
@@ -298,11 +331,21 @@ public final class RecallService {
     private void reconcile() {
         List<String> open = engine.openRequestIds();
         if (!open.isEmpty()) {
-            // ended, or deleted (WLCG DELETE): the engine stops serving them
-            Set<String> still = new HashSet<>(jdbc.queryForList("""
-                    SELECT id::text FROM stage_request WHERE id = ANY(?::uuid[]) AND state IN ('submitted', 'active')""",
-                    String.class, (Object) open.toArray(String[]::new)));
-            for (String id : open) if (!still.contains(id)) engine.forget(id);
+            // ended, or deleted (WLCG DELETE): the engine stops serving them; a changed priority applies at once
+            Map<String, Integer> still = new HashMap<>();
+            jdbc.query("""
+                    SELECT id::text, priority FROM stage_request WHERE id = ANY(?::uuid[]) AND state IN ('submitted', 'active')""",
+                    rs -> { still.put(rs.getString(1), rs.getInt(2)); }, (Object) open.toArray(String[]::new));
+            for (String id : open) {
+                Integer p = still.get(id);
+                if (p == null) engine.forget(id);
+                else engine.changePriority(id, p);
+            }
+        }
+        Set<String> unavailable = engine.unavailableVolumes();
+        if (!unavailable.isEmpty()) { // restored by an operator: usable again
+            for (String v : jdbc.queryForList("SELECT label FROM volume WHERE label = ANY(?) AND state = 'available'",
+                    String.class, (Object) unavailable.toArray(String[]::new))) engine.volumeAvailable(v);
         }
         List<Long> elsewhere = engine.claimedElsewhere();
         if (!elsewhere.isEmpty()) {

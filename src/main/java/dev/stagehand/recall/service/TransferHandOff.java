@@ -1,6 +1,7 @@
 package dev.stagehand.recall.service;
 
 import dev.stagehand.cache.DiskCache;
+import dev.stagehand.recall.request.RecallMetrics;
 import dev.stagehand.recall.request.RequestSettlement;
 import dev.stagehand.transfer.TransferQueue;
 import java.net.URI;
@@ -29,11 +30,11 @@ final class TransferHandOff {
     private final DiskCache cache;
     private final RequestSettlement settlement;
 
-    TransferHandOff(JdbcTemplate jdbc, TransferQueue transfers, DiskCache cache) {
+    TransferHandOff(JdbcTemplate jdbc, TransferQueue transfers, DiskCache cache, RecallMetrics metrics) {
         this.jdbc = jdbc;
         this.transfers = transfers;
         this.cache = cache;
-        this.settlement = new RequestSettlement(jdbc);
+        this.settlement = new RequestSettlement(jdbc, metrics);
     }
 
     /** The transfer row's correlation for one file of one request. */

@@ -81,6 +81,7 @@ public final class SimulationRun implements EngineListener {
         LowerBound.Result lbr = lowerBound();
         if (TRACE) System.err.println(lbr);
         double lb = lbr.bound();
+        LowerBound.Result tight = LowerBound.tight(boundItems(), drives, accessors, new TapeModelCosts(model));
         double busy = 0;
         for (double[] m : accessorMoves) busy += Math.max(0, Math.min(m[1], makespan) - Math.max(m[0], 0));
         double[] lat = latencies.stream().mapToDouble(Double::doubleValue).sorted().toArray();
@@ -91,11 +92,15 @@ public final class SimulationRun implements EngineListener {
                 makespan > 0 ? lb / makespan : 1.0, makespan > 0 ? readSeconds / (drives * makespan) : 0,
                 makespan > 0 ? busy / (accessors * makespan) : 0, locate, mounts > 0 ? (double) bytes / mounts : 0,
                 mean, rank(lat, 0.50), rank(lat, 0.95), lat.length == 0 ? 0 : lat[lat.length - 1], failed,
-                (System.nanoTime() - wall0) / 1e9);
+                (System.nanoTime() - wall0) / 1e9, tight.bound());
     }
 
     /** The bound over the distinct requested files (first listed copy), each at its first arrival. */
     LowerBound.Result lowerBound() {
+        return LowerBound.compute(boundItems(), drives, accessors, new TapeModelCosts(model));
+    }
+
+    private List<LowerBound.Item> boundItems() {
         Map<String, Double> firstArrival = new HashMap<>();
         for (Workload.Request r : workload.requests()) {
             for (FileSpec f : r.files()) firstArrival.merge(f.name(), r.arrival(), Math::min);
@@ -105,7 +110,7 @@ public final class SimulationRun implements EngineListener {
             Copy c = f.copies().get(0);
             items.add(new LowerBound.Item(c.volume(), c.offsetBytes(), f.sizeBytes(), firstArrival.get(f.name())));
         }
-        return LowerBound.compute(items, drives, accessors, new TapeModelCosts(model));
+        return items;
     }
 
     /** Nearest-rank percentile of sorted values. */

@@ -115,6 +115,41 @@ public final class GridFtpMover implements Mover {
     }
 
     @Override
+    public void makeDirectories(java.net.URI url) {
+        Endpoint dir;
+        try {
+            dir = Endpoint.parse(url);
+        } catch (IllegalArgumentException e) {
+            throw new TransferFailure(Kind.BAD_REQUEST, "bad directory URL: " + e.getMessage());
+        }
+        if (dir.gsi()) Gsi.prepare(settings);
+        try (GridFtpSession s = GridFtpSession.open(dir.hosts().getFirst(), dir.gsi(), dir.gsi() ? credential() : null, settings)) {
+            // MKD each ancestor from the top: one that exists answers 550, which is fine; a real refusal
+            // shows at the last one, which must exist (or be made) in the end
+            String[] parts = dir.path().split("/");
+            StringBuilder at = new StringBuilder();
+            Exception last = null;
+            for (String part : parts) {
+                if (part.isEmpty()) continue;
+                at.append('/').append(part);
+                try {
+                    s.makeDir(at.toString());
+                    last = null;
+                } catch (Exception e) {
+                    last = e;
+                }
+            }
+            if (last != null && !s.exists(at.toString())) {
+                throw new TransferFailure(Failures.classify(last), "cannot create " + url + ": " + Failures.message(last), 1, last);
+            }
+        } catch (TransferFailure f) {
+            throw f;
+        } catch (Exception e) {
+            throw new TransferFailure(Failures.classify(e), "cannot create " + url + ": " + Failures.message(e), 1, e);
+        }
+    }
+
+    @Override
     public List<LinkStatus> links() {
         return links.values().stream().map(Link::status).toList();
     }

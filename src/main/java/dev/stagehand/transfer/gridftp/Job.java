@@ -24,6 +24,38 @@ final class Job {
         volatile Long adler32; // of this range, summed while it was sent (or what the server verified)
         volatile boolean serverVerified; // the server compared the whole file before its 226 (SCKS)
 
+        /** What the server reported written (restart markers), relative to {@link #offset}; kept across attempts. */
+        private org.globus.ftp.ByteRangeList written = new org.globus.ftp.ByteRangeList();
+
+        private Endpoint.HostPort writtenOn;
+
+        /** Records a restart marker of an attempt on {@code host} that began {@code base} bytes into this piece. */
+        synchronized void written(org.globus.ftp.GridFTPRestartMarker marker, long base, Endpoint.HostPort host) {
+            writtenOn = host;
+            for (Object o : marker.toVector()) {
+                org.globus.ftp.ByteRange r = (org.globus.ftp.ByteRange) o;
+                written.merge(new org.globus.ftp.ByteRange(base + r.from, base + r.to));
+            }
+        }
+
+        /**
+         * Bytes from the piece's start the server has written without a gap: a retry on {@code host} resumes
+         * after them. Another host of the link is trusted to share the storage only when the file's checksum
+         * is verified afterwards (a mismatch sends the whole file again).
+         */
+        synchronized long resumeAt(Endpoint.HostPort host, boolean verified) {
+            if (!verified && !host.equals(writtenOn)) return 0;
+            var ranges = written.toVector();
+            if (ranges.isEmpty()) return 0;
+            org.globus.ftp.ByteRange first = (org.globus.ftp.ByteRange) ranges.getFirst();
+            return first.from == 0 ? Math.min(first.to, length) : 0;
+        }
+
+        /** Forgets what was written (the destination is to be written again from scratch). */
+        synchronized void forget() {
+            written = new org.globus.ftp.ByteRangeList();
+        }
+
         Piece(Job job, long offset, long length) {
             this.job = job;
             this.offset = offset;
@@ -61,7 +93,9 @@ final class Job {
     }
 
     void complete(String host, long adler32) {
-        future.complete(new CopyResult(copy, bytes.get(), Duration.ofNanos(System.nanoTime() - startedNanos),
+        // the file's size: bytes sent twice (retried or resumed ranges) are not part of what was moved
+        long moved = copy.sizeBytes() > 0 ? copy.sizeBytes() : bytes.get();
+        future.complete(new CopyResult(copy, moved, Duration.ofNanos(System.nanoTime() - startedNanos),
                 1 + retries.get(), host, adler32));
     }
 

@@ -158,11 +158,16 @@ final class Link {
      * otherwise, while files wait, one more transfer if throughput held or rose, one fewer if it fell.
      */
     void optimize() {
+        optimize(!queue.isEmpty());
+    }
+
+    /** {@code waiting}: files wait in the link's queue (more concurrency could help). */
+    void optimize(boolean waiting) {
         double seconds = settings.optimizerInterval().toNanos() / 1e9;
         double mbps = windowBytes.getAndSet(0) / 1e6 / seconds;
         int ok = windowOk.getAndSet(0);
         int failed = windowFailed.getAndSet(0);
-        if (ok + failed == 0 && queue.isEmpty()) return;
+        if (ok + failed == 0 && !waiting) return;
         double rate = ok + failed == 0 ? 1 : ok / (double) (ok + failed);
         successRate = rate;
         double previous = emaMbPerSecond;
@@ -171,13 +176,19 @@ final class Link {
         int next = t;
         if (rate < 0.9) next = t - 2;
         else if (rate < 0.99) next = t - 1;
-        else if (!queue.isEmpty()) next = previous < 0 || emaMbPerSecond >= previous * 0.95 ? t + 1 : t - 1;
+        else if (waiting) next = previous < 0 || emaMbPerSecond >= previous * 0.95 ? t + 1 : t - 1;
         next = Math.max(settings.minConcurrency(), Math.min(settings.maxConcurrency(), next));
         if (next != t) {
             target.set(next);
             log.debug("link {}: concurrency {} -> {} ({} MB/s, success {})", key, t, next, emaMbPerSecond, rate);
             ensureWorkers();
         }
+    }
+
+    /** Counts a finished attempt (and its bytes) in the optimizer's window. */
+    void record(long bytes, boolean ok) {
+        windowBytes.addAndGet(bytes);
+        (ok ? windowOk : windowFailed).incrementAndGet();
     }
 
     void close() {
@@ -282,33 +293,38 @@ final class Link {
                         windowBytes.addAndGet(n);
                         listener.bytes(job.copy, n);
                     };
+                    // a retried range resumes after what the server's restart markers said it had written
+                    // (a whole file verified by SCKS is small and goes again in full)
+                    long skip = serverVerifies ? 0 : p.resumeAt(s.host, settings.verifyChecksum());
+                    if (skip > 0) {
+                        log.info("resuming {} at byte {} of [{}, +{}) from the server's restart markers",
+                                job.copy.destination(), skip, p.offset, p.length);
+                    }
+                    boolean whole = job.pieces.size() == 1 && skip == 0; // STOR truncates; a range is ESTO
+                    Endpoint.HostPort writer = s.host;
+                    p.adler32 = null;
+                    p.serverVerified = false;
                     if (s.direct()) {
                         try (var file = java.nio.channels.FileChannel.open(job.local)) {
                             Long expected = null;
-                            Adler32 rangeSum = null;
+                            boolean sumHere = false;
                             if (serverVerifies) {
                                 expected = job.copy.adler32();
                                 if (expected == null) expected = adler32(file, 0, p.length, a);
                             } else if (streamSum && job.copy.adler32() == null) {
-                                rangeSum = new Adler32(); // summed while sent
+                                sumHere = true; // summed while sent
                             }
                             // with the catalog's sum known a range is not read here: the server's range sums
                             // are combined and compared with it (checkLater)
-                            p.adler32 = null;
-                            p.serverVerified = false;
-                            s.directPut(path, file, p.offset, p.length, job.pieces.size() == 1, expected, rangeSum, counted);
-                            if (rangeSum != null) p.adler32 = rangeSum.getValue();
+                            long rest = s.directPut(path, file, p.offset + skip, p.length - skip, whole, expected, sumHere,
+                                    counted, m -> p.written(m, skip, writer));
+                            if (sumHere) p.adler32 = skip == 0 ? rest : combine(adler32(file, p.offset, skip, a), rest, p.length - skip);
                             if (serverVerifies) {
                                 p.serverVerified = true;
                                 p.adler32 = expected;
                             }
                         }
-                    } else try (RangeSource src = new RangeSource(job.local, p.offset, p.length, streamSum, n -> {
-                        a.progress();
-                        job.bytes.addAndGet(n);
-                        windowBytes.addAndGet(n);
-                        listener.bytes(job.copy, n);
-                    })) {
+                    } else try (RangeSource src = new RangeSource(job.local, p.offset + skip, p.length - skip, streamSum, counted)) {
                         if (serverVerifies) {
                             Long expected = job.copy.adler32();
                             if (p.length <= RangeSource.PRELOAD_MAX) {
@@ -323,9 +339,19 @@ final class Link {
                             p.serverVerified = true;
                             p.adler32 = expected;
                         } else {
-                            p.serverVerified = false;
-                            s.put(path, p.offset, src, marker -> a.progress());
-                            if (streamSum) p.adler32 = src.adler32();
+                            s.put(path, p.offset + skip, whole, src, marker -> {
+                                a.progress();
+                                if (marker instanceof org.globus.ftp.GridFTPRestartMarker m) p.written(m, skip, writer);
+                            });
+                            if (streamSum) {
+                                Long rest = src.adler32();
+                                if (rest != null && skip > 0) {
+                                    try (var file = java.nio.channels.FileChannel.open(job.local)) {
+                                        rest = combine(adler32(file, p.offset, skip, a), rest, p.length - skip);
+                                    }
+                                }
+                                p.adler32 = rest;
+                            }
                         }
                         src.recycle();
                     }
@@ -532,6 +558,7 @@ final class Link {
             log.info("retrying {} (attempt {} failed: {})", job.copy.destination(), attempt, f.getMessage());
             if (wholeFile) {
                 job.bytes.set(0);
+                job.pieces.forEach(Job.Piece::forget); // written again from byte 0: nothing to resume from
                 job.remaining.set(job.pieces.size());
                 for (Job.Piece piece : job.pieces) requeueLater(piece, attempt);
             } else {

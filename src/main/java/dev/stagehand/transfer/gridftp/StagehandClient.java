@@ -84,6 +84,15 @@ final class StagehandClient extends GridFTPClient {
         return ServerException.embedUnexpectedReplyCodeException(new UnexpectedReplyCodeException(reply), what);
     }
 
+    /** Read timeout of the control socket (0: none). */
+    void controlTimeout(int millis) throws IOException {
+        try {
+            if (SOCKET.get(controlChannel) instanceof Socket s) s.setSoTimeout(millis);
+        } catch (IllegalAccessException e) {
+            throw new IOException(e);
+        }
+    }
+
     void hardClose() {
         try {
             Object socket = SOCKET.get(controlChannel);

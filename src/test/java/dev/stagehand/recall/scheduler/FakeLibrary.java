@@ -32,6 +32,7 @@ final class FakeLibrary implements TapeLibrary {
     final List<SegmentRead> reads = new ArrayList<>();
     final List<String> mounts = new ArrayList<>();
     final Set<String> badSegments = new HashSet<>(); // "volume:fileId"
+    final Set<String> missingVolumes = new HashSet<>(); // mounts fail with VOLUME_UNAVAILABLE
     int maxConcurrentMoves;
     private final List<double[]> moves = new ArrayList<>();
 
@@ -85,6 +86,10 @@ final class FakeLibrary implements TapeLibrary {
     public CompletableFuture<Void> mount(String drive, String volume) {
         if (mounted.containsKey(drive)) return CompletableFuture.failedFuture(new IllegalStateException("drive full"));
         if (mounted.containsValue(volume)) return CompletableFuture.failedFuture(new IllegalStateException(volume + " already mounted"));
+        if (missingVolumes.contains(volume)) {
+            mounts.add(volume);
+            return CompletableFuture.failedFuture(new TapeFailure(TapeFailure.Kind.VOLUME_UNAVAILABLE, drive, volume, "not in the library"));
+        }
         mounted.put(drive, volume);
         head.put(drive, 0L);
         moved.put(drive, 0L);

@@ -32,4 +32,36 @@ class LowerBoundTest {
         assertThat(r.pigeonhole()).isZero();
         assertThat(r.bound()).isCloseTo(600, offset(1e-9)); // arrival 500 + 100 s of reading
     }
+
+    @Test
+    void exactToursMatchEveryOrderTriedAndTightenTheBound() {
+        TestCosts cost = new TestCosts();
+        java.util.Random rnd = new java.util.Random(5);
+        for (int trial = 0; trial < 30; trial++) {
+            int k = 1 + rnd.nextInt(6);
+            List<LowerBound.Item> tape = new java.util.ArrayList<>();
+            for (int i = 0; i < k; i++) tape.add(new LowerBound.Item("T", (long) (rnd.nextDouble() * 17e12), 2_000_000_000L, 0));
+            tape.sort(java.util.Comparator.comparingLong(LowerBound.Item::offsetBytes));
+            double brute = bestOrder(tape, new boolean[k], 0, cost);
+            assertThat(LowerBound.exactTour(tape, cost)).isCloseTo(brute, offset(1e-6));
+            LowerBound.Result model = LowerBound.compute(tape, 1, 1, cost), tight = LowerBound.tight(tape, 1, 1, cost);
+            assertThat(tight.bound()).isGreaterThanOrEqualTo(model.bound() - 1e-9);
+            assertThat(tight.longestTape()).isCloseTo(6.7 + 17 + cost.readSeconds(2_000_000_000L * k) + brute, offset(1e-6));
+        }
+    }
+
+    /** Every order of the remaining files from head {@code h}: the least positioning time. */
+    private static double bestOrder(List<LowerBound.Item> tape, boolean[] used, long h, TestCosts cost) {
+        double best = Double.POSITIVE_INFINITY;
+        boolean any = false;
+        for (int i = 0; i < tape.size(); i++) {
+            if (used[i]) continue;
+            any = true;
+            used[i] = true;
+            LowerBound.Item f = tape.get(i);
+            best = Math.min(best, cost.positionSeconds(h, f.offsetBytes()) + bestOrder(tape, used, f.offsetBytes() + f.sizeBytes(), cost));
+            used[i] = false;
+        }
+        return any ? best : 0;
+    }
 }

@@ -216,4 +216,74 @@ class RecallEngineTest {
         assertThat(late.completedAt() - late.arrival()).isCloseTo(6.7 + 17 + locate + 2.5, org.assertj.core.data.Offset.offset(1e-6));
         assertThat(h.library.mounts).hasSize(9);
     }
+
+    @Test
+    void aVolumeTheLibraryReportsUnavailableTakesNoMoreWorkAndItsFilesGoToOtherCopiesOrFail() {
+        Harness h = new Harness(2, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.library.missingVolumes.add("GONE");
+        QueueModel.FileSpec twoCopies = new QueueModel.FileSpec(1, "/f1", GB, List.of(new Copy("GONE", 0), new Copy("B", 0)), "exp", "ds", null);
+        h.submitAt(0, "r", 0, "exp", List.of(twoCopies, file(2, "GONE", 5 * GB, GB)));
+        h.submitAt(5000, "later", 0, "exp", List.of(file(3, "GONE", 9 * GB, GB), file(4, "B", 20 * GB, GB)));
+        h.run();
+        // GONE was tried once; the second request's file on it failed at once, without another mount attempt
+        assertThat(h.library.mounts.stream().filter("GONE"::equals)).hasSize(1);
+        assertThat(h.engine.unavailableVolumes()).containsExactly("GONE");
+        assertThat(h.library.reads).extracting(SegmentRead::fileId).containsExactlyInAnyOrder(1L, 4L);
+        RequestWork r = h.engine.model().request("r");
+        assertThat(r.finished()).isTrue();
+        assertThat(r.failedFiles()).isEqualTo(1);
+        assertThat(h.engine.model().file(2).error()).contains("VOLUME_UNAVAILABLE");
+        RequestWork later = h.engine.model().request("later");
+        assertThat(later.finished()).isTrue();
+        assertThat(later.failedFiles()).isEqualTo(1);
+        assertThat(h.engine.model().file(3).error()).contains("volume unavailable");
+
+        h.engine.volumeAvailable("GONE"); // an operator restored it: new work may use it again
+        h.library.missingVolumes.clear();
+        h.submitAt(h.clock.seconds() + 10, "again", 0, "exp", List.of(file(3, "GONE", 9 * GB, GB)));
+        h.run();
+        assertThat(h.engine.model().request("again").failedFiles()).isZero();
+        assertThat(h.library.reads).extracting(SegmentRead::fileId).contains(3L);
+    }
+
+    @Test
+    void aPriorityChangeReordersWorkAlreadyQueued() {
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.submitAt(0, "busy", 0, "exp", List.of(file(1, "BUSY", 0, 400 * GB))); // holds the only drive ~1,000 s
+        h.submitAt(10, "a", 3, "exp", List.of(file(2, "A", 0, 600 * GB)));
+        h.submitAt(20, "b", 0, "exp", List.of(file(3, "B", 0, 600 * GB)));
+        h.submitAt(30, "shared", 0, "exp", List.of(file(4, "C", 0, 600 * GB)));
+        h.submitAt(40, "c", 0, "exp", List.of(file(4, "C", 0, 600 * GB)));
+        // while BUSY is read: b is raised above a; a is lowered below c's volume; c is raised (its file
+        // is shared with "shared", which keeps priority 0: the file takes the higher of the two)
+        h.clock.schedule(java.time.Duration.ofSeconds(100), () -> {
+            h.engine.changePriority("b", 9);
+            h.engine.changePriority("a", -5);
+            h.engine.changePriority("c", 4);
+        });
+        h.run();
+        assertThat(h.mountOrder).containsExactly("BUSY", "B", "C", "A");
+        assertThat(h.engine.model().file(4).priority).isEqualTo(4);
+    }
+
+    @Test
+    void filesArrivingForAMountedVolumeJoinItsPassAlongTheTapeAtTheNextReadList() {
+        for (double batch : new double[] {50, 1e9}) { // each file about 24 s of locate and read: lists of 3 files
+            Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withMaxBatchSeconds(batch));
+            List<QueueModel.FileSpec> first = new ArrayList<>();
+            for (int i = 0; i < 5; i++) first.add(file(i, "V", (long) (TestCosts.CW * (0.1 + 0.2 * i)), 5 * GB));
+            h.submitAt(0, "first", 0, "exp", first);
+            h.submitAt(60, "second", 0, "exp", List.of(file(9, "V", (long) (TestCosts.CW * 0.8), GB)));
+            h.run();
+            List<Long> order = h.library.reads.stream().map(SegmentRead::fileId).toList();
+            if (batch == 50) {
+                // the second request's file lies between the 4th and 5th: read on the way, one pass
+                assertThat(order).containsExactly(0L, 1L, 2L, 3L, 9L, 4L);
+            } else {
+                // one read list for the whole first queue: the late file needs a locate back afterwards
+                assertThat(order).containsExactly(0L, 1L, 2L, 3L, 4L, 9L);
+            }
+            assertThat(h.library.mounts).containsExactly("V");
+        }
+    }
 }

@@ -1,5 +1,6 @@
 package dev.stagehand.transfer;
 
+import java.io.File;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -9,11 +10,14 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A real Debian globus-gridftp-server on 127.0.0.1 for tests and benchmarks: anonymous (served as an
- * unprivileged account) or GSI (with the environment of a {@code GsiFixture}). Stopped with its children.
+ * A real Globus GridFTP server (Debian's globus-gridftp-server-progs) on 127.0.0.1 and a free port, for the
+ * demo, the benchmarks and the tests: anonymous (sessions served as an unprivileged account) or GSI (with
+ * the environment a test's CA fixture makes). An empty config file keeps it from reading
+ * /etc/gridftp.conf (which would force port 2811). Stopped with its children on {@link #close}.
  */
 public final class GridFtpServer implements AutoCloseable {
 
@@ -29,8 +33,30 @@ public final class GridFtpServer implements AutoCloseable {
         this.log = log;
     }
 
+    /**
+     * The server binary: the system property {@code stagehand.gridftp.server} when set, else on PATH or where
+     * Debian installs it (/usr/sbin is not on every user's PATH).
+     */
+    public static Optional<Path> binary() {
+        String chosen = System.getProperty("stagehand.gridftp.server");
+        if (chosen != null) return Optional.of(Path.of(chosen)).filter(Files::isExecutable);
+        List<String> dirs = new ArrayList<>(List.of(System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)));
+        dirs.addAll(List.of("/usr/sbin", "/usr/bin", "/usr/local/sbin"));
+        return dirs.stream().filter(d -> !d.isBlank()).map(d -> Path.of(d, "globus-gridftp-server"))
+                .filter(Files::isExecutable).findFirst();
+    }
+
+    public static boolean available() {
+        return binary().isPresent();
+    }
+
     public static GridFtpServer anonymous(Path workDir) throws Exception {
         return start(workDir, List.of("-aa", "-anonymous-user", anonymousUser()), Map.of());
+    }
+
+    /** An anonymous server on a given port (a destination restarted where its clients know it). */
+    public static GridFtpServer anonymousOn(Path workDir, int port) throws Exception {
+        return start(workDir, List.of("-aa", "-anonymous-user", anonymousUser()), Map.of(), port);
     }
 
     public static GridFtpServer gsi(Path workDir, Map<String, String> env) throws Exception {
@@ -38,14 +64,19 @@ public final class GridFtpServer implements AutoCloseable {
     }
 
     private static GridFtpServer start(Path workDir, List<String> auth, Map<String, String> env) throws Exception {
+        return start(workDir, auth, env, freePort());
+    }
+
+    private static GridFtpServer start(Path workDir, List<String> auth, Map<String, String> env, int port) throws Exception {
         Files.createDirectories(workDir);
         Path conf = workDir.resolve("empty.conf");
         if (!Files.exists(conf)) Files.createFile(conf);
-        int port = freePort();
         Path log = workDir.resolve("gridftp-" + port + ".log");
-        List<String> cmd = new ArrayList<>(List.of("globus-gridftp-server", "-c", conf.toString(),
+        String exe = binary().orElseThrow(() -> new IllegalStateException(
+                "globus-gridftp-server not found (Debian package globus-gridftp-server-progs)")).toString();
+        List<String> cmd = new ArrayList<>(List.of(exe, "-c", conf.toString(),
                 "-control-interface", "127.0.0.1", "-data-interface", "127.0.0.1", "-p", String.valueOf(port),
-                "-no-detach", "-l", log.toString()));
+                "-no-detach", "-l", log.toString(), "-Z", workDir.resolve("transfers-" + port + ".log").toString()));
         cmd.addAll(auth);
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(workDir.resolve("gridftp-" + port + ".out").toFile());
@@ -77,10 +108,15 @@ public final class GridFtpServer implements AutoCloseable {
         return ANONYMOUS_USER;
     }
 
-    /** Makes {@code dir} (and its parents up to the temp root) usable by the anonymous account. */
+    /**
+     * Makes {@code dir} and its parents below the temp root usable by the anonymous account (sessions run as
+     * another user); directories outside the temp root are left alone.
+     */
     public static void openUp(Path dir) throws Exception {
         Files.createDirectories(dir);
-        for (Path d = dir; d != null && !d.toString().equals("/tmp") && !d.toString().equals("/"); d = d.getParent()) {
+        Path tmp = Path.of(System.getProperty("java.io.tmpdir")).toAbsolutePath().normalize();
+        Path abs = dir.toAbsolutePath().normalize();
+        for (Path d = abs; d != null && !d.equals(tmp) && d.getNameCount() > 0 && (d == abs || d.startsWith(tmp)); d = d.getParent()) {
             new ProcessBuilder("chmod", "a+rwx", d.toString()).start().waitFor();
         }
     }
@@ -95,6 +131,12 @@ public final class GridFtpServer implements AutoCloseable {
         try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
             return s.getLocalPort();
         }
+    }
+
+    /** The server's netlogger-style line per transfer (its {@code STREAMS=} says how many data streams it used). */
+    public List<String> transfers() throws IOException {
+        Path t = log.resolveSibling("transfers-" + port + ".log");
+        return Files.exists(t) ? Files.readAllLines(t) : List.of();
     }
 
     public String url(Path dir) {

@@ -1,0 +1,173 @@
+package dev.stagehand.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.stagehand.api.ApiClient.Answer;
+import dev.stagehand.archive.ArchiveProperties;
+import dev.stagehand.cache.Checksums;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.UUID;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * The archive API over real HTTP: registration, idempotent retries, status, bad input, back-pressure (503).
+ * Runs in the same context as RequestApiIT (default archive settings; each distinct context keeps a
+ * connection pool open for the whole run): a full buffer is made by one large placeholder row.
+ */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class ArchiveApiIT {
+
+    static final long MB = 1_000_000;
+
+    @Autowired ArchiveProperties props;
+    Path landingRoot;
+
+    @LocalServerPort int port;
+    @Autowired JdbcTemplate jdbc;
+    @Autowired dev.stagehand.api.security.ApiTokens tokens;
+    ApiClient api;
+    final String tag = UUID.randomUUID().toString().substring(0, 8);
+
+    @BeforeEach
+    void setUp() {
+        api = ApiClient.admin(port, tokens);
+        landingRoot = props.landing().toAbsolutePath();
+        // other tests' buffered files must not count against this test's small buffer
+        jdbc.update("DELETE FROM archive_copy WHERE state <> 'done'");
+        jdbc.update("UPDATE archive_file SET state = 'evicted' WHERE state <> 'evicted'");
+    }
+
+    /** Queued files must not be left for other tests' flushers. */
+    @org.junit.jupiter.api.AfterEach
+    void retire() throws IOException {
+        jdbc.update("DELETE FROM archive_copy WHERE state <> 'done'");
+        jdbc.update("UPDATE archive_file SET state = 'evicted' WHERE state <> 'evicted'");
+        org.springframework.util.FileSystemUtils.deleteRecursively(landingRoot.resolve("archive-api-it").resolve(tag));
+    }
+
+    /** A placeholder buffered file of {@code bytes} (no tape copy to write): the buffer looks that full. */
+    void occupy(long bytes) {
+        long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, experiment) VALUES (?, ?, 'it') RETURNING id", Long.class,
+                "/archive-api-it/" + tag + "/placeholder", bytes);
+        jdbc.update("""
+                INSERT INTO archive_file (file_id, path, size_bytes, adler32, family, storage_class, copies)
+                VALUES (?, ?, ?, '00000001', 'placeholder', 'single', 1)""", id, "/nonexistent/" + tag, bytes);
+    }
+
+    Path land(String rel, long size) throws IOException {
+        Path p = landingRoot.resolve("archive-api-it").resolve(tag).resolve(rel);
+        Files.createDirectories(p.getParent());
+        byte[] b = new byte[(int) size];
+        new Random(rel.hashCode()).nextBytes(b);
+        return Files.write(p, b);
+    }
+
+    static String body(List<Map<String, Object>> files) {
+        return ApiClient.json(Map.of("files", files));
+    }
+
+    Map<String, Object> entry(Path p, String dataset) throws IOException {
+        return Map.of("path", p.toString(), "size", Files.size(p), "dataset", dataset);
+    }
+
+    @Test
+    void registerPollAndRetry() throws Exception {
+        Path a = land("a", MB), b = land("b", MB);
+        String ds = "api-" + tag;
+        List<Map<String, Object>> files = List.of(
+                Map.of("path", a.toString(), "size", MB, "dataset", ds, "adler32", Checksums.adler32Of(a).toUpperCase()),
+                Map.of("path", landingRoot.relativize(b).toString(), "size", MB, "dataset", ds, "experiment", "it",
+                        "name", "/exp/" + tag + "/b", "storageClass", "dual"));
+        Answer r = api.post("/api/v1/archive/files", body(files));
+        assertThat(r.status()).as(r.body()).isEqualTo(201);
+        assertThat(r.json().get("registered").asInt()).isEqualTo(2);
+        var first = r.json().get("files").get(0);
+        assertThat(first.get("state").asString()).isEqualTo("queued");
+        assertThat(first.get("adler32").asString()).isEqualTo(Checksums.adler32Of(a));
+        assertThat(first.get("name").asString()).isEqualTo("/archive-api-it/" + tag + "/a");
+        assertThat(r.json().get("files").get(1).get("copies").asInt()).isEqualTo(2);
+        long id = first.get("fileId").asLong();
+
+        Answer again = api.post("/api/v1/archive/files", body(files));
+        assertThat(again.status()).as(again.body()).isEqualTo(200);
+        assertThat(again.json().get("files").get(0).get("fileId").asLong()).isEqualTo(id);
+
+        Answer one = api.get("/api/v1/archive/files/" + id);
+        assertThat(one.status()).isEqualTo(200);
+        assertThat(one.json().get("dataset").asString()).isEqualTo(ds);
+        assertThat(api.get("/api/v1/archive/files?name=/exp/" + tag + "/b").json().get("storageClass").asString()).isEqualTo("dual");
+        Answer missing = api.get("/api/v1/archive/files/999999999");
+        assertThat(missing.status()).isEqualTo(404);
+        assertThat(missing.contentType()).contains("application/problem+json");
+        assertThat(api.get("/api/v1/archive/files/abc").status()).isEqualTo(400);
+
+        Answer usage = api.get("/api/v1/archive/buffer");
+        assertThat(usage.json().get("usedBytes").asLong()).isEqualTo(2 * MB);
+        assertThat(usage.json().get("highWaterBytes").asLong()).isEqualTo(props.highWaterBytes());
+        assertThat(api.get("/api/v1/archive/volumes").status()).isEqualTo(200);
+        assertThat(api.get("/api/v1/archive/families/" + ds + "/volumes").json().isArray()).isTrue();
+    }
+
+    @Test
+    void badInputGetsProblemDocumentsAndStoresNothing() throws Exception {
+        Path a = land("bad", MB);
+        long files = jdbc.queryForObject("SELECT count(*) FROM file", Long.class);
+        Answer malformed = api.post("/api/v1/archive/files", "{\"files\": [");
+        assertThat(malformed.status()).isEqualTo(400);
+        assertThat(malformed.contentType()).contains("application/problem+json");
+
+        Answer r = api.post("/api/v1/archive/files", body(List.of(
+                Map.of("path", a.toString(), "size", MB, "dataset", "d", "adler32", "00000001"),
+                Map.of("path", a + "-nope", "size", 1, "dataset", "d"),
+                Map.of("path", "/etc/hostname", "size", 1, "dataset", "d"),
+                Map.of("path", a.toString(), "size", "big", "dataset", "d", "colour", "red"))));
+        assertThat(r.status()).isEqualTo(400);
+        var errors = r.json().get("errors");
+        // type errors are found first (before any file is read); then the per-file checks
+        assertThat(errors.toString()).contains("colour").contains("size");
+        r = api.post("/api/v1/archive/files", body(List.of(
+                Map.of("path", a.toString(), "size", MB, "dataset", "d", "adler32", "00000001"),
+                Map.of("path", a + "-nope", "size", 1, "dataset", "d"),
+                Map.of("path", "/etc/hostname", "size", 1, "dataset", "d"))));
+        assertThat(r.status()).isEqualTo(400);
+        errors = r.json().get("errors");
+        assertThat(errors.size()).isEqualTo(3);
+        assertThat(errors.get(0).get("field").asString()).isEqualTo("adler32");
+        assertThat(errors.get(0).get("reason").asString()).contains("checksum mismatch");
+        assertThat(errors.get(1).get("reason").asString()).contains("no such file");
+        assertThat(errors.get(2).get("reason").asString()).contains("not inside the landing area");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM file", Long.class)).isEqualTo(files);
+    }
+
+    @Test
+    void aFullBufferAnswers503WithRetryAfterAndKeepsNothing() throws Exception {
+        List<Map<String, Object>> fill = new ArrayList<>();
+        for (int i = 0; i < 6; i++) fill.add(entry(land("fill" + i, MB), "bp-" + tag));
+        assertThat(api.post("/api/v1/archive/files", body(fill)).status()).isEqualTo(201);
+        occupy(props.highWaterBytes() - 8 * MB); // 6 MB registered + this: 2 MB below the high-water mark
+        List<Map<String, Object>> more = new ArrayList<>();
+        for (int i = 0; i < 3; i++) more.add(entry(land("more" + i, MB), "bp-" + tag));
+        long files = jdbc.queryForObject("SELECT count(*) FROM file", Long.class);
+        Answer r = api.post("/api/v1/archive/files", body(more));
+        assertThat(r.status()).isEqualTo(503);
+        assertThat(r.contentType()).contains("application/problem+json");
+        assertThat(r.json().get("type").asString()).endsWith("/buffer-full");
+        assertThat(r.json().get("detail").asString()).contains("high-water mark");
+        assertThat(api.retryAfter("/api/v1/archive/files", body(more))).isEqualTo(Long.toString(props.retryAfter().toSeconds()));
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM file", Long.class)).isEqualTo(files);
+        for (var m : more) assertThat(Files.exists(Path.of((String) m.get("path")))).isTrue();
+        // two of them still fit under the mark
+        assertThat(api.post("/api/v1/archive/files", body(more.subList(0, 2))).status()).isEqualTo(201);
+    }
+}

@@ -1,0 +1,114 @@
+package dev.stagehand.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.UUID;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.jdbc.core.JdbcTemplate;
+import tools.jackson.databind.JsonNode;
+
+/** The replication REST API over real HTTP: sites, rules, schedules, completeness, and its problem documents. */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class ReplicationApiIT {
+
+    @LocalServerPort int port;
+    @Autowired JdbcTemplate jdbc;
+    @Autowired dev.stagehand.api.security.ApiTokens tokens;
+
+    ApiClient api;
+    final String tag = UUID.randomUUID().toString().substring(0, 8);
+
+    @BeforeEach
+    void setUp() {
+        api = ApiClient.admin(port, tokens);
+    }
+
+    ApiClient.Answer put(String path, String body) {
+        return api.put(path, body);
+    }
+
+    static void problem(ApiClient.Answer a, int status, String field, String reason) {
+        assertThat(a.status()).as(a.body()).isEqualTo(status);
+        assertThat(a.contentType()).startsWith("application/problem+json");
+        JsonNode e = a.json().get("errors").get(0);
+        assertThat(e.get("field").asString()).isEqualTo(field);
+        assertThat(e.get("reason").asString()).contains(reason);
+    }
+
+    @Test
+    void sitesRulesSchedulesAndCompleteness() throws Exception {
+        String site = "API-" + tag;
+        var s = put("/api/v1/sites/" + site, "{\"attributes\": {\"tier\": 1, \"country\": \"DE\"}, \"endpoints\": [\"gsiftp://se.example.org:2811/data\"]}");
+        assertThat(s.status()).as(s.body()).isEqualTo(200);
+        assertThat(s.json().get("attributes").get("tier").asString()).isEqualTo("1");
+        assertThat(api.get("/api/v1/sites/" + site).json().get("endpoints").get(0).asString()).isEqualTo("gsiftp://se.example.org:2811/data");
+        problem(put("/api/v1/sites/" + site, "{\"endpoints\": [\"http://x/y\"]}"), 400, "endpoints", "ftp:// or gsiftp://");
+        problem(put("/api/v1/sites/" + site, "{\"color\": \"red\"}"), 400, "color", "unknown field");
+        problem(put("/api/v1/sites/bad%20name", "{}"), 400, "name", "site name");
+        problem(api.get("/api/v1/sites/NOSUCH-" + tag), 404, "site", "no site");
+
+        String ds = "api-ds-" + tag;
+        jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
+        problem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"copies\": 1, \"sites\": \"tier=\"}"),
+                400, "sites", "expected a value after 'tier='");
+        problem(api.post("/api/v1/replication/rules", "{\"dataset\": \"nosuch-" + tag + "\", \"sites\": \"tier=1\"}"),
+                404, "dataset", "no dataset");
+        problem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"tier=1\", \"schedule\": \"every night\"}"),
+                400, "schedule", "cron");
+        problem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"tier=1\", \"copies\": 0}"),
+                400, "copies", "between 1 and 100");
+        problem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"tier=1\", \"lifetime\": \"30 days\"}"),
+                400, "lifetime", "ISO-8601");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM replication_rule r JOIN dataset d ON d.id = r.dataset_id WHERE d.name = ?",
+                Long.class, ds)).as("refused calls store nothing").isZero();
+
+        var created = api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"copies\": 1, \"sites\": \"NOSUCH-" + tag
+                + "\", \"lifetime\": \"P30D\", \"schedule\": \"0 0 2 * * ?\"}");
+        assertThat(created.status()).as(created.body()).isEqualTo(201);
+        long rule = created.json().get("id").asLong();
+        assertThat(created.location()).endsWith("/api/v1/replication/rules/" + rule);
+        assertThat(created.json().get("owner").asString()).as("the owner is the authenticated account").isEqualTo("admin");
+        assertThat(created.json().get("expiresAt").isNull()).isFalse();
+        try {
+            JsonNode schedules = api.get("/api/v1/replication/schedules").json();
+            JsonNode mine = null;
+            for (JsonNode n : schedules) if (n.get("ruleId").asLong() == rule) mine = n;
+            assertThat(mine).isNotNull();
+            assertThat(mine.get("cron").asString()).isEqualTo("0 0 2 * * ?");
+            assertThat(mine.get("state").asString()).isEqualTo("NORMAL");
+            assertThat(api.post("/api/v1/replication/schedules/" + rule + "/pause", null).status()).isEqualTo(204);
+            assertThat(api.get("/api/v1/replication/schedules/" + rule).json().get("schedule").get("state").asString()).isEqualTo("PAUSED");
+            assertThat(api.post("/api/v1/replication/schedules/" + rule + "/resume", null).status()).isEqualTo(204);
+            assertThat(api.get("/api/v1/replication/schedules/" + rule).json().get("schedule").get("state").asString()).isEqualTo("NORMAL");
+            assertThat(api.post("/api/v1/replication/schedules/" + rule + "/trigger", null).status()).isEqualTo(202);
+            // the triggered run applies the rule: no site matches, which the rule says
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            JsonNode runs;
+            do {
+                Thread.sleep(200);
+                runs = api.get("/api/v1/replication/schedules/" + rule).json().get("runs");
+            } while ((runs.isEmpty() || runs.get(0).get("finishedAt").isNull()) && System.nanoTime() < deadline);
+            assertThat(runs.get(0).get("outcome").asString()).isEqualTo("settled");
+            assertThat(api.get("/api/v1/replication/rules/" + rule).json().get("rule").get("note").asString())
+                    .isEqualTo("only 0 of 1 sites match 'NOSUCH-" + tag + "'");
+            assertThat(api.get("/api/v1/replication/rules?dataset=" + ds).json()).hasSize(1);
+            assertThat(api.get("/api/v1/datasets/" + ds + "/completeness").status()).isEqualTo(200);
+            problem(api.get("/api/v1/datasets/nosuch-" + tag + "/completeness"), 404, "dataset", "no dataset");
+            problem(api.post("/api/v1/sites/NOSUCH-" + tag + "/replicas/declare", "{\"files\": [\"/a\"]}"), 404, "site", "no site");
+            problem(api.post("/api/v1/replication/schedules/999999999/pause", null), 404, "rule", "no schedule");
+        } finally {
+            assertThat(api.delete("/api/v1/replication/rules/" + rule).status()).isEqualTo(204);
+        }
+        assertThat(api.get("/api/v1/replication/schedules/" + rule).status()).isEqualTo(404);
+        assertThat(api.delete("/api/v1/sites/" + site).status()).isEqualTo(204);
+        assertThat(api.get("/v3/api-docs").body()).contains("/api/v1/replication/rules", "/api/v1/datasets/{name}/completeness");
+    }
+}

@@ -1,0 +1,421 @@
+package dev.stagehand.archive;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.stagehand.archive.internal.ArchiveFlusher;
+import dev.stagehand.archive.internal.JdbcArchiveBuffer;
+import dev.stagehand.archive.internal.LandingWatcher;
+import dev.stagehand.cache.CacheProperties;
+import dev.stagehand.cache.Checksums;
+import dev.stagehand.cache.DiskCache;
+import dev.stagehand.platform.VirtualClock;
+import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.recall.StageRequests;
+import dev.stagehand.recall.StageRequests.NewStageRequest;
+import dev.stagehand.recall.service.RecallService;
+import dev.stagehand.tape.DriveRoles;
+import dev.stagehand.tape.DriveState;
+import dev.stagehand.tape.FaultPlan;
+import dev.stagehand.tape.SimulatedLibrary;
+import dev.stagehand.tape.TapeModel;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.UUID;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * The archive path on PostgreSQL and the simulated library (virtual clock): registration, family
+ * co-location and write order, segments in the catalog, read-back through the recall path with matching
+ * checksums, two copies on different volumes, back-pressure and eviction, and write failures.
+ */
+// the same context as PipelineIT (each distinct context keeps a connection pool open for the whole run)
+@SpringBootTest(properties = {"stagehand.recall.enabled=false", "stagehand.transfer.queue.enabled=false"})
+class ArchivePathIT {
+
+    static final long MB = 1_000_000;
+
+    @Autowired JdbcTemplate jdbc;
+    @Autowired JdbcClient db;
+    @Autowired TransactionTemplate tx;
+    @Autowired StageRequests requests;
+
+    @TempDir Path tmp;
+
+    final String tag = UUID.randomUUID().toString().substring(0, 8);
+    final VirtualClock clock = new VirtualClock();
+    final FaultPlan faults = new FaultPlan();
+    final List<Object> events = Collections.synchronizedList(new ArrayList<>());
+    Path landing;
+    SimulatedLibrary lib;
+    JdbcArchiveBuffer buffer;
+    ArchiveFlusher flusher;
+    RecallService recall;
+
+    /** IT classes share the database: archive work other tests left must not be flushed or counted here. */
+    @BeforeEach
+    void retireLeftovers() {
+        jdbc.update("DELETE FROM archive_copy WHERE state <> 'done'");
+        jdbc.update("UPDATE archive_file SET state = 'evicted' WHERE state <> 'evicted'");
+        jdbc.update("UPDATE archive_volume SET family = coalesce(family, 'retired'), copy_no = coalesce(copy_no, 1), state = 'full', "
+                + "claimed_by = NULL WHERE state <> 'full'");
+    }
+
+    @AfterEach
+    void stop() {
+        if (recall != null) recall.stop();
+        if (lib != null) lib.close();
+        retireLeftovers(); // nor leave any for other tests' flushers
+    }
+
+    static ArchiveProperties props(Path landing, long capacity, double high, double low, long volumeCapacity, List<String> pool,
+                                   Duration retryBackoff) {
+        return new ArchiveProperties(true, landing, DataSize.ofBytes(capacity), high, low, Duration.ofSeconds(30), 10_000, "it",
+                Map.of("single", 1, "dual", 2), "single", Map.of(), DataSize.ofBytes(volumeCapacity),
+                new ArchiveProperties.Pool("X", 0, pool),
+                new ArchiveProperties.Flush(Duration.ZERO, DataSize.ofBytes(1), Duration.ZERO, DataSize.ofGigabytes(1), 5000,
+                        Duration.ofMinutes(10), retryBackoff, Duration.ZERO),
+                new ArchiveProperties.Watch(false, Duration.ofSeconds(10)), Duration.ofSeconds(30), "it-" + UUID.randomUUID());
+    }
+
+    /** A library of {@code drives} drives, the last {@code writeDrives} writing; volumes of {@code volumeCapacity} bytes. */
+    void start(int drives, int writeDrives, long volumeCapacity, int poolSize, long bufferCapacity, List<EvictionHold> holds) {
+        landing = tmp.resolve("landing");
+        TapeModel lto9 = TapeModel.lto9();
+        TapeModel small = new TapeModel(volumeCapacity, lto9.wraps(), lto9.wrapsPerBand(), lto9.accessorMoveSeconds(), lto9.loadSeconds(),
+                lto9.locateBaseSeconds(), lto9.wrapChangeSeconds(), lto9.bandChangeSeconds(), lto9.directionChangeSeconds(),
+                lto9.backwardSeconds(), lto9.fullLengthSeconds(), lto9.bytesPerSecond(), lto9.rewindShortSeconds(),
+                lto9.rewindShortBelowBytes(), lto9.rewindMediumSeconds(), lto9.rewindMediumBelowBytes(), lto9.rewindLongSeconds(),
+                lto9.unthreadSeconds());
+        lib = SimulatedLibrary.builder(clock).name("a" + tag).drives(drives).accessors(1).model(small)
+                .root(tmp.resolve("tape")).faults(faults).build();
+        List<String> pool = new ArrayList<>();
+        for (int i = 1; i <= poolSize; i++) pool.add(String.format("A%s%02d", tag, i));
+        ArchiveProperties p = props(landing, bufferCapacity, 0.8, 0.5, volumeCapacity, pool, Duration.ZERO);
+        buffer = new JdbcArchiveBuffer(jdbc, tx, p, volumeCapacity, holds);
+        DriveRoles roles = new DriveRoles(writeDrives);
+        flusher = new ArchiveFlusher(jdbc, tx, lib, roles.writeDrives(lib.layout()), p, volumeCapacity, events::add, p.instanceId());
+        flusher.start();
+        Path cacheDir = tmp.resolve("cache");
+        Clock c = new Clock() {
+            @Override public ZoneId getZone() { return ZoneOffset.UTC; }
+            @Override public Clock withZone(ZoneId zone) { return this; }
+            @Override public Instant instant() { return clock.now(); }
+        };
+        DiskCache cache = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(cacheDir,
+                DataSize.ofGigabytes(1))), "arc-" + tag), c, null);
+        cache.start();
+        recall = new RecallService(jdbc, roles.forReading(lib), clock, small, new RecallProperties(true, "tape-aware", 100 * MB,
+                Duration.ZERO, Duration.ofMinutes(10), "arc-" + tag, 500_000_000_000L, 10_000, Duration.ofMinutes(5),
+                Duration.ofHours(4), Duration.ofMinutes(5), 2_000_000_000_000L, 20_000, 4, Map.of(), Map.of()), cache);
+        recall.start();
+    }
+
+    /** Writes a file of random bytes into the landing area; returns its absolute path. */
+    Path land(String rel, long size) throws IOException {
+        return landAt(tag + "/" + rel, size); // names unique to this run: the database outlives test runs
+    }
+
+    Path landAt(String rel, long size) throws IOException {
+        Path p = landing.resolve(rel);
+        Files.createDirectories(p.getParent());
+        Random r = new Random(rel.hashCode());
+        byte[] buf = new byte[64 * 1024];
+        try (OutputStream out = Files.newOutputStream(p)) {
+            for (long left = size; left > 0; ) {
+                r.nextBytes(buf);
+                int n = (int) Math.min(buf.length, left);
+                out.write(buf, 0, n);
+                left -= n;
+            }
+        }
+        return p;
+    }
+
+    NewArchiveFile entry(Path p, String dataset, String storageClass) throws IOException {
+        return new NewArchiveFile(p.toString(), Files.size(p), null, dataset, "it", null, storageClass);
+    }
+
+    /** Flush rounds on the virtual clock until {@code done} (or fails after many rounds). */
+    void flushUntil(BooleanSupplier done) {
+        for (int i = 0; i < 400; i++) {
+            if (done.getAsBoolean()) return;
+            flusher.poll();
+            clock.advance(Duration.ofSeconds(20));
+        }
+        assertThat(done.getAsBoolean()).as("flushing finished").isTrue();
+    }
+
+    long count(String sql, Object... args) {
+        return jdbc.queryForObject(sql, Long.class, args);
+    }
+
+    long archived(List<Long> ids) {
+        return count("SELECT count(*) FROM archive_file WHERE file_id = ANY(?) AND state IN ('archived', 'evictable', 'evicted')",
+                (Object) ids.toArray(Long[]::new));
+    }
+
+    record Seg(long fileId, String volume, long offset, int copy) {}
+
+    List<Seg> segments(List<Long> ids) {
+        return jdbc.query("""
+                SELECT c.file_id, v.label, s.offset_bytes, c.copy_no FROM archive_copy c
+                  JOIN segment s ON s.file_id = c.file_id AND s.volume_id = c.volume_id JOIN volume v ON v.id = s.volume_id
+                 WHERE c.file_id = ANY(?) AND c.state = 'done' ORDER BY c.copy_no, c.seq""",
+                (rs, i) -> new Seg(rs.getLong(1), rs.getString(2), rs.getLong(3), rs.getInt(4)), (Object) ids.toArray(Long[]::new));
+    }
+
+    @Test
+    void aDatasetLandsCoLocatedInWriteOrderAndIsRecalledWithMatchingChecksums() throws Exception {
+        start(3, 1, 25 * MB, 6, 500 * MB, List.of());
+        // two datasets registered interleaved: each must still land on its own volumes, in its own order
+        List<NewArchiveFile> files = new ArrayList<>();
+        List<Path> a = new ArrayList<>(), b = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            a.add(land("raw/run1/a" + i, MB));
+            files.add(entry(a.get(i), "ds-a-" + tag, null));
+            if (i < 10) {
+                b.add(land("raw/run1/b" + i, MB));
+                files.add(entry(b.get(i), "ds-b-" + tag, null));
+            }
+        }
+        List<ArchiveBuffer.ArchiveFileStatus> st = buffer.register(files);
+        assertThat(st).hasSize(50).allSatisfy(s -> {
+            assertThat(s.state()).isEqualTo("queued");
+            assertThat(s.adler32()).isEqualTo(Checksums.adler32Of(Path.of(s.path())));
+        });
+        // the catalog has them, with their dataset and checksum
+        assertThat(count("SELECT count(*) FROM file f JOIN dataset d ON d.id = f.dataset_id WHERE d.name = ? AND f.adler32 IS NOT NULL",
+                "ds-a-" + tag)).isEqualTo(40);
+        List<Long> aIds = st.stream().filter(s -> s.dataset().equals("ds-a-" + tag)).map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        List<Long> bIds = st.stream().filter(s -> s.dataset().equals("ds-b-" + tag)).map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        List<Long> all = st.stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+
+        flushUntil(() -> archived(all) == 50 && !flusher.busy());
+
+        // as few volumes as possible: 40 MB on 25 MB volumes is 2 volumes, 10 MB is 1; no volume shared
+        List<Seg> sa = segments(aIds), sb = segments(bIds);
+        Set<String> va = new HashSet<>(), vb = new HashSet<>();
+        sa.forEach(s -> va.add(s.volume()));
+        sb.forEach(s -> vb.add(s.volume()));
+        assertThat(va).hasSize(2);
+        assertThat(vb).hasSize(1);
+        assertThat(va).doesNotContainAnyElementsOf(vb);
+        // write order: registration order is tape order, the first volume filled before the second
+        assertWriteOrder(sa, aIds);
+        assertWriteOrder(sb, bIds);
+        assertThat(buffer.volumes("ds-a-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("full", "open");
+        assertThat(buffer.volumes("ds-a-" + tag).get(0).files()).isEqualTo(25);
+        // one event per archived file, and the query agrees
+        assertThat(events).hasSize(50);
+        assertThat(buffer.archivedSince(Instant.EPOCH, 100_000).stream().map(FileArchived::fileId).toList()).containsAll(all);
+        assertThat(buffer.locate(aIds.get(0))).contains(a.get(0).toRealPath());
+        // the write drive let its last volume go: recall can mount it
+        assertThat(lib.drive(lib.layout().drives().get(2)).state()).isEqualTo(DriveState.EMPTY);
+
+        // read back through the recall path (stage requests, recall scheduler, disk cache verifying Adler32)
+        List<String> names = jdbc.queryForList("SELECT name FROM file WHERE id = ANY(?) ORDER BY id", String.class,
+                (Object) all.toArray(Long[]::new));
+        UUID req = requests.submit("it", new NewStageRequest(null, names, null, 3600L, null, "it")).request().id();
+        for (int i = 0; i < 300; i++) {
+            recall.poll();
+            clock.advance(Duration.ofSeconds(20));
+            if ("done".equals(jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?", String.class, req))) break;
+        }
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?", String.class, req)).isEqualTo("done");
+        assertThat(count("SELECT count(*) FROM stage_request_file WHERE request_id = ? AND state = 'on_disk'", req)).isEqualTo(50);
+        // the staged copies have the very bytes that landed
+        jdbc.query("""
+                SELECT cf.path, a.path FROM cache_file cf JOIN archive_file a ON a.file_id = cf.file_id
+                 WHERE cf.file_id = ANY(?) AND cf.state = 'verified'""", rs -> {
+            try {
+                assertThat(Checksums.adler32Of(Path.of(rs.getString(1)))).isEqualTo(Checksums.adler32Of(Path.of(rs.getString(2))));
+                assertThat(Files.mismatch(Path.of(rs.getString(1)), Path.of(rs.getString(2)))).isEqualTo(-1L);
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }, (Object) all.toArray(Long[]::new));
+        assertThat(count("SELECT count(*) FROM cache_file WHERE file_id = ANY(?) AND state = 'verified'",
+                (Object) all.toArray(Long[]::new))).isEqualTo(50);
+        recall.stop();
+        recall = null;
+        requests.release(req, null); // unpin: the copies may go from the cache
+    }
+
+    /** Segments (in copy, sequence order) run along the volumes in registration order with growing offsets. */
+    static void assertWriteOrder(List<Seg> segs, List<Long> idsInRegistrationOrder) {
+        assertThat(segs.stream().map(Seg::fileId).toList()).isEqualTo(idsInRegistrationOrder);
+        for (int i = 1; i < segs.size(); i++) {
+            Seg p = segs.get(i - 1), s = segs.get(i);
+            if (p.volume().equals(s.volume())) assertThat(s.offset()).isGreaterThan(p.offset());
+            else assertThat(segs.subList(i, segs.size())).noneMatch(x -> x.volume().equals(p.volume()));
+        }
+    }
+
+    @Test
+    void aTwoCopyStorageClassLandsOnTwoDifferentVolumes() throws Exception {
+        start(4, 2, 50 * MB, 6, 500 * MB, List.of());
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 12; i++) files.add(entry(land("dual/f" + i, 2 * MB), "ds-dual-" + tag, "dual"));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        assertThat(count("SELECT count(*) FROM archive_copy WHERE file_id = ANY(?)", (Object) ids.toArray(Long[]::new))).isEqualTo(24);
+        flushUntil(() -> archived(ids) == 12 && !flusher.busy());
+        List<Seg> segs = segments(ids);
+        assertThat(segs).hasSize(24);
+        for (long id : ids) {
+            List<Seg> mine = segs.stream().filter(s -> s.fileId() == id).toList();
+            assertThat(mine).extracting(Seg::copy).containsExactlyInAnyOrder(1, 2);
+            assertThat(mine.get(0).volume()).isNotEqualTo(mine.get(1).volume());
+        }
+        // every copy-1 volume differs from every copy-2 volume, and each copy is on one volume only
+        Set<String> v1 = new HashSet<>(), v2 = new HashSet<>();
+        segs.forEach(s -> (s.copy() == 1 ? v1 : v2).add(s.volume()));
+        assertThat(v1).hasSize(1);
+        assertThat(v2).hasSize(1);
+        assertThat(v1).doesNotContainAnyElementsOf(v2);
+        assertThat(buffer.file(ids.get(0)).orElseThrow().segments()).hasSize(2);
+    }
+
+    @Test
+    void theBufferRefusesPastItsHighWaterMarkAndEvictsOnlyReleasedArchivedFiles() throws Exception {
+        Set<Long> held = Collections.synchronizedSet(new HashSet<>());
+        EvictionHold hold = ids -> ids.stream().filter(id -> !held.contains(id)).toList();
+        start(3, 1, 100 * MB, 2, 10 * MB, List.of(hold)); // high-water 8 MB, low-water 5 MB
+        List<NewArchiveFile> first = new ArrayList<>();
+        for (int i = 0; i < 7; i++) first.add(entry(land("bp/f" + i, MB), "ds-bp-" + tag, null));
+        List<Long> ids = new ArrayList<>(buffer.register(first).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList());
+        List<NewArchiveFile> more = List.of(entry(land("bp/g0", MB), "ds-bp-" + tag, null), entry(land("bp/g1", MB), "ds-bp-" + tag, null));
+        long files = count("SELECT count(*) FROM file");
+        assertThatThrownBy(() -> buffer.register(more)).isInstanceOfSatisfying(ArchiveRejected.class, e -> {
+            assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.BUFFER_FULL);
+            assertThat(e.retryAfter()).isPositive();
+            assertThat(e.getMessage()).contains("high-water mark");
+        });
+        assertThat(count("SELECT count(*) FROM file")).isEqualTo(files); // nothing stored
+        assertThat(Files.exists(Path.of(more.get(0).path()))).isTrue(); // nothing dropped
+
+        // not archived yet: eviction leaves everything, however full the buffer is
+        assertThat(buffer.evict()).isZero();
+        held.add(ids.get(0));
+        flushUntil(() -> archived(ids) == 7 && !flusher.busy());
+        // 7 MB is above the 5 MB low-water mark: the oldest released files go, the held one stays
+        int evicted = buffer.evict();
+        assertThat(evicted).isEqualTo(2);
+        assertThat(buffer.file(ids.get(0)).orElseThrow().state()).isIn("archived", "evictable"); // never evicted while held
+        assertThat(buffer.locate(ids.get(0))).isPresent();
+        assertThat(buffer.file(ids.get(1)).orElseThrow().state()).isEqualTo("evicted");
+        assertThat(buffer.file(ids.get(2)).orElseThrow().state()).isEqualTo("evicted");
+        assertThat(buffer.locate(ids.get(1))).isEmpty();
+        assertThat(Files.exists(Path.of(buffer.file(ids.get(1)).orElseThrow().path()))).isFalse();
+        assertThat(buffer.usage().usedBytes()).isEqualTo(5 * MB);
+        // room again: the producer's retry is accepted
+        assertThat(buffer.register(more)).hasSize(2);
+        assertThat(buffer.usage().usedBytes()).isEqualTo(7 * MB);
+    }
+
+    @Test
+    void aWriteFailureIsRetriedAndNothingCountsAsArchivedBeforeItsSegmentIsIn() throws Exception {
+        start(3, 1, 100 * MB, 3, 500 * MB, List.of());
+        String writer = lib.layout().drives().get(2);
+        faults.failDrive(writer);
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 5; i++) files.add(entry(land("fail/f" + i, 4 * MB), "ds-fail-" + tag, null));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> lib.drive(writer).state() == DriveState.FAILED && !flusher.busy());
+        flusher.poll();
+        clock.advance(Duration.ofMinutes(5));
+        Long[] arr = ids.toArray(Long[]::new);
+        assertThat(count("SELECT count(*) FROM archive_file WHERE file_id = ANY(?) AND state IN ('archived', 'evictable', 'evicted')",
+                (Object) arr)).isZero();
+        assertThat(count("SELECT count(*) FROM segment WHERE file_id = ANY(?)", (Object) arr)).isZero();
+        ArchiveBuffer.ArchiveFileStatus first = buffer.file(ids.get(0)).orElseThrow();
+        assertThat(first.state()).isEqualTo("queued");
+        assertThat(first.attempts()).isEqualTo(1);
+        assertThat(first.error()).containsIgnoringCase("drive");
+        assertThat(buffer.evict()).isZero();
+
+        lib.recover(writer);
+        clock.advance(Duration.ofMinutes(1));
+        flushUntil(() -> archived(ids) == 5 && !flusher.busy());
+        List<Seg> segs = segments(ids);
+        assertThat(segs).hasSize(5);
+        assertWriteOrder(segs, ids);
+        assertThat(buffer.file(ids.get(0)).orElseThrow().attempts()).isEqualTo(1); // the failure stays on record
+    }
+
+    @Test
+    void badRegistrationsAreRefusedWithTheirReasonAndStoreNothing() throws Exception {
+        start(2, 1, 100 * MB, 1, 500 * MB, List.of());
+        Path ok = land("bad/ok", MB);
+        Path outside = Files.writeString(tmp.resolve("outside"), "x");
+        long files = count("SELECT count(*) FROM file");
+        List<NewArchiveFile> bad = List.of(
+                entry(ok, "ds-bad-" + tag, null),
+                new NewArchiveFile(ok.toString() + "-missing", 1L, null, "ds", null, null, null),
+                new NewArchiveFile(outside.toString(), 1L, null, "ds", null, null, null),
+                new NewArchiveFile(land("bad/sum", MB).toString(), MB, "00000001", "ds", null, null, null),
+                new NewArchiveFile(land("bad/size", MB).toString(), MB + 1, null, "ds", null, null, null),
+                new NewArchiveFile(land("bad/class", MB).toString(), MB, null, "ds", null, null, "triple"),
+                new NewArchiveFile(land("bad/nods", MB).toString(), MB, null, null, null, null, null),
+                new NewArchiveFile("../../etc/passwd", 1L, null, "ds", null, null, null));
+        assertThatThrownBy(() -> buffer.register(bad)).isInstanceOfSatisfying(ArchiveRejected.class, e -> {
+            assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.INVALID);
+            assertThat(e.errors()).extracting(ArchiveRejected.EntryError::index).containsExactly(1, 2, 3, 4, 5, 6, 7);
+            assertThat(e.errors().get(2).reason()).contains("checksum mismatch");
+            assertThat(e.errors().get(3).reason()).contains("the file has " + MB);
+        });
+        assertThat(count("SELECT count(*) FROM file")).isEqualTo(files);
+        // the good file alone goes in; the same registration again is answered, not repeated
+        long id = buffer.register(List.of(entry(ok, "ds-bad-" + tag, null))).get(0).fileId();
+        assertThat(buffer.register(List.of(entry(ok, "ds-bad-" + tag, null))).get(0).fileId()).isEqualTo(id);
+        assertThat(count("SELECT count(*) FROM archive_copy WHERE file_id = ?", id)).isEqualTo(1);
+        // the same name with other bytes is a conflict
+        Path other = land("bad/other", 2 * MB);
+        assertThatThrownBy(() -> buffer.register(List.of(new NewArchiveFile(other.toString(), 2 * MB, null, "ds-bad-" + tag, null,
+                buffer.file(id).orElseThrow().name(), null))))
+                .isInstanceOfSatisfying(ArchiveRejected.class, e -> assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.CONFLICT));
+    }
+
+    @Test
+    void theWatcherRegistersMarkedFilesAndLeavesTheRestInPlace() throws Exception {
+        start(2, 1, 100 * MB, 1, 500 * MB, List.of());
+        Path done = landAt("it/ds-w-" + tag + "/run/f1", MB);
+        Files.writeString(done.resolveSibling("f1.done"), Checksums.adler32Of(done));
+        Path unmarked = landAt("it/ds-w-" + tag + "/run/f2", MB); // still being written: no marker
+        Path wrong = landAt("it/ds-w-" + tag + "/run/f3", MB);
+        Files.writeString(wrong.resolveSibling("f3.done"), "deadbeef");
+        assertThat(new LandingWatcher(buffer).scan()).isEqualTo(1);
+        ArchiveBuffer.ArchiveFileStatus s = buffer.fileByName(done.toRealPath().toString()).orElseThrow();
+        assertThat(s.dataset()).isEqualTo("ds-w-" + tag);
+        assertThat(s.name()).isEqualTo("/it/ds-w-" + tag + "/run/f1");
+        assertThat(Files.exists(done.resolveSibling("f1.done"))).isFalse();
+        assertThat(buffer.fileByName(unmarked.toRealPath().toString())).isEmpty();
+        assertThat(Files.exists(unmarked)).isTrue();
+        assertThat(Files.readString(wrong.resolveSibling("f3.rejected"))).contains("checksum mismatch");
+        assertThat(Files.exists(wrong)).isTrue();
+    }
+}

@@ -1,0 +1,114 @@
+package dev.stagehand.recall.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.stagehand.cache.DiskCache;
+import dev.stagehand.platform.VirtualClock;
+import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.tape.FaultPlan;
+import dev.stagehand.tape.SimulatedContent;
+import dev.stagehand.tape.SimulatedLibrary;
+import dev.stagehand.tape.TapeModel;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * What operators and the library change under a running scheduler reaches it: a volume the library reports
+ * unavailable is disabled in the catalog (its files go to their other copies or fail with the reason), and a
+ * priority changed in the database re-ranks the request's queued files.
+ */
+@SpringBootTest(properties = {"stagehand.recall.enabled=false"})
+class RecallChangesIT {
+
+    @Autowired
+    JdbcTemplate jdbc;
+
+    @Autowired
+    JdbcClient db;
+
+    @Autowired
+    TransactionTemplate tx;
+
+    @TempDir
+    Path tmp;
+
+    static RecallProperties props(String instance) {
+        return new RecallProperties(true, "tape-aware", 20_000_000L, Duration.ZERO, Duration.ofMinutes(10), instance,
+                500_000_000_000L, 10_000, Duration.ofMinutes(5), Duration.ofHours(4), Duration.ofMinutes(5),
+                2_000_000_000_000L, 20_000, 4, Map.of(), Map.of());
+    }
+
+    private long volume(String label) {
+        return jdbc.queryForObject("INSERT INTO volume (label) VALUES (?) RETURNING id", Long.class, label);
+    }
+
+    private long file(String name, long... volumeIds) {
+        long size = 1_000_000;
+        long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, experiment) VALUES (?, ?, ?, 'atlas') RETURNING id",
+                Long.class, name, size, SimulatedContent.adler32Hex(name, size));
+        for (long v : volumeIds) jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, 0)", id, v);
+        return id;
+    }
+
+    private UUID request(int priority, long... files) {
+        UUID id = UUID.randomUUID();
+        jdbc.update("INSERT INTO stage_request (id, owner, experiment, priority, file_count) VALUES (?, 'it', 'atlas', ?, ?)",
+                id, priority, files.length);
+        for (long f : files) jdbc.update("INSERT INTO stage_request_file (request_id, file_id) VALUES (?, ?)", id, f);
+        return id;
+    }
+
+    @Test
+    void anUnavailableVolumeIsDisabledAndAPriorityChangeReachesTheQueue() {
+        String tag = UUID.randomUUID().toString().substring(0, 8);
+        String gone = "G" + tag, other = "O" + tag;
+        long g = volume(gone), o = volume(other);
+        long twoCopies = file("/it/" + tag + "/two", g, o), onlyGone = file("/it/" + tag + "/only");
+        jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, 5000000)", onlyGone, g);
+        UUID req = request(0, twoCopies, onlyGone);
+
+        VirtualClock clock = new VirtualClock();
+        SimulatedLibrary lib = SimulatedLibrary.builder(clock).name("c").drives(1).accessors(1).root(tmp.resolve("lib"))
+                .faults(new FaultPlan().missingVolume(gone)).build();
+        DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache"), 10_000_000_000L, "c-" + tag, clock);
+        RecallService s = new RecallService(jdbc, lib, clock, TapeModel.lto9(), props("c-" + tag), cache);
+        s.start();
+        for (int round = 0; round < 40; round++) {
+            s.poll();
+            clock.advance(Duration.ofSeconds(30));
+            if (!jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?", String.class, req).matches("submitted|active")) break;
+        }
+        Map<String, Object> vol = jdbc.queryForMap("SELECT state, state_reason FROM volume WHERE id = ?", g);
+        assertThat(vol.get("state")).isEqualTo("disabled");
+        assertThat((String) vol.get("state_reason")).contains("VOLUME_UNAVAILABLE");
+        assertThat(s.engine().unavailableVolumes()).containsExactly(gone);
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request_file WHERE request_id = ? AND file_id = ?", String.class,
+                req, twoCopies)).isEqualTo("on_disk"); // read from the other copy
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request_file WHERE request_id = ? AND file_id = ?", String.class,
+                req, onlyGone)).isEqualTo("failed");
+
+        // a priority set in the database reaches the scheduler's queue at the next intake round
+        long v1 = volume("P" + tag), v2 = volume("Q" + tag);
+        long f1 = file("/it/" + tag + "/p"), f2 = file("/it/" + tag + "/q");
+        jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, 0)", f1, v1);
+        jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, 0)", f2, v2);
+        UUID low = request(0, f1);
+        s.poll(); // taken in: queued at priority 0 (the drive is busy or the mount waits for the next pass)
+        assertThat(s.engine().model().request(low.toString()).priority()).isEqualTo(0);
+        jdbc.update("UPDATE stage_request SET priority = 7 WHERE id = ?", low);
+        s.poll();
+        assertThat(s.engine().model().request(low.toString()).priority()).isEqualTo(7);
+        assertThat(s.engine().model().file(f1).priority()).isEqualTo(7);
+        lib.close();
+    }
+}

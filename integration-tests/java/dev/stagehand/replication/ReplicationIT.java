@@ -1,0 +1,233 @@
+package dev.stagehand.replication;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.stagehand.replication.ReplicationRules.Completeness;
+import dev.stagehand.replication.ReplicationRules.NewRule;
+import dev.stagehand.replication.ReplicationRules.Replica;
+import dev.stagehand.transfer.GridFtpServer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.UUID;
+import java.util.function.BooleanSupplier;
+import java.util.zip.Adler32;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.annotation.DirtiesContext;
+
+/**
+ * Rules replicating datasets between "sites" that are directories served by real Globus GridFTP servers on
+ * 127.0.0.1, through the service's transfer queue and movers, on the real database: completeness reaches
+ * 100 % verified, a second rule adds no transfer, a replica declared lost comes back, a bottleneck link is
+ * crossed once per file and the far side fans out, and a dead destination is reported STUCK with its reason.
+ */
+@DirtiesContext // its own context: closed afterwards, so the suite's contexts stay within the database's connections
+@SpringBootTest(properties = {"stagehand.replication.pass-interval=200ms", "stagehand.replication.stuck-after=3s",
+        "stagehand.replication.max-attempts=2", "stagehand.replication.retry-backoff=200ms",
+        "stagehand.transfer.queue.poll-interval=100ms", "stagehand.transfer.mover.stall-timeout=5s",
+        "stagehand.transfer.mover.backoff=100ms", "stagehand.transfer.mover.max-attempts=2"})
+class ReplicationIT {
+
+    static Path root;
+    static GridFtpServer server;
+
+    @Autowired JdbcTemplate jdbc;
+    @Autowired Sites sites;
+    @Autowired ReplicationRules rules;
+    @Autowired ReplicationEngine engine;
+    @Autowired ReplicaHolds holds;
+
+    final String tag = UUID.randomUUID().toString().substring(0, 8);
+    final List<Long> createdRules = new ArrayList<>();
+
+    @BeforeAll
+    static void start() throws Exception {
+        root = Files.createTempDirectory("stagehand-replication-it");
+        GridFtpServer.openUp(root);
+        server = GridFtpServer.anonymous(root.resolve("server"));
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        if (server != null) server.close();
+        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+    }
+
+    @BeforeEach
+    void lead() {
+        engine.takeLead(); // this context's engine (and its settings) runs the passes, not another test class's
+    }
+
+    @AfterEach
+    void cleanUp() {
+        createdRules.forEach(rules::delete);
+    }
+
+    /** A site whose endpoint is a fresh directory on the loopback server. */
+    Path site(String name, Map<String, String> attributes) throws Exception {
+        Path dir = root.resolve("sites").resolve(name);
+        GridFtpServer.openUp(dir);
+        sites.put(name, attributes, List.of(server.url(dir)));
+        return dir;
+    }
+
+    /** A dataset of {@code n} files that exist at {@code origin} (registered there as verified replicas). */
+    List<String> dataset(String dataset, int n, String originSite, Path originDir) throws Exception {
+        long ds = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, dataset);
+        List<String> names = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            String name = "/repl/" + dataset + "/run" + (i % 2) + "/f" + i + ".prdf";
+            byte[] data = new byte[100_000 + i * 7919];
+            new Random(i + dataset.hashCode()).nextBytes(data);
+            Path p = originDir.resolve(name.substring(1));
+            Files.createDirectories(p.getParent());
+            Files.write(p, data);
+            Adler32 a = new Adler32();
+            a.update(data);
+            jdbc.update("INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, ?, ?, ?, 'phenix')",
+                    name, data.length, String.format("%08x", a.getValue()), ds);
+            names.add(name);
+        }
+        assertThat(rules.register(originSite, names)).isEqualTo(n);
+        return names;
+    }
+
+    long rule(NewRule r) {
+        long id = rules.create(r).id();
+        createdRules.add(id);
+        return id;
+    }
+
+    static void await(String what, Duration timeout, BooleanSupplier done) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!done.getAsBoolean()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting for " + what);
+            Thread.sleep(100);
+        }
+    }
+
+    boolean complete(String dataset, int sitesExpected) {
+        List<Completeness> c = rules.completeness(dataset);
+        return c.size() == sitesExpected && c.stream().allMatch(x -> x.state().equals("OK") && x.filesVerified() == x.filesTotal());
+    }
+
+    long jobs(String dataset) {
+        return jdbc.queryForObject("""
+                SELECT count(*) FROM transfer_job j WHERE j.correlation IN (
+                    SELECT 'replica:' || r.file_id || ':' || r.site_id FROM replica r JOIN file f ON f.id = r.file_id
+                      JOIN dataset d ON d.id = f.dataset_id WHERE d.name = ?)""", Long.class, dataset);
+    }
+
+    @Test
+    void aRuleReplicatesADatasetVerifiedAndALostReplicaComesBack() throws Exception {
+        Path origin = site("ORIGIN-" + tag, Map.of("role", "origin"));
+        Path a = site("A-" + tag, Map.of("tier", "2", "group", tag));
+        Path b = site("B-" + tag, Map.of("tier", "2", "group", tag));
+        site("C-" + tag, Map.of("tier", "3", "group", tag));
+        String ds = "ds-" + tag;
+        List<String> files = dataset(ds, 6, "ORIGIN-" + tag, origin);
+        List<Long> ids = jdbc.queryForList("SELECT id FROM file WHERE name = ANY (?) ORDER BY id", Long.class, (Object) files.toArray(String[]::new));
+
+        long r1 = rule(new NewRule(ds, 2, "group=" + tag + "&tier=2", null, null, null, "it"));
+        assertThat(holds.evictable(ids)).as("nothing leaves the buffer before its copies are made").isEmpty();
+        await("dataset verified at A and B", Duration.ofSeconds(90), () -> complete(ds, 2));
+
+        assertThat(rules.get(r1).orElseThrow().chosenSites()).containsExactly("A-" + tag, "B-" + tag);
+        for (String f : files) {
+            Path src = origin.resolve(f.substring(1));
+            assertThat(Files.mismatch(src, a.resolve(f.substring(1)))).isEqualTo(-1L);
+            assertThat(Files.mismatch(src, b.resolve(f.substring(1)))).isEqualTo(-1L);
+        }
+        List<Replica> atA = rules.replicas(ds, "A-" + tag, null, 0, 100);
+        assertThat(atA).hasSize(6).allSatisfy(r -> {
+            assertThat(r.state()).isEqualTo("verified");
+            assertThat(r.attempts()).isZero();
+        });
+        assertThat(atA.stream().map(Replica::adler32).toList()).isEqualTo(
+                jdbc.queryForList("SELECT adler32 FROM file WHERE name = ANY (?) ORDER BY name", String.class, (Object) files.toArray(String[]::new)));
+        Completeness c = rules.completeness(ds).getFirst();
+        assertThat(c.percentDone()).isEqualTo(100.0);
+        assertThat(c.bytesDone()).isEqualTo(c.bytesTotal()).isPositive();
+        assertThat(jobs(ds)).as("one transfer per replica").isEqualTo(12);
+        assertThat(holds.evictable(ids)).containsExactlyInAnyOrderElementsOf(ids);
+
+        // a second rule wanting a copy at A creates no transfer: the replicas exist
+        rule(new NewRule(ds, 1, "A-" + tag, null, null, null, "it"));
+        for (int i = 0; i < 3; i++) engine.pass();
+        assertThat(jobs(ds)).isEqualTo(12);
+
+        // the copy of one file at A is lost: declared, it is made again and verified
+        String lost = files.get(3);
+        Files.delete(a.resolve(lost.substring(1)));
+        ReplicationRules.Declared d = rules.declare("A-" + tag, List.of(lost, "/no/such/file"), "lost");
+        assertThat(d.recreating()).isEqualTo(1);
+        assertThat(d.unknown()).containsExactly("/no/such/file");
+        assertThat(holds.mayEvict(ids.get(3))).isFalse();
+        await("lost replica back", Duration.ofSeconds(60), () -> complete(ds, 2)
+                && Files.exists(a.resolve(lost.substring(1))));
+        assertThat(Files.mismatch(origin.resolve(lost.substring(1)), a.resolve(lost.substring(1)))).isEqualTo(-1L);
+        assertThat(rules.replicas(ds, "A-" + tag, "verified", 0, 100)).hasSize(6);
+        assertThat(jobs(ds)).isEqualTo(13);
+        assertThat(holds.mayEvict(ids.get(3))).isTrue();
+    }
+
+    @Test
+    void oneCopyCrossesTheBottleneckAndTheFarSideFansOut() throws Exception {
+        Path origin = site("HOME-" + tag, Map.of("region", "us-" + tag));
+        site("FAR1-" + tag, Map.of("region", "eu-" + tag));
+        site("FAR2-" + tag, Map.of("region", "eu-" + tag));
+        site("FAR3-" + tag, Map.of("region", "eu-" + tag));
+        rules.putLink("ocean-" + tag, "region=us-" + tag, "region=eu-" + tag);
+        try {
+            String ds = "chain-" + tag;
+            List<String> files = dataset(ds, 4, "HOME-" + tag, origin);
+            rule(new NewRule(ds, 3, "region=eu-" + tag, null, null, null, "it"));
+            await("dataset verified at the three far sites", Duration.ofSeconds(90), () -> complete(ds, 3));
+            for (String f : files) {
+                List<Map<String, Object>> rows = jdbc.queryForList("""
+                        SELECT s.name, r.source FROM replica r JOIN site s ON s.id = r.site_id JOIN file f ON f.id = r.file_id
+                         WHERE f.name = ? AND s.name LIKE 'FAR%'""", f);
+                assertThat(rows).hasSize(3);
+                long crossed = rows.stream().filter(r -> r.get("source").equals("HOME-" + tag)).count();
+                assertThat(crossed).as("copies of %s over the bottleneck", f).isEqualTo(1);
+                assertThat(rows).allSatisfy(r -> assertThat((String) r.get("source")).matches("(HOME|FAR[123])-" + tag));
+            }
+        } finally {
+            rules.deleteLink("ocean-" + tag);
+        }
+    }
+
+    @Test
+    void aDeadDestinationIsReportedStuckWithItsReason() throws Exception {
+        Path origin = site("SRC-" + tag, Map.of());
+        Path deadDir = root.resolve("dead-" + tag);
+        GridFtpServer.openUp(deadDir);
+        GridFtpServer dead = GridFtpServer.anonymous(root.resolve("dead-server-" + tag));
+        sites.put("DEAD-" + tag, Map.of("group", "dead-" + tag), List.of(dead.url(deadDir)));
+        dead.kill(); // the site's server is down from the start
+        String ds = "stuck-" + tag;
+        dataset(ds, 2, "SRC-" + tag, origin);
+        rule(new NewRule(ds, 1, "group=dead-" + tag, null, null, null, "it"));
+        await("STUCK", Duration.ofSeconds(60), () -> rules.completeness(ds).stream().anyMatch(c -> c.state().equals("STUCK")));
+        Completeness c = rules.completeness(ds).getFirst();
+        assertThat(c.site()).isEqualTo("DEAD-" + tag);
+        assertThat(c.filesDone()).isZero();
+        assertThat(c.reason()).contains("no replica done since").containsIgnoringCase("refused");
+        await("attempts used up", Duration.ofSeconds(30), () -> rules.replicas(ds, "DEAD-" + tag, "failed", 0, 10).size() == 2);
+        assertThat(rules.replicas(ds, "DEAD-" + tag, "failed", 0, 10)).allSatisfy(r -> {
+            assertThat(r.attempts()).isEqualTo(2);
+            assertThat(r.lastError()).containsIgnoringCase("refused");
+        });
+    }
+}

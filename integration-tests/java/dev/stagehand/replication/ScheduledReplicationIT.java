@@ -1,0 +1,319 @@
+package dev.stagehand.replication;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.stagehand.replication.ReplicationRules.NewRule;
+import dev.stagehand.replication.ReplicationSchedules.Run;
+import dev.stagehand.replication.ReplicationSchedules.Schedule;
+import dev.stagehand.transfer.GridFtpServer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Date;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TimeZone;
+import java.util.UUID;
+import java.util.zip.Adler32;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.quartz.CronScheduleBuilder;
+import org.quartz.DisallowConcurrentExecution;
+import org.quartz.Job;
+import org.quartz.JobBuilder;
+import org.quartz.JobDetail;
+import org.quartz.JobExecutionContext;
+import org.quartz.JobKey;
+import org.quartz.Scheduler;
+import org.quartz.SimpleScheduleBuilder;
+import org.quartz.Trigger;
+import org.quartz.TriggerBuilder;
+import org.quartz.TriggerKey;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.context.ApplicationContext;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.annotation.DirtiesContext;
+import org.springframework.scheduling.quartz.SchedulerFactoryBean;
+import org.springframework.scheduling.quartz.SpringBeanJobFactory;
+
+/**
+ * Quartz on the service's PostgreSQL: cron rules replicate a dataset's new files on schedule (and can be
+ * listed, paused, resumed and triggered); two clustered schedulers on one database run every firing once
+ * and never overlap a rule's runs; a trigger that missed its firings (every instance down) fires once on
+ * start-up, not once per missed firing.
+ */
+@DirtiesContext // its own context: closed afterwards, so the suite's contexts stay within the database's connections
+@SpringBootTest(properties = {"stagehand.replication.pass-interval=200ms", "stagehand.replication.schedule.settle-poll=100ms",
+        "stagehand.transfer.queue.poll-interval=100ms", "stagehand.transfer.mover.backoff=100ms"})
+class ScheduledReplicationIT {
+
+    static Path root;
+    static GridFtpServer server;
+    /** Where the test job records its runs (static: Quartz makes the job instances). */
+    static JdbcTemplate recorder;
+
+    @Autowired JdbcTemplate jdbc;
+    @Autowired DataSource dataSource;
+    @Autowired ApplicationContext context;
+    @Autowired Sites sites;
+    @Autowired ReplicationRules rules;
+    @Autowired ReplicationSchedules schedules;
+    @Autowired ReplicationEngine engine;
+
+    final String tag = UUID.randomUUID().toString().substring(0, 8);
+
+    @BeforeAll
+    static void start() throws Exception {
+        root = Files.createTempDirectory("stagehand-scheduled-it");
+        GridFtpServer.openUp(root);
+        server = GridFtpServer.anonymous(root.resolve("server"));
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        if (server != null) server.close();
+        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+    }
+
+    @BeforeEach
+    void setUp() {
+        engine.takeLead();
+        recorder = jdbc;
+        jdbc.execute("""
+                CREATE TABLE IF NOT EXISTS it_quartz_run (scheduler text, instance text, job text, scheduled_ms bigint,
+                    started_at timestamptz, ended_at timestamptz)""");
+    }
+
+    /** Records each run (instance, scheduled fire time, start, end) and takes {@code sleepMs}. */
+    public static class RecordingJob implements Job {
+        @Override
+        public void execute(JobExecutionContext c) {
+            Timestamp started = Timestamp.from(Instant.now());
+            try {
+                Thread.sleep(c.getMergedJobDataMap().getLong("sleepMs"));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            try {
+                recorder.update("INSERT INTO it_quartz_run VALUES (?, ?, ?, ?, ?, ?)", c.getScheduler().getSchedulerName(),
+                        c.getScheduler().getSchedulerInstanceId(), c.getJobDetail().getKey().getName(),
+                        c.getScheduledFireTime().getTime(), started, Timestamp.from(Instant.now()));
+            } catch (org.quartz.SchedulerException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    /** The same, never two at once for one job: as the service's {@link ReplicationRunJob}. */
+    @DisallowConcurrentExecution
+    public static class ExclusiveRecordingJob extends RecordingJob {}
+
+    /** A clustered scheduler with the service's job store settings, on the test database. */
+    SchedulerFactoryBean scheduler(String name, String instance, long misfireMs) throws Exception {
+        Properties p = new Properties();
+        p.put("org.quartz.scheduler.instanceId", instance);
+        p.put("org.quartz.jobStore.driverDelegateClass", "org.quartz.impl.jdbcjobstore.PostgreSQLDelegate");
+        p.put("org.quartz.jobStore.tablePrefix", "qrtz_");
+        p.put("org.quartz.jobStore.isClustered", "true");
+        p.put("org.quartz.jobStore.clusterCheckinInterval", "1000");
+        p.put("org.quartz.jobStore.misfireThreshold", String.valueOf(misfireMs));
+        p.put("org.quartz.threadPool.threadCount", "4");
+        SchedulerFactoryBean f = new SchedulerFactoryBean();
+        f.setDataSource(dataSource);
+        f.setSchedulerName(name);
+        f.setQuartzProperties(p);
+        SpringBeanJobFactory jobs = new SpringBeanJobFactory();
+        jobs.setApplicationContext(context);
+        f.setJobFactory(jobs);
+        f.setAutoStartup(false);
+        f.setWaitForJobsToCompleteOnShutdown(true);
+        f.afterPropertiesSet();
+        return f;
+    }
+
+    record Recorded(String instance, long scheduledMs, Instant started, Instant ended) {}
+
+    List<Recorded> recorded(String scheduler, String job) {
+        return jdbc.query("SELECT instance, scheduled_ms, started_at, ended_at FROM it_quartz_run WHERE scheduler = ? AND job = ? ORDER BY started_at",
+                (rs, i) -> new Recorded(rs.getString(1), rs.getLong(2), rs.getTimestamp(3).toInstant(), rs.getTimestamp(4).toInstant()),
+                scheduler, job);
+    }
+
+    static void await(String what, Duration timeout, java.util.function.BooleanSupplier done) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!done.getAsBoolean()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting for " + what);
+            Thread.sleep(100);
+        }
+    }
+
+    @Test
+    void twoClusteredSchedulersRunEachFiringOnceAndNeverOverlapARule() throws Exception {
+        String name = "cluster-it-" + tag;
+        SchedulerFactoryBean a = scheduler(name, "node-a", 60_000);
+        SchedulerFactoryBean b = scheduler(name, "node-b", 60_000);
+        try {
+            Scheduler sa = a.getObject();
+            Scheduler sb = b.getObject();
+            // many quick firings: each must run exactly once, on one node or the other
+            JobDetail quick = JobBuilder.newJob(RecordingJob.class).withIdentity("quick").usingJobData("sleepMs", 20L).build();
+            sa.scheduleJob(quick, TriggerBuilder.newTrigger().withIdentity("quick").startNow()
+                    .withSchedule(SimpleScheduleBuilder.repeatSecondlyForTotalCount(1).withIntervalInMilliseconds(100)
+                            .withRepeatCount(39).withMisfireHandlingInstructionFireNow()).build());
+            // slow runs fired faster than they take: never two at once, whichever node
+            JobDetail slow = JobBuilder.newJob(ExclusiveRecordingJob.class).withIdentity("slow").usingJobData("sleepMs", 400L).build();
+            sa.scheduleJob(slow, TriggerBuilder.newTrigger().withIdentity("slow").startNow()
+                    .withSchedule(SimpleScheduleBuilder.simpleSchedule().withIntervalInMilliseconds(150).withRepeatCount(15)).build());
+            sa.start();
+            sb.start();
+            await("40 quick firings", Duration.ofSeconds(60), () -> recorded(name, "quick").size() >= 40);
+            await("slow trigger done", Duration.ofSeconds(60), () -> {
+                try {
+                    return sa.getTrigger(TriggerKey.triggerKey("slow")) == null && sa.getCurrentlyExecutingJobs().isEmpty()
+                            && sb.getCurrentlyExecutingJobs().isEmpty();
+                } catch (org.quartz.SchedulerException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            Thread.sleep(500);
+            List<Recorded> q = recorded(name, "quick");
+            q.forEach(r -> System.out.println("quick " + r));
+            assertThat(q.stream().map(Recorded::scheduledMs).distinct().count()).as("no firing ran twice").isEqualTo(q.size());
+            assertThat(q).hasSize(40);
+            assertThat(q.stream().map(Recorded::scheduledMs).distinct().count()).as("no firing ran twice").isEqualTo(40);
+            System.out.printf("quick firings per node: a=%d b=%d%n", q.stream().filter(r -> r.instance().equals("node-a")).count(),
+                    q.stream().filter(r -> r.instance().equals("node-b")).count());
+            List<Recorded> s = recorded(name, "slow");
+            assertThat(s.size()).isGreaterThanOrEqualTo(3);
+            for (int i = 1; i < s.size(); i++) {
+                assertThat(s.get(i).started()).as("run %d starts after run %d ended", i, i - 1).isAfterOrEqualTo(s.get(i - 1).ended());
+            }
+            assertThat(s.stream().map(Recorded::scheduledMs).distinct().count()).isEqualTo(s.size());
+        } finally {
+            a.destroy();
+            b.destroy();
+            jdbc.update("DELETE FROM it_quartz_run WHERE scheduler = ?", name);
+        }
+    }
+
+    @Test
+    void aMissedCronTriggerFiresOnceOnStartUpNotOncePerMissedFiring() throws Exception {
+        String name = "misfire-it-" + tag;
+        SchedulerFactoryBean f = scheduler(name, "solo", 500);
+        try {
+            Scheduler s = f.getObject();
+            Date tenSecondsAgo = Date.from(Instant.now().minusSeconds(10));
+            // the service's trigger (fire once now, then proceed) ...
+            JobDetail fireOnce = JobBuilder.newJob(ExclusiveRecordingJob.class).withIdentity("service-policy").usingJobData("sleepMs", 10L).build();
+            Trigger serviceTrigger = ReplicationSchedules.trigger(TriggerKey.triggerKey("service-policy"), fireOnce.getKey(), "* * * * * ?",
+                    TimeZone.getTimeZone("UTC")).getTriggerBuilder().startAt(tenSecondsAgo).build();
+            // ... against Quartz's "run every missed firing" policy, which the service does not use
+            JobDetail every = JobBuilder.newJob(RecordingJob.class).withIdentity("ignore-policy").usingJobData("sleepMs", 10L).build();
+            Trigger ignoring = TriggerBuilder.newTrigger().withIdentity("ignore-policy").forJob(every.getKey()).startAt(tenSecondsAgo)
+                    .withSchedule(CronScheduleBuilder.cronSchedule("* * * * * ?").withMisfireHandlingInstructionIgnoreMisfires()).build();
+            s.scheduleJob(fireOnce, serviceTrigger);
+            s.scheduleJob(every, ignoring);
+            Instant started = Instant.now();
+            s.start();
+            long past = started.toEpochMilli() - 1000;
+            // Quartz's own policy runs every missed firing (about ten), each for its past fire time ...
+            await("ignore-policy replays", Duration.ofSeconds(30),
+                    () -> recorded(name, "ignore-policy").stream().filter(r -> r.scheduledMs() < past).count() >= 9);
+            // ... the service's policy runs once, now, for all of them, then keeps the schedule (whole seconds)
+            await("catch-up and a regular run", Duration.ofSeconds(30), () -> recorded(name, "service-policy").stream()
+                    .anyMatch(r -> r.scheduledMs() % 1000 == 0 && r.scheduledMs() >= past));
+            List<Recorded> once = recorded(name, "service-policy");
+            assertThat(once).as("no run for a missed past firing").allSatisfy(r -> assertThat(r.scheduledMs()).isGreaterThanOrEqualTo(past));
+            assertThat(once.getFirst().scheduledMs() % 1000).as("the first run is the catch-up, fired off the schedule").isNotZero();
+            assertThat(once.stream().filter(r -> r.scheduledMs() % 1000 != 0).count()).as("one catch-up run").isEqualTo(1);
+        } finally {
+            f.destroy();
+            jdbc.update("DELETE FROM it_quartz_run WHERE scheduler = ?", name);
+        }
+    }
+
+    @Test
+    void aCronRuleReplicatesNewFilesOnScheduleAndCanBePausedResumedAndTriggered() throws Exception {
+        Path origin = root.resolve("origin-" + tag);
+        Path dest = root.resolve("dest-" + tag);
+        GridFtpServer.openUp(origin);
+        GridFtpServer.openUp(dest);
+        sites.put("ORIG-" + tag, Map.of(), List.of(server.url(origin)));
+        sites.put("NIGHT-" + tag, Map.of("kind", "night-" + tag), List.of(server.url(dest)));
+        String ds = "nightly-" + tag;
+        long dsId = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, ds);
+        List<String> names = new ArrayList<>();
+        for (int i = 0; i < 3; i++) names.add(file(ds, dsId, origin, i));
+        rules.register("ORIG-" + tag, names);
+
+        // every 2 seconds stands for "every night at 02:00" ("0 0 2 * * ?")
+        long rule = rules.create(new NewRule(ds, 1, "kind=night-" + tag, null, null, "0/2 * * * * ?", "it")).id();
+        try {
+            Schedule sched = schedules.get(rule).orElseThrow();
+            assertThat(sched.cron()).isEqualTo("0/2 * * * * ?");
+            assertThat(sched.state()).isEqualTo("NORMAL");
+            assertThat(sched.nextFire()).isNotNull();
+            assertThat(schedules.list()).extracting(Schedule::ruleId).contains(rule);
+            // before its first run the rule has replicated nothing
+            assertThat(rules.replicas(ds, "NIGHT-" + tag, null, 0, 10)).isEmpty();
+
+            await("first run settled", Duration.ofSeconds(60), () -> schedules.runs(rule, 50).stream()
+                    .anyMatch(r -> "settled".equals(r.outcome()) && r.filesAdded() == 3));
+            assertThat(rules.replicas(ds, "NIGHT-" + tag, "verified", 0, 10)).hasSize(3);
+            for (String n : names) assertThat(Files.mismatch(origin.resolve(n.substring(1)), dest.resolve(n.substring(1)))).isEqualTo(-1L);
+
+            // a new file of the dataset goes with the next run
+            String late = file(ds, dsId, origin, 3);
+            rules.register("ORIG-" + tag, List.of(late));
+            await("a later run took the new file", Duration.ofSeconds(60), () -> schedules.runs(rule, 50).stream()
+                    .anyMatch(r -> "settled".equals(r.outcome()) && r.filesAdded() == 1));
+            assertThat(rules.replicas(ds, "NIGHT-" + tag, "verified", 0, 10)).hasSize(4);
+
+            // runs of one rule never overlap
+            List<Run> runs = new ArrayList<>(schedules.runs(rule, 50));
+            runs.sort(java.util.Comparator.comparing(Run::startedAt));
+            for (int i = 1; i < runs.size(); i++) {
+                if (runs.get(i - 1).finishedAt() != null)
+                    assertThat(runs.get(i).startedAt()).isAfterOrEqualTo(runs.get(i - 1).finishedAt());
+            }
+
+            schedules.pause(rule);
+            assertThat(schedules.get(rule).orElseThrow().state()).isEqualTo("PAUSED");
+            Thread.sleep(1000); // a run already fired may still finish
+            int before = schedules.runs(rule, 1000).size();
+            Thread.sleep(4500);
+            assertThat(schedules.runs(rule, 1000)).as("no run while paused").hasSize(before);
+            schedules.triggerNow(rule);
+            await("triggered run", Duration.ofSeconds(30), () -> schedules.runs(rule, 1000).size() == before + 1
+                    && schedules.runs(rule, 1).getFirst().finishedAt() != null);
+            schedules.resume(rule);
+            await("resumed", Duration.ofSeconds(10), () -> !schedules.get(rule).orElseThrow().state().equals("PAUSED"));
+            await("scheduled runs again", Duration.ofSeconds(30), () -> schedules.runs(rule, 1000).size() >= before + 2);
+        } finally {
+            rules.delete(rule);
+        }
+        assertThat(schedules.get(rule)).isEmpty();
+    }
+
+    String file(String ds, long dsId, Path origin, int i) throws Exception {
+        String name = "/nightly/" + ds + "/f" + i;
+        byte[] data = new byte[50_000 + i];
+        new java.util.Random(i).nextBytes(data);
+        Path p = origin.resolve(name.substring(1));
+        Files.createDirectories(p.getParent());
+        Files.write(p, data);
+        Adler32 a = new Adler32();
+        a.update(data);
+        jdbc.update("INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, ?, ?, ?, 'phenix')",
+                name, data.length, String.format("%08x", a.getValue()), dsId);
+        return name;
+    }
+}

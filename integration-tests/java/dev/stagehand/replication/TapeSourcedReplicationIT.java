@@ -1,0 +1,123 @@
+package dev.stagehand.replication;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.stagehand.replication.ReplicationRules.NewRule;
+import dev.stagehand.replication.ReplicationRules.Replica;
+import dev.stagehand.tape.SimulatedContent;
+import dev.stagehand.transfer.GridFtpServer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.annotation.DirtiesContext;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * Files only on tape are replicated through the recall path (simulated library on a scaled clock, disk
+ * cache, transfer hand-off) to a GridFTP site, verified; a replica declared lost there comes back from tape.
+ */
+@DirtiesContext // its own context: closed afterwards, so the suite's contexts stay within the database's connections
+@SpringBootTest(properties = {"stagehand.tape.clock=scaled", "stagehand.tape.scale=1000", "stagehand.recall.poll-interval=200ms",
+        "stagehand.replication.pass-interval=200ms", "stagehand.transfer.queue.poll-interval=100ms",
+        "stagehand.transfer.mover.backoff=100ms", "stagehand.cache.housekeeping-interval=2s"})
+class TapeSourcedReplicationIT {
+
+    static final long SIZE = 1_500_000;
+    static Path root;
+    static GridFtpServer server;
+
+    @DynamicPropertySource
+    static void paths(DynamicPropertyRegistry r) throws Exception {
+        root = Files.createTempDirectory("stagehand-tape-repl-it");
+        GridFtpServer.openUp(root);
+        r.add("stagehand.tape.sim.root", () -> root.resolve("tape").toString());
+        r.add("stagehand.tape.library", () -> "repl-it");
+        r.add("stagehand.cache.directories[0].path", () -> root.resolve("cache").toString());
+        r.add("stagehand.cache.directories[0].capacity", () -> "1GB");
+        server = GridFtpServer.anonymous(root.resolve("server"));
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        if (server != null) server.close();
+        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+    }
+
+    @Autowired JdbcTemplate jdbc;
+    @Autowired Sites sites;
+    @Autowired ReplicationRules rules;
+    @Autowired ReplicationEngine engine;
+
+    final String tag = UUID.randomUUID().toString().substring(0, 8);
+
+    @BeforeEach
+    void setUp() {
+        engine.takeLead();
+        // IT classes run one at a time: work other classes left open must not compete for this test's drives
+        jdbc.update("""
+                UPDATE stage_request_file SET state = 'cancelled', finished_at = now() WHERE state IN ('queued', 'staging')
+                   AND request_id IN (SELECT id FROM stage_request WHERE state IN ('submitted', 'active'))""");
+        jdbc.update("UPDATE stage_request SET state = 'cancelled', completed_at = now() WHERE state IN ('submitted', 'active')");
+    }
+
+    @Test
+    void filesOnlyOnTapeAreRecalledAndReplicatedAndALostReplicaComesBackFromTape() throws Exception {
+        Path dest = root.resolve("site-" + tag);
+        GridFtpServer.openUp(dest);
+        sites.put("TAPE-DEST-" + tag, Map.of("kind", "t-" + tag), List.of(server.url(dest)));
+        String ds = "taped-" + tag;
+        long dsId = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, ds);
+        String volume = "RT" + tag.substring(0, 4).toUpperCase();
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", volume);
+        List<String> names = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            String name = "/taped/" + tag + "/f" + i;
+            long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, ?, ?, ?, 'phenix') RETURNING id",
+                    Long.class, name, SIZE, SimulatedContent.adler32Hex(name, SIZE), dsId);
+            jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) SELECT ?, id, ? FROM volume WHERE label = ?",
+                    id, (i + 1) * 3_000_000_000L, volume);
+            names.add(name);
+        }
+        long rule = rules.create(new NewRule(ds, 1, "kind=t-" + tag, null, null, null, "it")).id();
+        try {
+            ReplicationIT.await("replicated from tape", Duration.ofSeconds(240),
+                    () -> rules.replicas(ds, null, "verified", 0, 10).size() == 3);
+            List<Replica> replicas = rules.replicas(ds, null, null, 0, 10);
+            assertThat(replicas).allSatisfy(r -> {
+                assertThat(r.source()).isEqualTo("tape");
+                assertThat(r.state()).isEqualTo("verified");
+            });
+            for (String n : names) {
+                Path copy = dest.resolve(n.substring(1));
+                assertThat(Files.size(copy)).isEqualTo(SIZE);
+                java.util.zip.Adler32 a = new java.util.zip.Adler32();
+                a.update(Files.readAllBytes(copy));
+                assertThat(a.getValue()).isEqualTo(SimulatedContent.adler32(n, SIZE));
+            }
+            ReplicationIT.await("completeness OK", Duration.ofSeconds(10),
+                    () -> rules.completeness(ds).getFirst().state().equals("OK"));
+
+            String lost = names.get(1);
+            Files.delete(dest.resolve(lost.substring(1)));
+            assertThat(rules.declare("TAPE-DEST-" + tag, List.of(lost), "bad: truncated").recreating()).isEqualTo(1);
+            ReplicationIT.await("lost replica back from tape", Duration.ofSeconds(240),
+                    () -> rules.replicas(ds, null, "verified", 0, 10).size() == 3 && Files.exists(dest.resolve(lost.substring(1))));
+            assertThat(Files.size(dest.resolve(lost.substring(1)))).isEqualTo(SIZE);
+            assertThat(rules.replicas(ds, null, null, 0, 10)).filteredOn(r -> r.file().equals(lost))
+                    .singleElement().satisfies(r -> assertThat(r.source()).isEqualTo("tape"));
+        } finally {
+            rules.delete(rule);
+        }
+    }
+}

@@ -1,0 +1,181 @@
+package dev.stagehand.api.archive;
+
+import dev.stagehand.api.requests.BadInput;
+import dev.stagehand.api.requests.JsonBodies;
+import dev.stagehand.archive.ArchiveBuffer;
+import dev.stagehand.archive.ArchiveBuffer.ArchiveFileStatus;
+import dev.stagehand.archive.ArchiveBuffer.BufferUsage;
+import dev.stagehand.archive.ArchiveBuffer.FamilyVolume;
+import dev.stagehand.archive.ArchiveRejected;
+import dev.stagehand.archive.NewArchiveFile;
+import dev.stagehand.recall.StageRequestRejected.EntryError;
+import io.swagger.v3.oas.annotations.Operation;
+import io.swagger.v3.oas.annotations.media.Content;
+import io.swagger.v3.oas.annotations.media.Schema;
+import io.swagger.v3.oas.annotations.tags.Tag;
+import jakarta.servlet.http.HttpServletRequest;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Set;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * The archive (write) path's API: register landed files (bulk), and read the buffer's usage, one file's
+ * state and a file family's volumes. Errors are RFC 9457 problem documents ({@link ArchiveProblemAdvice}).
+ */
+@RestController
+@RequestMapping(path = "/api/v1/archive", produces = MediaType.APPLICATION_JSON_VALUE)
+@Tag(name = "Archive", description = "Registration of landed files for tape, buffer and volume status")
+class ArchiveController {
+
+    private static final Set<String> BODY_FIELDS = Set.of("files");
+    private static final Set<String> FILE_FIELDS = Set.of("path", "size", "adler32", "dataset", "experiment", "name", "storageClass");
+
+    private final ArchiveBuffer buffer;
+
+    ArchiveController(ArchiveBuffer buffer) {
+        this.buffer = buffer;
+    }
+
+    @Schema(description = "One landed file. Fields not listed are refused.")
+    record FileBody(
+            @Schema(description = "where it is: absolute, or relative to the landing area; must be inside it", requiredMode = Schema.RequiredMode.REQUIRED) String path,
+            @Schema(description = "size in bytes (checked)", requiredMode = Schema.RequiredMode.REQUIRED) Long size,
+            @Schema(description = "Adler32 as hex (checked against the bytes; a mismatch is refused)") String adler32,
+            @Schema(description = "dataset (created when new); its file family unless grouped by configuration", requiredMode = Schema.RequiredMode.REQUIRED) String dataset,
+            @Schema(description = "owning experiment (default: the dataset's)") String experiment,
+            @Schema(description = "logical file name (default: / + path relative to the landing area)") String name,
+            @Schema(description = "storage class: how many tape copies (stagehand.archive.storage-classes)") String storageClass) {}
+
+    @Schema(description = "Files to register, 1 to stagehand.archive.max-files-per-call")
+    record RegisterBody(List<FileBody> files) {}
+
+    record RegisterView(int registered, List<ArchiveFileStatus> files) {}
+
+    @PostMapping(path = "/files", consumes = MediaType.ALL_VALUE)
+    @Operation(summary = "Register landed files for archival",
+            description = "All or none: each file is checked, checksummed (Adler32) and entered in the catalog, then queued "
+                    + "for tape. 201 when any file is new, 200 when all were registered before with the same content. "
+                    + "503 with Retry-After when the files would take the buffer past its high-water mark (nothing stored).",
+            requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
+                    content = @Content(mediaType = "application/json", schema = @Schema(implementation = RegisterBody.class))))
+    ResponseEntity<RegisterView> register(HttpServletRequest http) throws IOException {
+        JsonNode body = JsonBodies.parse(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()));
+        List<EntryError> errors = new ArrayList<>();
+        JsonBodies.unknownFields(body, BODY_FIELDS, errors);
+        List<NewArchiveFile> files = files(body, errors);
+        if (!errors.isEmpty()) throw new BadInput(HttpStatus.BAD_REQUEST, JsonBodies.describe(errors), errors);
+        long before = files.stream().map(f -> f.name() != null ? f.name() : f.path())
+                .filter(n -> buffer.fileByName(n).isPresent()).count();
+        List<ArchiveFileStatus> done = buffer.register(files);
+        boolean created = before < done.size();
+        RegisterView view = new RegisterView(done.size(), done);
+        return created ? ResponseEntity.status(HttpStatus.CREATED).body(view) : ResponseEntity.ok(view);
+    }
+
+    private static List<NewArchiveFile> files(JsonNode body, List<EntryError> errors) {
+        JsonNode node = body.get("files");
+        if (node == null || node.isNull()) {
+            errors.add(EntryError.field("files", "required: a list of file objects"));
+            return List.of();
+        }
+        if (!node.isArray()) {
+            errors.add(EntryError.field("files", "expected a list of file objects, got " + JsonBodies.kind(node)));
+            return List.of();
+        }
+        List<NewArchiveFile> out = new ArrayList<>();
+        Iterator<JsonNode> it = node.iterator();
+        for (int i = 0; it.hasNext(); i++) {
+            JsonNode f = it.next();
+            if (!f.isObject()) {
+                errors.add(new EntryError(i, null, "files", "expected a file object, got " + JsonBodies.kind(f)));
+                continue;
+            }
+            String path = text(f, "path", i, null, errors);
+            for (var e : f.properties())
+                if (!FILE_FIELDS.contains(e.getKey()))
+                    errors.add(new EntryError(i, path, e.getKey(), "unknown field; known fields are " + FILE_FIELDS));
+            Long size = null;
+            JsonNode s = f.get("size");
+            if (s != null && !s.isNull()) {
+                if (s.isIntegralNumber() && s.canConvertToLong() && s.longValue() >= 0) size = s.longValue();
+                else errors.add(new EntryError(i, path, "size", "expected a non-negative integer number of bytes, got "
+                        + JsonBodies.kind(s)));
+            }
+            String experiment = text(f, "experiment", i, path, errors);
+            // an account archives only into its own experiments; admins may leave it to the dataset's
+            dev.stagehand.api.security.ApiUser user = dev.stagehand.api.security.ApiUser.current();
+            if (!user.allExperiments() && (experiment == null || !user.sees(experiment)))
+                errors.add(new EntryError(i, path, "experiment", experiment == null
+                        ? "required: name one of your experiments " + user.experiments()
+                        : "'" + experiment + "' is not one of your experiments " + user.experiments()));
+            out.add(new NewArchiveFile(path, size, text(f, "adler32", i, path, errors), text(f, "dataset", i, path, errors),
+                    experiment, text(f, "name", i, path, errors), text(f, "storageClass", i, path, errors)));
+        }
+        return out;
+    }
+
+    private static String text(JsonNode f, String field, int i, String path, List<EntryError> errors) {
+        JsonNode n = f.get(field);
+        if (n == null || n.isNull()) return null;
+        if (!n.isString()) {
+            errors.add(new EntryError(i, path, field, "expected a string, got " + JsonBodies.kind(n)));
+            return null;
+        }
+        return n.stringValue();
+    }
+
+    @GetMapping("/files/{id}")
+    @Operation(summary = "One registered file: state, tape copies, last failure")
+    ArchiveFileStatus file(@PathVariable String id) {
+        long fileId;
+        try {
+            fileId = Long.parseLong(id);
+        } catch (NumberFormatException e) {
+            throw BadInput.field("id", "expected a numeric file id, got '" + id + "'");
+        }
+        return buffer.file(fileId).orElseThrow(() -> notFound("no archived file with id " + fileId));
+    }
+
+    @GetMapping("/files")
+    @Operation(summary = "One registered file by logical name or buffer path")
+    ArchiveFileStatus fileByName(@RequestParam(required = false) String name, @RequestParam(required = false) String path) {
+        String key = name != null ? name : path;
+        if (key == null) throw BadInput.field("name", "give ?name=LOGICAL-NAME or ?path=BUFFER-PATH");
+        return buffer.fileByName(key).orElseThrow(() -> notFound("no archived file named or at " + key));
+    }
+
+    @GetMapping("/buffer")
+    @Operation(summary = "Buffer capacity, usage, high- and low-water marks, files and bytes per state")
+    BufferUsage usage() {
+        return buffer.usage();
+    }
+
+    @GetMapping("/families/{family}/volumes")
+    @Operation(summary = "The volumes written for one file family, in the order they were opened")
+    List<FamilyVolume> volumes(@PathVariable String family) {
+        return buffer.volumes(family);
+    }
+
+    @GetMapping("/volumes")
+    @Operation(summary = "The volumes of every file family")
+    List<FamilyVolume> allVolumes() {
+        return buffer.volumes(null);
+    }
+
+    private static ArchiveRejected notFound(String message) {
+        return new ArchiveRejected(ArchiveRejected.Kind.NOT_FOUND, message,
+                List.of(ArchiveRejected.EntryError.field("id", message)));
+    }
+}

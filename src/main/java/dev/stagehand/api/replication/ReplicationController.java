@@ -1,0 +1,209 @@
+package dev.stagehand.api.replication;
+
+import dev.stagehand.api.requests.BadInput;
+import dev.stagehand.replication.ReplicationRules;
+import dev.stagehand.replication.ReplicationRules.BottleneckLink;
+import dev.stagehand.replication.ReplicationRules.Completeness;
+import dev.stagehand.replication.ReplicationRules.Declared;
+import dev.stagehand.replication.ReplicationRules.NewRule;
+import dev.stagehand.replication.ReplicationRules.Replica;
+import dev.stagehand.replication.ReplicationRules.Rule;
+import dev.stagehand.replication.ReplicationRejected;
+import dev.stagehand.replication.ReplicationSchedules;
+import dev.stagehand.replication.ReplicationSchedules.Schedule;
+import dev.stagehand.replication.Sites;
+import dev.stagehand.replication.Sites.Site;
+import jakarta.servlet.http.HttpServletRequest;
+import java.io.IOException;
+import java.net.URI;
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.DeleteMapping;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.PutMapping;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
+
+/**
+ * Sites, replication rules, bottleneck links, replicas, dataset completeness and rule schedules.
+ * Bad input gets an RFC 9457 problem document naming the field ({@link ReplicationProblemAdvice}).
+ */
+@RestController
+@RequestMapping(path = "/api/v1", produces = MediaType.APPLICATION_JSON_VALUE)
+public class ReplicationController {
+
+    private final Sites sites;
+    private final ReplicationRules rules;
+    private final ReplicationSchedules schedules;
+
+    public ReplicationController(Sites sites, ReplicationRules rules, ReplicationSchedules schedules) {
+        this.sites = sites;
+        this.rules = rules;
+        this.schedules = schedules;
+    }
+
+    // ---- sites
+
+    @GetMapping("/sites")
+    public List<Site> sites() {
+        return sites.list();
+    }
+
+    @GetMapping("/sites/{name}")
+    public Site site(@PathVariable String name) {
+        return sites.get(name).orElseThrow(() -> ReplicationRejected.notFound("site", "no site " + name));
+    }
+
+    /** {@code {"attributes": {"tier": "1", "country": "DE"}, "endpoints": ["gsiftp://host:2811/data"]}}: creates or replaces. */
+    @PutMapping(path = "/sites/{name}", consumes = MediaType.ALL_VALUE)
+    public Site putSite(@PathVariable String name, HttpServletRequest http) throws IOException {
+        Body b = Body.read(http.getInputStream(), http.getContentLengthLong(), Set.of("attributes", "endpoints"));
+        return sites.put(name, b.map("attributes"), b.strings("endpoints", false));
+    }
+
+    @DeleteMapping("/sites/{name}")
+    public ResponseEntity<Void> deleteSite(@PathVariable String name) {
+        if (!sites.delete(name)) throw ReplicationRejected.notFound("site", "no site " + name);
+        return ResponseEntity.noContent().build();
+    }
+
+    // ---- bottleneck links
+
+    @GetMapping("/replication/links")
+    public List<BottleneckLink> links() {
+        return rules.links();
+    }
+
+    /** {@code {"sideA": "region=US", "sideB": "region=EU"}}: at most one copy of a file crosses it. */
+    @PutMapping(path = "/replication/links/{name}", consumes = MediaType.ALL_VALUE)
+    public BottleneckLink putLink(@PathVariable String name, HttpServletRequest http) throws IOException {
+        Body b = Body.read(http.getInputStream(), http.getContentLengthLong(), Set.of("sideA", "sideB"));
+        return rules.putLink(name, b.string("sideA", true), b.string("sideB", true));
+    }
+
+    @DeleteMapping("/replication/links/{name}")
+    public ResponseEntity<Void> deleteLink(@PathVariable String name) {
+        if (!rules.deleteLink(name)) throw ReplicationRejected.notFound("link", "no link " + name);
+        return ResponseEntity.noContent().build();
+    }
+
+    // ---- rules
+
+    /**
+     * {@code {"dataset", "copies", "sites", "source", "lifetime": "P30D", "schedule": "0 0 2 * * ?"}}: 201 with
+     * {@code Location}. {@code sites} and {@code source} are site expressions; {@code lifetime} an ISO-8601 duration.
+     */
+    @PostMapping(path = "/replication/rules", consumes = MediaType.ALL_VALUE)
+    public ResponseEntity<Rule> createRule(HttpServletRequest http) throws IOException {
+        String owner = dev.stagehand.api.security.ApiUser.current().account();
+        Body b = Body.read(http.getInputStream(), http.getContentLengthLong(),
+                Set.of("dataset", "copies", "sites", "source", "lifetime", "schedule"));
+        Long copies = b.integer("copies");
+        String lifetime = b.string("lifetime", false);
+        Duration life = null;
+        if (lifetime != null) {
+            try {
+                life = Duration.parse(lifetime);
+            } catch (DateTimeParseException e) {
+                throw BadInput.field("lifetime", "expected an ISO-8601 duration such as P30D or PT12H");
+            }
+        }
+        Rule r = rules.create(new NewRule(b.string("dataset", true), copies == null ? 1 : (int) Math.min(Integer.MAX_VALUE, copies),
+                b.string("sites", true), b.string("source", false), life, b.string("schedule", false), owner));
+        return ResponseEntity.created(URI.create("/api/v1/replication/rules/" + r.id())).body(r);
+    }
+
+    @GetMapping("/replication/rules")
+    public List<Rule> rules(@RequestParam(required = false) String dataset) {
+        return rules.list(dataset);
+    }
+
+    /** A rule and the completeness of its dataset at each site. */
+    @GetMapping("/replication/rules/{id}")
+    public Map<String, Object> rule(@PathVariable long id) {
+        Rule r = rules.get(id).orElseThrow(() -> ReplicationRejected.notFound("rule", "no rule " + id));
+        List<Completeness> c = rules.completeness(r.dataset()).stream().filter(x -> r.chosenSites().contains(x.site())).toList();
+        return Map.of("rule", r, "completeness", c);
+    }
+
+    @DeleteMapping("/replication/rules/{id}")
+    public ResponseEntity<Void> deleteRule(@PathVariable long id) {
+        if (!rules.delete(id)) throw ReplicationRejected.notFound("rule", "no rule " + id);
+        return ResponseEntity.noContent().build();
+    }
+
+    // ---- datasets and replicas
+
+    @GetMapping("/datasets/{name}/completeness")
+    public List<Completeness> completeness(@PathVariable String name) {
+        return rules.completeness(name);
+    }
+
+    @GetMapping("/datasets/{name}/replicas")
+    public List<Replica> replicas(@PathVariable String name, @RequestParam(required = false) String site,
+                                  @RequestParam(required = false) String state, @RequestParam(defaultValue = "0") int offset,
+                                  @RequestParam(defaultValue = "1000") int limit) {
+        if (offset < 0) throw BadInput.field("offset", "must not be negative");
+        if (limit < 1 || limit > 10_000) throw BadInput.field("limit", "must be between 1 and 10000");
+        return rules.replicas(name, site, state, offset, limit);
+    }
+
+    /** {@code {"files": [...], "reason": "lost"|"bad: ..."}}: those replicas are made again (from another site or tape). */
+    @PostMapping(path = "/sites/{site}/replicas/declare", consumes = MediaType.ALL_VALUE)
+    public Declared declare(@PathVariable String site, HttpServletRequest http) throws IOException {
+        Body b = Body.read(http.getInputStream(), http.getContentLengthLong(), Set.of("files", "reason"));
+        return rules.declare(site, b.strings("files", true), b.string("reason", false));
+    }
+
+    /** {@code {"files": [...]}}: these files already exist at the site (verified replicas, sources for others). */
+    @PostMapping(path = "/sites/{site}/replicas/register", consumes = MediaType.ALL_VALUE)
+    public Map<String, Integer> register(@PathVariable String site, HttpServletRequest http) throws IOException {
+        Body b = Body.read(http.getInputStream(), http.getContentLengthLong(), Set.of("files"));
+        return Map.of("registered", rules.register(site, b.strings("files", true)));
+    }
+
+    @PostMapping("/datasets/{name}/replicas/retry")
+    public Map<String, Integer> retry(@PathVariable String name, @RequestParam(required = false) String site) {
+        return Map.of("retried", rules.retryFailed(name, site));
+    }
+
+    // ---- schedules
+
+    @GetMapping("/replication/schedules")
+    public List<Schedule> schedules() {
+        return schedules.list();
+    }
+
+    @GetMapping("/replication/schedules/{ruleId}")
+    public Map<String, Object> schedule(@PathVariable long ruleId) {
+        Schedule s = schedules.get(ruleId).orElseThrow(() -> ReplicationRejected.notFound("rule", "rule " + ruleId + " has no schedule"));
+        return Map.of("schedule", s, "runs", schedules.runs(ruleId, 20));
+    }
+
+    @PostMapping("/replication/schedules/{ruleId}/pause")
+    public ResponseEntity<Void> pause(@PathVariable long ruleId) {
+        schedules.pause(ruleId);
+        return ResponseEntity.status(HttpStatus.NO_CONTENT).build();
+    }
+
+    @PostMapping("/replication/schedules/{ruleId}/resume")
+    public ResponseEntity<Void> resume(@PathVariable long ruleId) {
+        schedules.resume(ruleId);
+        return ResponseEntity.status(HttpStatus.NO_CONTENT).build();
+    }
+
+    @PostMapping("/replication/schedules/{ruleId}/trigger")
+    public ResponseEntity<Void> trigger(@PathVariable long ruleId) {
+        schedules.triggerNow(ruleId);
+        return ResponseEntity.status(HttpStatus.ACCEPTED).build();
+    }
+}

@@ -1,0 +1,29 @@
+package dev.stagehand.api.security;
+
+import java.nio.file.Path;
+import java.util.List;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * {@code stagehand.security.*}: who may call the REST API. Documented in config/application.yml.
+ *
+ * @param adminToken      bearer token of the built-in {@code admin} account; the built-in default takes it
+ *                        from {@code STAGEHAND_ADMIN_TOKEN}. Empty: one is generated at start-up and printed once.
+ * @param gridMapfile     grid-mapfile mapping certificate DNs to account names ({@code "DN" account[,account]})
+ * @param certificates    trusted CA certificates for client certificates: a directory of PEM files (the
+ *                        {@code X509_CERT_DIR} layout: {@code *.0}, {@code *.pem}) or one PEM bundle
+ * @param limitedProxies  accept limited proxies (they may stage and read; Globus uses them for data movement)
+ * @param accounts        accounts declared here, written to the database at every start (the admin API adds more)
+ */
+@ConfigurationProperties("stagehand.security")
+public record ApiSecurityProperties(
+        @DefaultValue("") String adminToken,
+        @DefaultValue("/etc/grid-security/grid-mapfile") Path gridMapfile,
+        @DefaultValue("/etc/grid-security/certificates") Path certificates,
+        @DefaultValue("true") boolean limitedProxies,
+        @DefaultValue List<Account> accounts) {
+
+    /** A declared account: name, role (viewer, operator, admin), experiments ("*": all). */
+    public record Account(String name, String role, List<String> experiments) {}
+}

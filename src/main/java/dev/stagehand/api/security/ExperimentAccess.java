@@ -1,0 +1,91 @@
+package dev.stagehand.api.security;
+
+import dev.stagehand.api.requests.BadInput;
+import dev.stagehand.catalog.FileExperiments;
+import dev.stagehand.catalog.FileNames;
+import dev.stagehand.recall.StageRequestRejected.EntryError;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.springframework.http.HttpStatus;
+import org.springframework.stereotype.Component;
+
+/**
+ * Per-experiment authorization. A request belongs to one experiment: the one named at submission, else the
+ * one all its files belong to. A caller sees and acts on requests of its experiments only (admins: all);
+ * other requests answer exactly as unknown ones (404), so ids cannot be probed. Files of experiments the
+ * caller does not belong to are "not in the catalog" to it, in submissions and archiveinfo alike, so their
+ * names cannot be probed either.
+ */
+@Component
+public class ExperimentAccess {
+
+    /** The answer a submission gives for a name the caller may not see, the same as for an unknown one. */
+    public static final String NOT_IN_CATALOG = "not in the catalog";
+    /** What archiveinfo answers for a path the caller may not see, the same as for an unknown one. */
+    public static final String NO_SUCH_FILE = "no such file in the catalog";
+
+    private final FileExperiments files;
+
+    ExperimentAccess(FileExperiments files) {
+        this.files = files;
+    }
+
+    /**
+     * The experiment a new request of {@code user} naming {@code names} belongs to ({@code given}, or the one
+     * its files share). Refused (400, naming each entry): an experiment that is not the caller's, files the
+     * caller may not see or that are not in the catalog (reported alike), files of another experiment than the
+     * one named, files of several experiments with none named — except for callers who see every experiment
+     * (admins): their request then has no experiment, and only such callers see it. Call it on well-formed names only.
+     */
+    public String experimentFor(ApiUser user, String given, List<String> names) {
+        List<String> valid = new ArrayList<>(names.size());
+        for (String n : names) if (n != null && FileNames.problem(n) == null) valid.add(n);
+        Map<String, String> of = files.of(valid);
+        List<EntryError> errors = new ArrayList<>();
+        if (given != null && !user.sees(given)) {
+            errors.add(EntryError.field("experiment", "'" + given + "' is not one of your experiments " + new TreeSet<>(user.experiments())));
+        }
+        Set<String> seen = new TreeSet<>();
+        for (int i = 0; i < names.size(); i++) {
+            String n = names.get(i);
+            if (n == null) continue;
+            String e = of.get(n);
+            if (e == null || !user.sees(e)) {
+                if (!user.allExperiments()) errors.add(EntryError.file(i, n, NOT_IN_CATALOG)); // else submit reports unknown ones
+                continue;
+            }
+            if (given != null && !e.equals(given)) errors.add(EntryError.file(i, n, "belongs to experiment " + e + ", not " + given));
+            seen.add(e);
+        }
+        if (given == null && seen.size() > 1 && !user.allExperiments()) {
+            errors.add(EntryError.field("experiment", "the files belong to several experiments " + seen
+                    + ": name one in experiment and submit the others in their own requests"));
+        }
+        if (!errors.isEmpty()) throw refused(errors);
+        if (given != null) return given;
+        return seen.size() == 1 ? seen.iterator().next() : null; // several: an admin's request of no experiment
+    }
+
+    /** Of {@code paths}, those the caller may not see (in the catalog, but of another experiment). */
+    public Set<String> hidden(ApiUser user, List<String> paths) {
+        if (user.allExperiments()) return Set.of();
+        List<String> valid = new ArrayList<>(paths.size());
+        for (String p : paths) if (p != null && FileNames.problem(p) == null) valid.add(p);
+        Set<String> out = new java.util.HashSet<>();
+        files.of(valid).forEach((name, experiment) -> {
+            if (!user.sees(experiment)) out.add(name);
+        });
+        return out;
+    }
+
+    private static BadInput refused(List<EntryError> errors) {
+        errors.sort((a, b) -> Integer.compare(a.index() == null ? -1 : a.index(), b.index() == null ? -1 : b.index()));
+        long named = errors.stream().filter(e -> e.index() != null).count();
+        String msg = named > 0 ? named + " of the named files cannot be staged" + (named < errors.size() ? ", and other fields are wrong" : "")
+                : errors.getFirst().field() + ": " + errors.getFirst().reason();
+        return new BadInput(HttpStatus.BAD_REQUEST, msg, errors);
+    }
+}

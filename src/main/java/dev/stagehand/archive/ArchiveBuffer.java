@@ -1,0 +1,92 @@
+package dev.stagehand.archive;
+
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The archive's landing buffer: files registered here are checksummed, entered in the catalog and flushed
+ * to tape by file family; they stay in the buffer until archived and released by every
+ * {@link EvictionHold}. State lives in PostgreSQL ({@code archive_file}, {@code archive_copy},
+ * {@code archive_volume}).
+ */
+public interface ArchiveBuffer {
+
+    /**
+     * Registers files (all or none): each is checked, checksummed (Adler32, streamed) and entered in the
+     * catalog with its dataset, and queued for tape. Registering a file again with the same content
+     * returns its status without change.
+     *
+     * @throws ArchiveRejected INVALID or CONFLICT with one error per offending entry; BUFFER_FULL when the
+     *                         files would take the buffer past its high-water mark
+     */
+    List<ArchiveFileStatus> register(List<NewArchiveFile> files);
+
+    /** One registered file's state. */
+    Optional<ArchiveFileStatus> file(long fileId);
+
+    /** A registered file by its logical name or by its path in the buffer. */
+    Optional<ArchiveFileStatus> fileByName(String nameOrPath);
+
+    /** Where a registered file's bytes are in the buffer, while they are there (until evicted). */
+    Optional<Path> locate(long fileId);
+
+    /** Files archived at or after {@code since}, oldest first, at most {@code limit}. */
+    List<FileArchived> archivedSince(Instant since, int limit);
+
+    /** Buffer size, usage and counts per state. */
+    BufferUsage usage();
+
+    /** The volumes written for a file family (all families when null), in the order they were opened. */
+    List<FamilyVolume> volumes(String family);
+
+    /**
+     * A registered file.
+     *
+     * @param fileId    catalog id
+     * @param name      logical name
+     * @param path      where it is (or was) in the buffer
+     * @param sizeBytes size
+     * @param adler32   Adler32 hex
+     * @param dataset   dataset name
+     * @param family    file family
+     * @param storageClass storage class
+     * @param state     queued, writing, archived, evictable or evicted
+     * @param copies    tape copies wanted
+     * @param segments  copies written: volume label, offset and fseq
+     * @param attempts  failed write attempts so far (all copies)
+     * @param error     the last write failure, if any
+     * @param registeredAt when registered
+     * @param archivedAt   when every copy was confirmed, or null
+     */
+    record ArchiveFileStatus(long fileId, String name, String path, long sizeBytes, String adler32, String dataset,
+                             String family, String storageClass, String state, int copies, List<WrittenCopy> segments,
+                             int attempts, String error, Instant registeredAt, Instant archivedAt) {}
+
+    /** One tape copy of a file. */
+    record WrittenCopy(int copy, String volume, long offsetBytes, Integer fseq) {}
+
+    /**
+     * @param capacityBytes  buffer capacity
+     * @param usedBytes      bytes of files not yet evicted
+     * @param highWaterBytes registrations beyond this are refused (back-pressure)
+     * @param lowWaterBytes  eviction brings usage down to this
+     * @param files          files per state
+     * @param bytes          bytes per state
+     */
+    record BufferUsage(long capacityBytes, long usedBytes, long highWaterBytes, long lowWaterBytes,
+                       java.util.Map<String, Long> files, java.util.Map<String, Long> bytes) {}
+
+    /**
+     * @param family   file family
+     * @param copy     which copy (1 or 2) it holds
+     * @param volume   label
+     * @param state    open (being appended) or full
+     * @param files    files written
+     * @param usedBytes end of data
+     * @param capacityBytes volume capacity
+     */
+    record FamilyVolume(String family, int copy, String volume, String state, int files, long usedBytes,
+                        long capacityBytes) {}
+}

@@ -1,0 +1,491 @@
+package dev.stagehand.archive.internal;
+
+import dev.stagehand.archive.ArchiveProperties;
+import dev.stagehand.archive.FileArchived;
+import dev.stagehand.archive.internal.FlushPlanner.FamilyQueue;
+import dev.stagehand.tape.DriveState;
+import dev.stagehand.tape.DriveStatus;
+import dev.stagehand.tape.FileWrite;
+import dev.stagehand.tape.TapeFailure;
+import dev.stagehand.tape.TapeLibrary;
+import dev.stagehand.tape.WriteBatch;
+import dev.stagehand.tape.WriteBatch.WrittenSegment;
+import java.nio.file.Path;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * Flushes queued tape copies to the drives reserved for writing, one file family (and copy number) per
+ * write list: a family appends to its open volume in registration order, a full volume is closed and a
+ * blank one taken from the pool. Claims are rows ({@code archive_copy}, {@code archive_volume}) taken
+ * with {@code FOR UPDATE SKIP LOCKED} and leased, so several instances share the queue and a volume has
+ * one writer. A copy counts as written only when the library confirms it and its segment is committed to
+ * the catalog; a failure puts it back in the queue (with a backoff), never forward.
+ *
+ * <p>Drives: the flusher mounts only the drives it is given (the library's write drives, see
+ * {@code DriveRoles}); the recall scheduler gets the others. A volume stays mounted while its family has
+ * more to write and is dismounted as soon as it has not, so a recall of freshly archived files finds it
+ * in its slot.
+ */
+public final class ArchiveFlusher {
+
+    private static final Logger log = LoggerFactory.getLogger(ArchiveFlusher.class);
+
+    private final JdbcTemplate jdbc;
+    private final TransactionTemplate tx;
+    private final TapeLibrary library;
+    private final ArchiveProperties props;
+    private final long volumeCapacity;
+    private final Consumer<Object> events;
+    private final String instance;
+    private final Map<String, DriveJob> jobs = new LinkedHashMap<>();
+    /** Volumes this instance's drives are writing now. */
+    private final Set<Long> inUse = new HashSet<>();
+    private boolean noBlankWarned;
+    private final java.time.Clock clock;
+
+    /** One write drive as this flusher sees it. */
+    private static final class DriveJob {
+        final String drive;
+        boolean busy;
+        String volume; // mounted label, as last seen
+        Instant idleSince;
+
+        DriveJob(String drive) {
+            this.drive = drive;
+        }
+    }
+
+    /** A claimed write list. */
+    private record Claim(long volumeId, String label, String family, int copy, List<Item> files) {}
+
+    private record Item(long fileId, String name, String path, long size, String adler32) {}
+
+    /**
+     * @param library the library; only {@code drives} are used
+     * @param events  where {@link FileArchived} events go (after their commit)
+     */
+    public ArchiveFlusher(JdbcTemplate jdbc, TransactionTemplate tx, TapeLibrary library, List<String> drives,
+                          ArchiveProperties props, long volumeCapacity, Consumer<Object> events, String instance) {
+        this(jdbc, tx, library, drives, props, volumeCapacity, events, instance, java.time.Clock.systemUTC());
+    }
+
+    /** @param clock the clock registrations are stamped with: a family's age is measured on it */
+    public ArchiveFlusher(JdbcTemplate jdbc, TransactionTemplate tx, TapeLibrary library, List<String> drives,
+                          ArchiveProperties props, long volumeCapacity, Consumer<Object> events, String instance,
+                          java.time.Clock clock) {
+        this.clock = clock;
+        this.jdbc = jdbc;
+        this.tx = tx;
+        this.library = library;
+        this.props = props;
+        this.volumeCapacity = volumeCapacity;
+        this.events = events;
+        this.instance = instance;
+        for (String d : drives) jobs.put(d, new DriveJob(d));
+    }
+
+    public String instanceId() {
+        return instance;
+    }
+
+    /** Adds the configured pool volumes, takes back this instance's claims left by a crash. */
+    public synchronized void start() {
+        ensurePool(props.pool().labels());
+        tx.executeWithoutResult(s -> {
+            List<Long> files = jdbc.queryForList("""
+                    UPDATE archive_copy SET state = 'queued', claimed_by = NULL, lease_until = NULL
+                     WHERE state = 'writing' AND claimed_by = ? RETURNING file_id""", Long.class, instance);
+            recomputeStates(files);
+            jdbc.update("UPDATE archive_volume SET claimed_by = NULL, lease_until = NULL WHERE claimed_by = ?", instance);
+        });
+        log.info("archive flusher {} started with drives {}", instance, jobs.keySet());
+    }
+
+    /** Adds blank volumes to the pool: new labels, or catalog volumes holding no segment yet. */
+    public void ensurePool(List<String> labels) {
+        for (String label : labels) {
+            jdbc.update("INSERT INTO volume (label, library) VALUES (?, ?) ON CONFLICT (label) DO NOTHING", label, library.layout().name());
+            jdbc.update("""
+                    INSERT INTO archive_volume (volume_id) SELECT v.id FROM volume v
+                     WHERE v.label = ? AND NOT EXISTS (SELECT 1 FROM segment s WHERE s.volume_id = v.id)
+                    ON CONFLICT (volume_id) DO NOTHING""", label);
+        }
+    }
+
+    /** One round: leases, then every idle write drive takes the best family worth flushing. */
+    public synchronized void poll() {
+        expireLeases();
+        renewLeases();
+        Map<String, DriveStatus> status = new HashMap<>();
+        for (DriveStatus s : library.drives()) status.put(s.drive(), s);
+        for (DriveJob job : jobs.values()) {
+            if (job.busy) continue;
+            DriveStatus st = status.get(job.drive);
+            if (st == null || (st.state() != DriveState.EMPTY && st.state() != DriveState.MOUNTED_IDLE)) continue;
+            job.volume = st.volume();
+            Claim c;
+            try {
+                c = claim(job);
+            } catch (RuntimeException e) {
+                log.warn("archive: claiming work for drive {} failed; retrying", job.drive, e);
+                continue;
+            }
+            if (c == null) {
+                // nothing for it: an idle drive keeps its volume a while (its family may go on) and then lets
+                // it go, so recalls of fresh files find the volume in its slot
+                if (job.volume != null) {
+                    if (job.idleSince == null) job.idleSince = clock.instant();
+                    if (!job.idleSince.plus(props.flush().idleDismount()).isAfter(clock.instant())) dismount(job);
+                }
+                continue;
+            }
+            job.idleSince = null;
+            run(job, c);
+        }
+    }
+
+    /** Whether any drive is writing, mounting or dismounting for this flusher. */
+    public synchronized boolean busy() {
+        return jobs.values().stream().anyMatch(j -> j.busy);
+    }
+
+    // ------------------------------------------------------------------ claims
+
+    private void expireLeases() {
+        tx.executeWithoutResult(s -> {
+            List<Long> files = jdbc.queryForList("""
+                    UPDATE archive_copy SET state = 'queued', claimed_by = NULL, lease_until = NULL
+                     WHERE state = 'writing' AND lease_until < now() RETURNING file_id""", Long.class);
+            recomputeStates(files);
+            jdbc.update("UPDATE archive_volume SET claimed_by = NULL, lease_until = NULL WHERE lease_until < now()");
+        });
+    }
+
+    private void renewLeases() {
+        Timestamp until = leaseUntil();
+        jdbc.update("UPDATE archive_copy SET lease_until = ? WHERE state = 'writing' AND claimed_by = ?", until, instance);
+        jdbc.update("UPDATE archive_volume SET lease_until = ? WHERE claimed_by = ?", until, instance);
+    }
+
+    private Timestamp leaseUntil() {
+        return Timestamp.from(Instant.now().plus(props.flush().lease()));
+    }
+
+    private Claim claim(DriveJob job) {
+        String mounted = job.volume;
+        // volumes in (or leaving) our other drives cannot be mounted here until they are back in their slot
+        Set<String> elsewhere = new HashSet<>();
+        for (DriveJob o : jobs.values()) if (o != job && o.volume != null) elsewhere.add(o.volume);
+        return tx.execute(s -> {
+            Map<String, long[]> open = new HashMap<>(); // family/copy -> volume id
+            Map<String, String> openLabel = new HashMap<>();
+            Set<String> busyKeys = new HashSet<>();
+            jdbc.query("""
+                    SELECT av.volume_id, v.label, av.family, av.copy_no, av.claimed_by, av.lease_until > now() AS leased
+                      FROM archive_volume av JOIN volume v ON v.id = av.volume_id
+                     WHERE av.state = 'open' ORDER BY av.opened_at DESC""", rs -> {
+                String key = rs.getString(3) + '\0' + rs.getInt(4);
+                long id = rs.getLong(1);
+                open.put(key, new long[] {id});
+                openLabel.put(key, rs.getString(2));
+                String by = rs.getString(5);
+                boolean otherInstance = by != null && !by.equals(instance) && rs.getBoolean(6);
+                boolean otherDrive = inUse.contains(id) || elsewhere.contains(rs.getString(2));
+                if (otherInstance || otherDrive) busyKeys.add(key);
+            });
+            List<FamilyQueue> queues = new ArrayList<>();
+            jdbc.query("""
+                    SELECT c.family, c.copy_no, sum(a.size_bytes), count(*), min(a.registered_at)
+                      FROM archive_copy c JOIN archive_file a ON a.file_id = c.file_id
+                     WHERE c.state = 'queued' AND c.not_before <= ?
+                     GROUP BY c.family, c.copy_no""", rs -> {
+                String key = rs.getString(1) + '\0' + rs.getInt(2);
+                queues.add(new FamilyQueue(rs.getString(1), rs.getInt(2), rs.getLong(3), rs.getLong(4),
+                        rs.getTimestamp(5).toInstant(), openLabel.get(key), busyKeys.contains(key)));
+            }, Timestamp.from(clock.instant()));
+            if (queues.isEmpty()) return null;
+            boolean pressure = usedBytes() > props.lowWaterBytes();
+            FamilyQueue here = null;
+            if (mounted != null)
+                for (FamilyQueue x : queues) if (mounted.equals(x.openVolume())) here = x;
+            long minBytes = props.flush().minBytes().toBytes();
+            List<FamilyQueue> worth = FlushPlanner.worthFlushing(queues, clock.instant(), minBytes, props.flush().maxAge(), pressure);
+            FamilyQueue q = FlushPlanner.choose(worth, here, minBytes);
+            if (q == null) return null;
+            for (int attempt = 0; attempt < 3; attempt++) {
+                Claim c = claimOn(q);
+                if (c != CLOSED) return c;
+            }
+            return null;
+        });
+    }
+
+    private static final Claim CLOSED = new Claim(-1, "", "", 0, List.of());
+
+    /** Claims the head of the family's queue for its open volume (opening a blank one if needed). CLOSED: it was full. */
+    private Claim claimOn(FamilyQueue q) {
+        record Vol(long id, String label, long eod, String claimedBy, boolean leased) {}
+        List<Vol> vols = jdbc.query("""
+                SELECT av.volume_id, v.label, av.end_of_data, av.claimed_by, av.lease_until > now()
+                  FROM archive_volume av JOIN volume v ON v.id = av.volume_id
+                 WHERE av.family = ? AND av.copy_no = ? AND av.state = 'open' ORDER BY av.opened_at LIMIT 1 FOR UPDATE OF av""",
+                (rs, i) -> new Vol(rs.getLong(1), rs.getString(2), rs.getLong(3), rs.getString(4), rs.getBoolean(5)),
+                q.family(), q.copy());
+        Vol vol;
+        if (!vols.isEmpty()) {
+            vol = vols.get(0);
+            if (vol.claimedBy != null && !vol.claimedBy.equals(instance) && vol.leased) return null;
+        } else {
+            List<Vol> blank = jdbc.query("""
+                    SELECT av.volume_id, v.label, av.end_of_data, av.claimed_by, false FROM archive_volume av
+                      JOIN volume v ON v.id = av.volume_id
+                     WHERE av.state = 'blank' AND v.state = 'available' ORDER BY v.label LIMIT 1 FOR UPDATE OF av SKIP LOCKED""",
+                    (rs, i) -> new Vol(rs.getLong(1), rs.getString(2), rs.getLong(3), rs.getString(4), false));
+            if (blank.isEmpty()) {
+                if (!noBlankWarned) log.warn("archive: no blank volume left in the pool for family {}; its files wait in the buffer "
+                        + "(add volumes: stagehand.archive.pool)", q.family());
+                noBlankWarned = true;
+                return null;
+            }
+            noBlankWarned = false;
+            vol = blank.get(0);
+            jdbc.update("""
+                    UPDATE archive_volume SET family = ?, copy_no = ?, state = 'open', opened_at = clock_timestamp()
+                     WHERE volume_id = ?""", q.family(), q.copy(), vol.id);
+            log.info("archive: family {} copy {} opens volume {}", q.family(), q.copy(), vol.label);
+        }
+        List<Item> head = jdbc.query("""
+                SELECT c.file_id, f.name, a.path, a.size_bytes, a.adler32 FROM archive_copy c
+                  JOIN archive_file a ON a.file_id = c.file_id JOIN file f ON f.id = c.file_id
+                 WHERE c.family = ? AND c.copy_no = ? AND c.state = 'queued' AND c.not_before <= ?
+                 ORDER BY c.seq LIMIT ? FOR UPDATE OF c SKIP LOCKED""",
+                (rs, i) -> new Item(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getLong(4), rs.getString(5).trim()),
+                q.family(), q.copy(), Timestamp.from(clock.instant()), props.flush().maxBatchFiles());
+        if (head.isEmpty()) return null;
+        long[] sizes = head.stream().mapToLong(Item::size).toArray();
+        // a list still being written to this volume has not moved its end of data yet: its bytes are taken
+        long promised = jdbc.queryForObject("""
+                SELECT coalesce(sum(a.size_bytes), 0) FROM archive_copy c JOIN archive_file a ON a.file_id = c.file_id
+                 WHERE c.volume_id = ? AND c.state = 'writing'""", Long.class, vol.id);
+        int n = FlushPlanner.take(sizes, volumeCapacity - vol.eod - promised, props.flush().maxBatchBytes().toBytes(),
+                props.flush().maxBatchFiles());
+        if (n == 0 && promised > 0) return null; // judge the volume full once its writes in flight have landed
+        if (n == 0) {
+            jdbc.update("""
+                    UPDATE archive_volume SET state = 'full', closed_at = now(), claimed_by = NULL, lease_until = NULL
+                     WHERE volume_id = ?""", vol.id);
+            log.info("archive: volume {} of family {} is full ({} bytes)", vol.label, q.family(), vol.eod);
+            return CLOSED;
+        }
+        List<Item> files = List.copyOf(head.subList(0, n));
+        Long[] ids = files.stream().map(Item::fileId).toArray(Long[]::new);
+        Timestamp until = leaseUntil();
+        jdbc.update("""
+                UPDATE archive_copy SET state = 'writing', claimed_by = ?, lease_until = ?, volume_id = ?
+                 WHERE copy_no = ? AND file_id = ANY(?)""", instance, until, vol.id, q.copy(), ids);
+        jdbc.update("UPDATE archive_file SET state = 'writing', updated_at = now() WHERE file_id = ANY(?) AND state = 'queued'", (Object) ids);
+        jdbc.update("UPDATE archive_volume SET claimed_by = ?, lease_until = ? WHERE volume_id = ?", instance, until, vol.id);
+        return new Claim(vol.id, vol.label, q.family(), q.copy(), files);
+    }
+
+    private long usedBytes() {
+        return jdbc.queryForObject("SELECT coalesce(sum(size_bytes), 0) FROM archive_file WHERE state <> 'evicted'", Long.class);
+    }
+
+    // ------------------------------------------------------------------ drive work
+
+    private void run(DriveJob job, Claim c) {
+        job.busy = true;
+        inUse.add(c.volumeId);
+        CompletableFuture<Void> ready;
+        try {
+            if (c.label.equals(job.volume)) ready = CompletableFuture.completedFuture(null);
+            else if (job.volume != null) ready = library.dismount(job.drive).thenCompose(v -> library.mount(job.drive, c.label));
+            else ready = library.mount(job.drive, c.label);
+        } catch (RuntimeException e) {
+            ready = CompletableFuture.failedFuture(e);
+        }
+        ready.whenComplete((v, e) -> {
+            if (e != null) mountFailed(job, c, e);
+            else write(job, c);
+        });
+    }
+
+    private synchronized void mountFailed(DriveJob job, Claim c, Throwable e) {
+        Throwable cause = cause(e);
+        log.warn("archive: mounting {} on {} for family {} failed: {}", c.label, job.drive, c.family, cause.toString());
+        for (Item f : c.files) requeue(c, f, "mount of " + c.label + " failed: " + cause.getMessage(), true);
+        if (cause instanceof TapeFailure tf && tf.kind() == TapeFailure.Kind.MEDIA_ERROR) closeVolume(c, "media error");
+        releaseVolume(c.volumeId);
+        finished(job, c);
+    }
+
+    private synchronized void write(DriveJob job, Claim c) {
+        job.volume = c.label;
+        List<FileWrite> writes = new ArrayList<>();
+        Map<FileWrite, Item> items = new HashMap<>();
+        for (Item f : c.files) {
+            FileWrite w = new FileWrite(f.fileId, f.name, Path.of(f.path), f.size);
+            writes.add(w);
+            items.put(w, f);
+        }
+        WriteBatch batch;
+        try {
+            batch = library.write(job.drive, writes);
+        } catch (RuntimeException e) {
+            mountFailed(job, c, e);
+            return;
+        }
+        for (FileWrite w : writes) batch.result(w).whenComplete((seg, e) -> fileDone(c, items.get(w), seg, e));
+        batch.done().whenComplete((v, e) -> batchDone(job, c));
+    }
+
+    private synchronized void fileDone(Claim c, Item f, WrittenSegment seg, Throwable e) {
+        try {
+            if (e != null) {
+                Throwable cause = cause(e);
+                boolean cancelled = cause instanceof CancellationException;
+                log.warn("archive: writing {} (copy {}) to {} failed: {}", f.name, c.copy, c.label, cause.toString());
+                requeue(c, f, cancelled ? "write cancelled" : cause.getMessage(), !cancelled);
+                if (cause instanceof TapeFailure tf && (tf.kind() == TapeFailure.Kind.MEDIA_ERROR
+                        || tf.kind() == TapeFailure.Kind.VOLUME_UNAVAILABLE))
+                    closeVolume(c, tf.kind().name()); // no appending after a bad or full spot: the family moves on
+                return;
+            }
+            String sum = dev.stagehand.cache.Checksums.hex(seg.adler32());
+            if (!sum.equals(f.adler32) || !seg.volume().equals(c.label)) {
+                requeue(c, f, "the tape copy does not match: Adler32 " + sum + " on " + seg.volume() + ", expected "
+                        + f.adler32 + " on " + c.label, true);
+                closeVolume(c, "checksum mismatch");
+                return;
+            }
+            FileArchived archived = tx.execute(s -> recordWritten(c, f, seg));
+            if (archived != null) events.accept(archived);
+        } catch (RuntimeException ex) {
+            // the copy stays 'writing' under our lease: it expires and the copy is written again
+            log.error("archive: recording the write of {} failed", f.name, ex);
+        }
+    }
+
+    /** The segment, the copy, the volume's end of data and (when every copy is written) the file, in one commit. */
+    private FileArchived recordWritten(Claim c, Item f, WrittenSegment seg) {
+        jdbc.update("""
+                INSERT INTO segment (file_id, volume_id, offset_bytes, fseq)
+                VALUES (?, ?, ?, (SELECT next_fseq FROM archive_volume WHERE volume_id = ?))
+                ON CONFLICT (file_id, volume_id) DO UPDATE SET offset_bytes = excluded.offset_bytes, fseq = excluded.fseq, state = 'ok'""",
+                f.fileId, c.volumeId, seg.offsetBytes(), c.volumeId);
+        jdbc.update("""
+                UPDATE archive_volume SET end_of_data = greatest(end_of_data, ?), files = files + 1, next_fseq = next_fseq + 1
+                 WHERE volume_id = ?""", seg.offsetBytes() + f.size, c.volumeId);
+        jdbc.update("""
+                UPDATE archive_copy SET state = 'done', volume_id = ?, claimed_by = NULL, lease_until = NULL
+                 WHERE file_id = ? AND copy_no = ?""", c.volumeId, f.fileId, c.copy);
+        List<FileArchived> done = jdbc.query("""
+                UPDATE archive_file a SET state = 'archived', archived_at = now(), updated_at = now()
+                  FROM file f
+                 WHERE a.file_id = ? AND f.id = a.file_id AND a.state IN ('queued', 'writing')
+                   AND (SELECT count(*) FROM archive_copy c WHERE c.file_id = a.file_id AND c.state = 'done') >= a.copies
+                RETURNING a.file_id, f.dataset_id, f.name, a.path, a.size_bytes, a.adler32, a.archived_at""",
+                (rs, i) -> JdbcArchiveBuffer.archived(rs), f.fileId);
+        return done.isEmpty() ? null : done.get(0);
+    }
+
+    /** The copy goes back to the queue (after the backoff when it is a real failure). */
+    private void requeue(Claim c, Item f, String error, boolean counts) {
+        tx.executeWithoutResult(s -> {
+            jdbc.update("""
+                    UPDATE archive_copy SET state = 'queued', claimed_by = NULL, lease_until = NULL, volume_id = NULL,
+                           attempts = attempts + ?, error = ?, not_before = ?
+                     WHERE file_id = ? AND copy_no = ? AND state = 'writing'""",
+                    counts ? 1 : 0, error, Timestamp.from(clock.instant().plus(counts ? props.flush().retryBackoff() : Duration.ZERO)),
+                    f.fileId, c.copy);
+            recomputeStates(List.of(f.fileId));
+        });
+    }
+
+    private void recomputeStates(List<Long> files) {
+        if (files.isEmpty()) return;
+        jdbc.update("""
+                UPDATE archive_file a SET state = CASE WHEN x.writing > 0 THEN 'writing' ELSE 'queued' END, updated_at = now()
+                  FROM (SELECT file_id, count(*) FILTER (WHERE state = 'writing') AS writing FROM archive_copy
+                         WHERE file_id = ANY(?) GROUP BY file_id) x
+                 WHERE a.file_id = x.file_id AND a.state IN ('queued', 'writing')""", (Object) files.toArray(Long[]::new));
+    }
+
+    private void closeVolume(Claim c, String why) {
+        int n = jdbc.update("UPDATE archive_volume SET state = 'full', closed_at = now() WHERE volume_id = ? AND state = 'open'", c.volumeId);
+        if (n > 0) log.warn("archive: volume {} closed for writing ({}); family {} continues on another", c.label, why, c.family);
+    }
+
+    private void releaseVolume(long volumeId) {
+        inUse.remove(volumeId);
+        jdbc.update("UPDATE archive_volume SET claimed_by = NULL, lease_until = NULL WHERE volume_id = ? AND claimed_by = ?", volumeId, instance);
+    }
+
+    private synchronized void batchDone(DriveJob job, Claim c) {
+        inUse.remove(c.volumeId);
+        // the volume stays claimed while it is in our drive: the next round appends without an exchange
+        finished(job, c);
+    }
+
+    private void finished(DriveJob job, Claim c) {
+        job.busy = false;
+        DriveStatus st = library.drives().stream().filter(s -> s.drive().equals(job.drive)).findFirst().orElse(null);
+        job.volume = st == null ? null : st.volume();
+        if (st != null && (st.state() == DriveState.FAILED || st.state() == DriveState.DISABLED)) {
+            releaseVolume(c.volumeId);
+            log.warn("archive: write drive {} is {}; it is skipped until recovered", job.drive, st.state());
+            return;
+        }
+        try {
+            poll();
+        } catch (RuntimeException e) {
+            log.warn("archive: flush round failed; retrying at the next poll", e);
+        }
+    }
+
+    private void dismount(DriveJob job) {
+        job.busy = true;
+        String label = job.volume;
+        CompletableFuture<Void> f;
+        try {
+            f = library.dismount(job.drive);
+        } catch (RuntimeException e) {
+            f = CompletableFuture.failedFuture(e);
+        }
+        f.whenComplete((v, e) -> dismounted(job, label, e));
+    }
+
+    private synchronized void dismounted(DriveJob job, String label, Throwable e) {
+        job.busy = false;
+        job.idleSince = null;
+        job.volume = null;
+        if (e != null) log.warn("archive: dismounting {} from {} failed: {}", label, job.drive, cause(e).toString());
+        jdbc.update("""
+                UPDATE archive_volume SET claimed_by = NULL, lease_until = NULL
+                 WHERE claimed_by = ? AND volume_id = (SELECT id FROM volume WHERE label = ?)""", instance, label);
+    }
+
+    private static Throwable cause(Throwable e) {
+        while ((e instanceof CompletionException || e instanceof java.util.concurrent.ExecutionException) && e.getCause() != null)
+            e = e.getCause();
+        return e;
+    }
+}

@@ -1,0 +1,568 @@
+package dev.stagehand.archive.internal;
+
+import dev.stagehand.archive.ArchiveBuffer;
+import dev.stagehand.archive.ArchiveProperties;
+import dev.stagehand.archive.ArchiveRejected;
+import dev.stagehand.archive.ArchiveRejected.EntryError;
+import dev.stagehand.archive.ArchiveRejected.Kind;
+import dev.stagehand.archive.EvictionHold;
+import dev.stagehand.archive.FileArchived;
+import dev.stagehand.archive.NewArchiveFile;
+import dev.stagehand.cache.Checksums;
+import dev.stagehand.catalog.FileNames;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.dao.DuplicateKeyException;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * The landing buffer on PostgreSQL: registration (checks, Adler32, catalog entry, admission against the
+ * high-water mark under the {@code archive_buffer} row lock), status queries, and eviction of files every
+ * {@link EvictionHold} released.
+ */
+public final class JdbcArchiveBuffer implements ArchiveBuffer {
+
+    private static final Logger log = LoggerFactory.getLogger(JdbcArchiveBuffer.class);
+    private static final int EVICTION_CHUNK = 2000;
+
+    private final JdbcTemplate jdbc;
+    private final TransactionTemplate tx;
+    private final ArchiveProperties props;
+    private final long volumeCapacity;
+    private final List<EvictionHold> holds;
+    private final java.time.Clock clock;
+
+    public JdbcArchiveBuffer(JdbcTemplate jdbc, TransactionTemplate tx, ArchiveProperties props, long volumeCapacity,
+                             List<EvictionHold> holds) {
+        this(jdbc, tx, props, volumeCapacity, holds, java.time.Clock.systemUTC());
+    }
+
+    /** @param clock stamps registrations: a file family's age (a flush trigger) is measured on it */
+    public JdbcArchiveBuffer(JdbcTemplate jdbc, TransactionTemplate tx, ArchiveProperties props, long volumeCapacity,
+                             List<EvictionHold> holds, java.time.Clock clock) {
+        this.clock = clock;
+        this.jdbc = jdbc;
+        this.tx = tx;
+        this.props = props;
+        this.volumeCapacity = volumeCapacity;
+        this.holds = List.copyOf(holds);
+    }
+
+    /** The landing area as a real path (created when missing). */
+    public Path landing() {
+        try {
+            Files.createDirectories(props.landing());
+            return props.landing().toRealPath();
+        } catch (IOException e) {
+            throw new IllegalStateException("landing area " + props.landing() + " is not usable: " + e, e);
+        }
+    }
+
+    // ------------------------------------------------------------------ registration
+
+    /** A registration entry that passed its checks. */
+    private record Checked(int index, String given, Path path, long size, String adler32, String dataset,
+                           String experiment, String name, String storageClass, int copies, String family, String givenSum) {
+
+        Checked withSum(String sum) {
+            return new Checked(index, given, path, size, sum, dataset, experiment, name, storageClass, copies, family, givenSum);
+        }
+    }
+
+    @Override
+    public List<ArchiveFileStatus> register(List<NewArchiveFile> files) {
+        if (files == null || files.isEmpty())
+            throw new ArchiveRejected(Kind.INVALID, "files: required, at least one file",
+                    List.of(EntryError.field("files", "required: a list of at least one file")));
+        if (files.size() > props.maxFilesPerCall())
+            throw new ArchiveRejected(Kind.INVALID, "at most " + props.maxFilesPerCall() + " files per call, got " + files.size(),
+                    List.of(EntryError.field("files", files.size() + " files; at most " + props.maxFilesPerCall())));
+        Path landing = landing();
+        List<EntryError> errors = new ArrayList<>();
+        List<Checked> checked = new ArrayList<>();
+        Set<String> names = new HashSet<>(), paths = new HashSet<>();
+        for (int i = 0; i < files.size(); i++) {
+            Checked c = check(i, files.get(i), landing, errors);
+            if (c == null) continue;
+            if (!paths.add(c.path.toString())) errors.add(EntryError.file(i, c.given, "path listed twice in this call"));
+            else if (!names.add(c.name)) errors.add(EntryError.file(i, c.given, "file name " + c.name + " listed twice in this call"));
+            else checked.add(c);
+        }
+        if (!errors.isEmpty()) {
+            // refused anyway: only the checksums the caller gave are verified, so every error is reported at once
+            for (Checked c : checked) if (c.givenSum != null) checksum(c, errors);
+            errors.sort(java.util.Comparator.comparing(e -> e.index() == null ? -1 : e.index()));
+            throw new ArchiveRejected(Kind.INVALID, describe(errors), errors);
+        }
+        precheck(checked);
+        List<Checked> summed = new ArrayList<>(checked.size());
+        for (Checked c : checked) {
+            Checked x = checksum(c, errors);
+            if (x != null) summed.add(x);
+        }
+        if (!errors.isEmpty()) throw new ArchiveRejected(Kind.INVALID, describe(errors), errors);
+        try {
+            List<Long> ids = tx.execute(s -> admit(summed));
+            return statuses(ids);
+        } catch (DuplicateKeyException e) { // a catalog import or another registration took a name meanwhile
+            throw new ArchiveRejected(Kind.CONFLICT, "a file name or path was registered concurrently; retry",
+                    List.of(EntryError.field("files", String.valueOf(e.getMostSpecificCause().getMessage()))));
+        }
+    }
+
+    private Checked check(int i, NewArchiveFile f, Path landing, List<EntryError> errors) {
+        if (f == null) {
+            errors.add(EntryError.file(i, null, "expected a file object, got null"));
+            return null;
+        }
+        String given = f.path();
+        int before = errors.size();
+        if (given == null || given.isBlank()) {
+            errors.add(new EntryError(i, given, "path", "required: where the file is in the landing area"));
+            return null;
+        }
+        if (FileNames.hasControl(given)) {
+            errors.add(new EntryError(i, null, "path", "contains a control character"));
+            return null;
+        }
+        Path p;
+        try {
+            Path raw = Path.of(given);
+            p = (raw.isAbsolute() ? raw : landing.resolve(raw)).normalize();
+        } catch (java.nio.file.InvalidPathException e) {
+            errors.add(new EntryError(i, given, "path", "not a valid path: " + e.getReason()));
+            return null;
+        }
+        if (!Files.exists(p, LinkOption.NOFOLLOW_LINKS)) {
+            errors.add(new EntryError(i, given, "path", "no such file"));
+            return null;
+        }
+        Path real;
+        try {
+            real = p.toRealPath();
+        } catch (IOException e) {
+            errors.add(new EntryError(i, given, "path", "cannot resolve: " + e.getMessage()));
+            return null;
+        }
+        if (!real.startsWith(landing) || real.equals(landing)) {
+            errors.add(new EntryError(i, given, "path", "not inside the landing area " + landing));
+            return null;
+        }
+        if (!Files.isRegularFile(real)) {
+            errors.add(new EntryError(i, given, "path", "not a regular file"));
+            return null;
+        }
+        String name = f.name() != null ? f.name() : "/" + landing.relativize(real).toString().replace('\\', '/');
+        String nameProblem = FileNames.problem(name);
+        if (nameProblem != null) errors.add(new EntryError(i, given, "name", nameProblem));
+        String dataset = f.dataset();
+        if (dataset == null || dataset.isBlank()) errors.add(new EntryError(i, given, "dataset", "required: the dataset the file belongs to"));
+        else if (FileNames.hasControl(dataset) || dataset.length() > 1024)
+            errors.add(new EntryError(i, given, "dataset", "contains a control character or is longer than 1024 characters"));
+        if (f.experiment() != null && (f.experiment().isBlank() || FileNames.hasControl(f.experiment())))
+            errors.add(new EntryError(i, given, "experiment", "empty or contains a control character"));
+        String sc = f.storageClass() == null ? props.defaultStorageClass() : f.storageClass();
+        Integer copies = props.storageClasses().get(sc);
+        if (copies == null) errors.add(new EntryError(i, given, "storageClass", "unknown storage class '" + sc
+                + "'; known: " + new TreeMap<>(props.storageClasses()).keySet()));
+        String givenSum = null;
+        if (f.adler32() != null) {
+            try {
+                givenSum = Checksums.normalise(f.adler32());
+            } catch (IllegalArgumentException e) {
+                errors.add(new EntryError(i, given, "adler32", e.getMessage()));
+            }
+        }
+        long size;
+        try {
+            size = Files.size(real);
+        } catch (IOException e) {
+            errors.add(new EntryError(i, given, "path", "cannot read its size: " + e.getMessage()));
+            return null;
+        }
+        if (f.sizeBytes() == null) errors.add(new EntryError(i, given, "size", "required: the file's size in bytes"));
+        else if (f.sizeBytes() != size)
+            errors.add(new EntryError(i, given, "size", "given " + f.sizeBytes() + " bytes, the file has " + size));
+        if (size > volumeCapacity)
+            errors.add(new EntryError(i, given, "size", size + " bytes do not fit on one volume (" + volumeCapacity + " bytes)"));
+        if (size > props.highWaterBytes())
+            errors.add(new EntryError(i, given, "size", size + " bytes are more than the buffer's high-water mark ("
+                    + props.highWaterBytes() + " bytes)"));
+        if (errors.size() > before) return null;
+        return new Checked(i, given, real, size, null, dataset, f.experiment(), name, sc, copies,
+                FlushPlanner.family(dataset, props.families()), givenSum);
+    }
+
+    /** Reads the file's bytes for its Adler32 (streamed); a given checksum must match. */
+    private Checked checksum(Checked c, List<EntryError> errors) {
+        String sum;
+        try {
+            sum = Checksums.adler32Of(c.path);
+            if (Files.size(c.path) != c.size) {
+                errors.add(new EntryError(c.index, c.given, "path", "the file changed size while it was checksummed: is it still being written?"));
+                return null;
+            }
+        } catch (IOException e) {
+            errors.add(new EntryError(c.index, c.given, "path", "cannot read: " + e.getMessage()));
+            return null;
+        }
+        if (c.givenSum != null && !c.givenSum.equals(sum)) {
+            errors.add(new EntryError(c.index, c.given, "adler32", "checksum mismatch: given " + c.givenSum + ", the file's bytes give " + sum));
+            return null;
+        }
+        return c.withSum(sum);
+    }
+
+    /** Refuses at once, before any file is read, a call the buffer clearly cannot take (checked again under the lock). */
+    private void precheck(List<Checked> files) {
+        List<String> known = jdbc.queryForList("SELECT path FROM archive_file WHERE path = ANY(?)", String.class,
+                (Object) files.stream().map(c -> c.path.toString()).toArray(String[]::new));
+        Set<String> k = new HashSet<>(known);
+        long incoming = files.stream().filter(c -> !k.contains(c.path.toString())).mapToLong(Checked::size).sum();
+        if (incoming > 0) admissible(usedBytes(), incoming, files.size());
+    }
+
+    private void admissible(long used, long incoming, int n) {
+        if (used + incoming > props.highWaterBytes()) {
+            throw new ArchiveRejected(Kind.BUFFER_FULL, String.format(
+                    "the archive buffer holds %d of %d bytes; these %d files (%d bytes) would take it past its high-water mark (%d bytes). "
+                            + "Nothing was registered; retry later (files are flushed to tape and evicted meanwhile)",
+                    used, props.capacityBytes(), n, incoming, props.highWaterBytes()),
+                    List.of(EntryError.field("files", "buffer above its high-water mark")), props.retryAfter());
+        }
+    }
+
+    /** In one transaction under the buffer lock: conflicts, admission, then the catalog and queue rows. */
+    private List<Long> admit(List<Checked> files) {
+        jdbc.queryForObject("SELECT id FROM archive_buffer WHERE id = 1 FOR UPDATE", Integer.class);
+        record Existing(long id, long size, String adler, String path) {}
+        Map<String, Existing> byName = new HashMap<>();
+        jdbc.query("""
+                SELECT f.name, f.id, f.size_bytes, f.adler32, a.path FROM file f LEFT JOIN archive_file a ON a.file_id = f.id
+                 WHERE f.name = ANY(?)""", rs -> {
+            byName.put(rs.getString(1), new Existing(rs.getLong(2), rs.getLong(3), trim(rs.getString(4)), rs.getString(5)));
+        }, (Object) files.stream().map(Checked::name).toArray(String[]::new));
+        Map<String, String> nameByPath = new HashMap<>();
+        jdbc.query("SELECT a.path, f.name FROM archive_file a JOIN file f ON f.id = a.file_id WHERE a.path = ANY(?)",
+                rs -> { nameByPath.put(rs.getString(1), rs.getString(2)); },
+                (Object) files.stream().map(c -> c.path.toString()).toArray(String[]::new));
+        List<EntryError> errors = new ArrayList<>();
+        List<Long> ids = new ArrayList<>(files.size());
+        List<Checked> fresh = new ArrayList<>();
+        List<Integer> freshAt = new ArrayList<>();
+        for (Checked c : files) {
+            Existing e = byName.get(c.name);
+            if (e != null) {
+                if (c.path.toString().equals(e.path) && e.size == c.size && c.adler32.equals(e.adler)) {
+                    ids.add(e.id); // the same registration again: answered, not repeated
+                } else {
+                    errors.add(EntryError.file(c.index, c.given, "a file named " + c.name + " is already in the catalog"
+                            + (e.path == null ? " (not from the landing buffer)" : " with other content or another buffer path")));
+                }
+                continue;
+            }
+            String other = nameByPath.get(c.path.toString());
+            if (other != null) {
+                errors.add(EntryError.file(c.index, c.given, "this buffer file is already registered as " + other));
+                continue;
+            }
+            freshAt.add(ids.size());
+            ids.add(null);
+            fresh.add(c);
+        }
+        if (!errors.isEmpty()) throw new ArchiveRejected(Kind.CONFLICT, describe(errors), errors);
+        if (fresh.isEmpty()) return ids;
+        long incoming = fresh.stream().mapToLong(Checked::size).sum();
+        long used = usedBytes();
+        admissible(used, incoming, fresh.size());
+        Map<String, Long> datasets = datasets(fresh, errors);
+        if (!errors.isEmpty()) throw new ArchiveRejected(Kind.INVALID, describe(errors), errors);
+        int n = fresh.size();
+        String[] names = new String[n], sums = new String[n], exps = new String[n], paths = new String[n], fams = new String[n], classes = new String[n];
+        Long[] sizes = new Long[n], dsIds = new Long[n];
+        Integer[] copies = new Integer[n];
+        Map<String, String> dsExperiment = new HashMap<>();
+        jdbc.query("SELECT name, experiment FROM dataset WHERE name = ANY(?)", rs -> { dsExperiment.put(rs.getString(1), rs.getString(2)); },
+                (Object) datasets.keySet().toArray(String[]::new));
+        for (int i = 0; i < n; i++) {
+            Checked c = fresh.get(i);
+            names[i] = c.name;
+            sums[i] = c.adler32;
+            sizes[i] = c.size;
+            dsIds[i] = datasets.get(c.dataset);
+            exps[i] = c.experiment != null ? c.experiment : dsExperiment.get(c.dataset);
+            paths[i] = c.path.toString();
+            fams[i] = c.family;
+            classes[i] = c.storageClass;
+            copies[i] = c.copies;
+        }
+        Map<String, Long> idByName = new HashMap<>();
+        jdbc.query("""
+                INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment)
+                SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::text[])
+                RETURNING name, id""", rs -> { idByName.put(rs.getString(1), rs.getLong(2)); },
+                names, sizes, sums, dsIds, exps);
+        Long[] fileIds = new Long[n];
+        for (int i = 0; i < n; i++) {
+            fileIds[i] = idByName.get(names[i]);
+            ids.set(freshAt.get(i), fileIds[i]);
+        }
+        jdbc.update("""
+                INSERT INTO archive_file (file_id, path, size_bytes, adler32, family, storage_class, copies, registered_at)
+                SELECT u.*, ? FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::smallint[]) AS u""",
+                Timestamp.from(clock.instant()), fileIds, paths, sizes, sums, fams, classes, copies);
+        // one row per tape copy, in registration order: the sequence is the family's write order
+        jdbc.update("""
+                INSERT INTO archive_copy (file_id, copy_no, family, not_before)
+                SELECT u.id, c.n, u.fam, ? FROM unnest(?::bigint[], ?::int[], ?::text[]) WITH ORDINALITY AS u(id, copies, fam, ord)
+                 CROSS JOIN LATERAL generate_series(1, u.copies) AS c(n)
+                 ORDER BY u.ord, c.n""", Timestamp.from(clock.instant()), fileIds, copies, fams);
+        return ids;
+    }
+
+    /** Dataset ids by name, creating new ones; an experiment that contradicts an existing dataset is an error. */
+    private Map<String, Long> datasets(List<Checked> files, List<EntryError> errors) {
+        Map<String, Long> ids = new LinkedHashMap<>();
+        Map<String, String> wanted = new LinkedHashMap<>();
+        // a new dataset takes the first experiment named for it in the call, else the default
+        for (Checked c : files) if (c.experiment != null) wanted.putIfAbsent(c.dataset, c.experiment);
+        for (Checked c : files) wanted.putIfAbsent(c.dataset, props.defaultExperiment());
+        for (var e : wanted.entrySet()) {
+            jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, ?) ON CONFLICT (name) DO NOTHING", e.getKey(), e.getValue());
+        }
+        Map<String, String> exps = new HashMap<>();
+        jdbc.query("SELECT name, id, experiment FROM dataset WHERE name = ANY(?)", rs -> {
+            ids.put(rs.getString(1), rs.getLong(2));
+            exps.put(rs.getString(1), rs.getString(3));
+        }, (Object) wanted.keySet().toArray(String[]::new));
+        for (Checked c : files) {
+            if (c.experiment != null && !c.experiment.equals(exps.get(c.dataset)))
+                errors.add(new EntryError(c.index, c.given, "experiment", "dataset " + c.dataset + " belongs to experiment "
+                        + exps.get(c.dataset) + ", not " + c.experiment));
+        }
+        return ids;
+    }
+
+    long usedBytes() {
+        return jdbc.queryForObject("SELECT coalesce(sum(size_bytes), 0) FROM archive_file WHERE state <> 'evicted'", Long.class);
+    }
+
+    private static String describe(List<EntryError> errors) {
+        return errors.size() == 1 ? "1 file refused: " + errors.get(0).reason() : errors.size() + " files refused; nothing was registered";
+    }
+
+    private static String trim(String s) {
+        return s == null ? null : s.trim();
+    }
+
+    // ------------------------------------------------------------------ queries
+
+    private static final String STATUS_SQL = """
+            SELECT a.file_id, f.name, a.path, a.size_bytes, a.adler32, d.name AS dataset, a.family, a.storage_class, a.state,
+                   a.copies, a.registered_at, a.archived_at,
+                   (SELECT coalesce(sum(c.attempts), 0) FROM archive_copy c WHERE c.file_id = a.file_id) AS attempts,
+                   (SELECT c.error FROM archive_copy c WHERE c.file_id = a.file_id AND c.error IS NOT NULL
+                     ORDER BY c.copy_no LIMIT 1) AS error
+              FROM archive_file a JOIN file f ON f.id = a.file_id LEFT JOIN dataset d ON d.id = f.dataset_id
+            """;
+
+    private List<ArchiveFileStatus> statuses(List<Long> ids) {
+        Map<Long, List<WrittenCopy>> copies = new HashMap<>();
+        Long[] arr = ids.toArray(Long[]::new);
+        jdbc.query("""
+                SELECT c.file_id, c.copy_no, v.label, s.offset_bytes, s.fseq FROM archive_copy c
+                  JOIN segment s ON s.file_id = c.file_id AND s.volume_id = c.volume_id JOIN volume v ON v.id = c.volume_id
+                 WHERE c.file_id = ANY(?) AND c.state = 'done' ORDER BY c.file_id, c.copy_no""", rs -> {
+            copies.computeIfAbsent(rs.getLong(1), k -> new ArrayList<>()).add(new WrittenCopy(rs.getInt(2), rs.getString(3),
+                    rs.getLong(4), (Integer) rs.getObject(5)));
+        }, (Object) arr);
+        Map<Long, ArchiveFileStatus> byId = new HashMap<>();
+        jdbc.query(STATUS_SQL + " WHERE a.file_id = ANY(?)", rs -> {
+            ArchiveFileStatus s = status(rs, copies.getOrDefault(rs.getLong(1), List.of()));
+            byId.put(s.fileId(), s);
+        }, (Object) arr);
+        List<ArchiveFileStatus> out = new ArrayList<>(ids.size());
+        for (Long id : ids) out.add(byId.get(id));
+        return out;
+    }
+
+    private static ArchiveFileStatus status(ResultSet rs, List<WrittenCopy> copies) throws SQLException {
+        Timestamp archived = rs.getTimestamp("archived_at");
+        return new ArchiveFileStatus(rs.getLong("file_id"), rs.getString("name"), rs.getString("path"), rs.getLong("size_bytes"),
+                trim(rs.getString("adler32")), rs.getString("dataset"), rs.getString("family"), rs.getString("storage_class"),
+                rs.getString("state"), rs.getInt("copies"), copies, rs.getInt("attempts"), rs.getString("error"),
+                rs.getTimestamp("registered_at").toInstant(), archived == null ? null : archived.toInstant());
+    }
+
+    @Override
+    public Optional<ArchiveFileStatus> file(long fileId) {
+        List<ArchiveFileStatus> s = statuses(List.of(fileId));
+        return Optional.ofNullable(s.get(0));
+    }
+
+    @Override
+    public Optional<ArchiveFileStatus> fileByName(String nameOrPath) {
+        List<Long> ids = jdbc.queryForList("""
+                SELECT a.file_id FROM archive_file a JOIN file f ON f.id = a.file_id WHERE f.name = ? OR a.path = ? LIMIT 1""",
+                Long.class, nameOrPath, nameOrPath);
+        return ids.isEmpty() ? Optional.empty() : file(ids.get(0));
+    }
+
+    @Override
+    public Optional<Path> locate(long fileId) {
+        List<String> p = jdbc.queryForList("SELECT path FROM archive_file WHERE file_id = ? AND state <> 'evicted'", String.class, fileId);
+        if (p.isEmpty()) return Optional.empty();
+        Path path = Path.of(p.get(0));
+        return Files.isRegularFile(path) ? Optional.of(path) : Optional.empty();
+    }
+
+    @Override
+    public List<FileArchived> archivedSince(Instant since, int limit) {
+        return jdbc.query("""
+                SELECT a.file_id, f.dataset_id, f.name, a.path, a.size_bytes, a.adler32, a.archived_at
+                  FROM archive_file a JOIN file f ON f.id = a.file_id
+                 WHERE a.archived_at >= ? ORDER BY a.archived_at, a.file_id LIMIT ?""",
+                (rs, i) -> archived(rs), Timestamp.from(since), limit);
+    }
+
+    static FileArchived archived(ResultSet rs) throws SQLException {
+        return new FileArchived(rs.getLong("file_id"), rs.getLong("dataset_id"), rs.getString("name"), Path.of(rs.getString("path")),
+                rs.getLong("size_bytes"), trim(rs.getString("adler32")), rs.getTimestamp("archived_at").toInstant());
+    }
+
+    @Override
+    public BufferUsage usage() {
+        Map<String, Long> files = new TreeMap<>(), bytes = new TreeMap<>();
+        for (String s : List.of("queued", "writing", "archived", "evictable", "evicted")) {
+            files.put(s, 0L);
+            bytes.put(s, 0L);
+        }
+        jdbc.query("SELECT state, count(*), coalesce(sum(size_bytes), 0) FROM archive_file GROUP BY state", rs -> {
+            files.put(rs.getString(1), rs.getLong(2));
+            bytes.put(rs.getString(1), rs.getLong(3));
+        });
+        long used = bytes.entrySet().stream().filter(e -> !e.getKey().equals("evicted")).mapToLong(Map.Entry::getValue).sum();
+        return new BufferUsage(props.capacityBytes(), used, props.highWaterBytes(), props.lowWaterBytes(), files, bytes);
+    }
+
+    @Override
+    public List<FamilyVolume> volumes(String family) {
+        return jdbc.query("""
+                SELECT av.family, av.copy_no, v.label, av.state, av.files, av.end_of_data FROM archive_volume av
+                  JOIN volume v ON v.id = av.volume_id
+                 WHERE av.family IS NOT NULL AND (?::text IS NULL OR av.family = ?) ORDER BY av.family, av.opened_at, v.label""",
+                (rs, i) -> new FamilyVolume(rs.getString(1), rs.getInt(2), rs.getString(3), rs.getString(4), rs.getInt(5),
+                        rs.getLong(6), volumeCapacity), family, family);
+    }
+
+    // ------------------------------------------------------------------ eviction
+
+    /**
+     * Archived files every hold releases become evictable; then, while the buffer is above its low-water
+     * mark, evictable files are deleted oldest archived first. Returns how many files were deleted.
+     */
+    public synchronized int evict() {
+        release();
+        long excess = usedBytes() - props.lowWaterBytes();
+        int deleted = 0;
+        while (excess > 0) {
+            record Victim(long id, String path, long size) {}
+            // oldest archived first; only files whose every wanted copy is on tape (a last check against the catalog)
+            List<Victim> candidates = jdbc.query("""
+                    SELECT a.file_id, a.path, a.size_bytes FROM archive_file a
+                     WHERE a.state = 'evictable' AND a.file_id <> ALL(?)
+                       AND (SELECT count(*) FROM archive_copy c JOIN segment sg ON sg.file_id = c.file_id AND sg.volume_id = c.volume_id
+                             WHERE c.file_id = a.file_id AND c.state = 'done' AND sg.state = 'ok') >= a.copies
+                     ORDER BY a.archived_at, a.file_id LIMIT ?""",
+                    (rs, i) -> new Victim(rs.getLong(1), rs.getString(2), rs.getLong(3)), skipped.toArray(Long[]::new), EVICTION_CHUNK);
+            if (candidates.isEmpty()) break;
+            // the holds have the last word at deletion time too (another instance may have released with other holds)
+            Set<Long> allowed = allowed(candidates.stream().map(Victim::id).toList());
+            List<Victim> take = new ArrayList<>();
+            long sum = 0;
+            for (Victim v : candidates) {
+                if (!allowed.contains(v.id)) {
+                    skipped.add(v.id);
+                    continue;
+                }
+                if (sum >= excess) break;
+                take.add(v);
+                sum += v.size;
+            }
+            if (take.isEmpty()) continue;
+            List<Long> gone = tx.execute(s -> {
+                List<Long> locked = jdbc.queryForList("""
+                        SELECT file_id FROM archive_file WHERE file_id = ANY(?) AND state = 'evictable' FOR UPDATE SKIP LOCKED""",
+                        Long.class, (Object) take.stream().map(Victim::id).toArray(Long[]::new));
+                jdbc.update("UPDATE archive_file SET state = 'evicted', evicted_at = now(), updated_at = now() WHERE file_id = ANY(?)",
+                        (Object) locked.toArray(Long[]::new));
+                return locked;
+            });
+            Set<Long> goneSet = new HashSet<>(gone);
+            for (Victim v : take) {
+                if (!goneSet.contains(v.id)) {
+                    skipped.add(v.id);
+                    continue;
+                }
+                try {
+                    Files.deleteIfExists(Path.of(v.path));
+                } catch (IOException e) {
+                    log.warn("archive: cannot delete evicted buffer file {}: {}", v.path, e.toString());
+                }
+                excess -= v.size;
+                deleted++;
+            }
+        }
+        skipped.clear();
+        if (deleted > 0) log.info("archive: evicted {} files from the buffer", deleted);
+        return deleted;
+    }
+
+    private final List<Long> skipped = new ArrayList<>();
+
+    private Set<Long> allowed(List<Long> ids) {
+        Set<Long> free = new HashSet<>(ids);
+        for (EvictionHold h : holds) {
+            if (free.isEmpty()) break;
+            Collection<Long> ok = h.mayEvict(List.copyOf(free));
+            free.retainAll(ok == null ? Set.of() : new HashSet<>(ok));
+        }
+        return free;
+    }
+
+    /** Asks the holds about archived files and marks those all of them release as evictable. */
+    int release() {
+        int total = 0;
+        long after = 0;
+        while (true) {
+            List<Long> ids = jdbc.queryForList("""
+                    SELECT file_id FROM archive_file WHERE state = 'archived' AND file_id > ? ORDER BY file_id LIMIT ?""",
+                    Long.class, after, EVICTION_CHUNK);
+            if (ids.isEmpty()) return total;
+            after = ids.get(ids.size() - 1);
+            Set<Long> free = allowed(ids);
+            if (!free.isEmpty())
+                total += jdbc.update("UPDATE archive_file SET state = 'evictable', updated_at = now() WHERE file_id = ANY(?) AND state = 'archived'",
+                        (Object) free.toArray(Long[]::new));
+        }
+    }
+}

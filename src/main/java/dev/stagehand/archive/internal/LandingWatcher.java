@@ -1,0 +1,132 @@
+package dev.stagehand.archive.internal;
+
+import dev.stagehand.archive.ArchiveRejected;
+import dev.stagehand.archive.NewArchiveFile;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Registers files that land in the landing area without an API call. The layout is
+ * {@code <landing>/<experiment>/<dataset>/.../<file>}; a file counts as landed once its producer has
+ * written a marker {@code <file>.done} next to it (empty, or holding the file's Adler32 as hex, which is
+ * then checked). A marker is explicit where a "size unchanged for N seconds" rule would guess, and it
+ * survives restarts. The marker is removed once the file is registered; a file that is refused keeps its
+ * bytes and gets its marker renamed to {@code <file>.rejected} with the reason inside; while the buffer is
+ * above its high-water mark nothing is touched and the scan stops until the next round.
+ */
+public final class LandingWatcher {
+
+    private static final Logger log = LoggerFactory.getLogger(LandingWatcher.class);
+    static final String MARKER = ".done";
+    private static final int CHUNK = 500;
+
+    private final JdbcArchiveBuffer buffer;
+
+    public LandingWatcher(JdbcArchiveBuffer buffer) {
+        this.buffer = buffer;
+    }
+
+    /** One scan; returns how many files were registered. */
+    public int scan() {
+        Path landing = buffer.landing();
+        List<Path> markers;
+        try (Stream<Path> s = Files.walk(landing)) {
+            markers = s.filter(p -> p.getFileName().toString().endsWith(MARKER) && Files.isRegularFile(p)).sorted().toList();
+        } catch (IOException | java.io.UncheckedIOException e) {
+            log.warn("archive watcher: cannot scan {}: {}", landing, e.toString());
+            return 0;
+        }
+        List<Path> batchMarkers = new ArrayList<>();
+        List<NewArchiveFile> batch = new ArrayList<>();
+        int registered = 0;
+        for (Path m : markers) {
+            String n = m.getFileName().toString();
+            Path file = m.resolveSibling(n.substring(0, n.length() - MARKER.length()));
+            Path rel = landing.relativize(m);
+            if (rel.getNameCount() < 3) {
+                reject(m, "expected <landing>/<experiment>/<dataset>/.../<file>" + MARKER);
+                continue;
+            }
+            if (!Files.isRegularFile(file)) {
+                reject(m, "marker without its file " + file.getFileName());
+                continue;
+            }
+            String sum;
+            long size;
+            try {
+                sum = Files.readString(m, StandardCharsets.US_ASCII).strip();
+                size = Files.size(file);
+            } catch (IOException e) {
+                log.warn("archive watcher: cannot read {}: {}", m, e.toString());
+                continue;
+            }
+            batch.add(new NewArchiveFile(file.toString(), size, sum.isEmpty() ? null : sum, rel.getName(1).toString(),
+                    rel.getName(0).toString(), null, null));
+            batchMarkers.add(m);
+            if (batch.size() == CHUNK) {
+                int r = submit(batch, batchMarkers);
+                if (r < 0) return registered;
+                registered += r;
+                batch.clear();
+                batchMarkers.clear();
+            }
+        }
+        if (!batch.isEmpty()) {
+            int r = submit(batch, batchMarkers);
+            if (r > 0) registered += r;
+        }
+        return registered;
+    }
+
+    /** Registers a chunk (one by one when the chunk is refused); -1 when the buffer is full. */
+    private int submit(List<NewArchiveFile> files, List<Path> markers) {
+        try {
+            buffer.register(files);
+            markers.forEach(LandingWatcher::delete);
+            return files.size();
+        } catch (ArchiveRejected e) {
+            if (e.kind() == ArchiveRejected.Kind.BUFFER_FULL) {
+                log.info("archive watcher: buffer above its high-water mark; {} landed files wait", files.size());
+                return -1;
+            }
+            if (files.size() == 1) {
+                reject(markers.get(0), e.errors().isEmpty() ? e.getMessage() : e.errors().get(0).reason());
+                return 0;
+            }
+        }
+        int n = 0;
+        for (int i = 0; i < files.size(); i++) {
+            int r = submit(List.of(files.get(i)), List.of(markers.get(i)));
+            if (r < 0) return n == 0 ? -1 : n;
+            n += r;
+        }
+        return n;
+    }
+
+    private static void reject(Path marker, String reason) {
+        String n = marker.getFileName().toString();
+        Path to = marker.resolveSibling(n.substring(0, n.length() - MARKER.length()) + ".rejected");
+        log.warn("archive watcher: {} refused: {}", marker, reason);
+        try {
+            Files.writeString(to, reason + "\n", StandardCharsets.UTF_8);
+            Files.deleteIfExists(marker);
+        } catch (IOException e) {
+            log.warn("archive watcher: cannot mark {} rejected: {}", marker, e.toString());
+        }
+    }
+
+    private static void delete(Path marker) {
+        try {
+            Files.deleteIfExists(marker);
+        } catch (IOException e) {
+            log.warn("archive watcher: cannot remove marker {}: {}", marker, e.toString());
+        }
+    }
+}

@@ -1,0 +1,59 @@
+package dev.stagehand.cache;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * Health of the cache directories (contributor {@code cacheDirectories}, part of readiness), from the disk
+ * itself and not the database (so a database outage shows as {@code db} only): each directory must exist, take
+ * a new file, and its file system must have at least {@code min-free} space left. UP while at least one
+ * directory is usable (the others are named in the details); DOWN when none is. A cache whose accounting
+ * is full is not unhealthy: staging waits for space (backpressure), nothing fails.
+ */
+class CacheHealth implements HealthIndicator {
+
+    private final CacheProperties props;
+    private final DataSize minFree;
+
+    CacheHealth(CacheProperties props, DataSize minFree) {
+        this.props = props;
+        this.minFree = minFree;
+    }
+
+    @Override
+    public Health health() {
+        Map<String, Object> dirs = new LinkedHashMap<>();
+        int usable = 0;
+        for (CacheProperties.Directory d : props.directories()) {
+            Map<String, Object> detail = new LinkedHashMap<>();
+            String problem = check(d.path(), detail);
+            if (problem == null) usable++;
+            else detail.put("problem", problem);
+            detail.put("usable", problem == null);
+            dirs.put(d.path().toString(), detail);
+        }
+        Health.Builder h = usable > 0 ? Health.up() : Health.down().withDetail("reason", "no usable cache directory");
+        return h.withDetail("usableDirectories", usable).withDetail("minFreeBytes", minFree.toBytes())
+                .withDetail("directories", dirs).build();
+    }
+
+    private String check(Path dir, Map<String, Object> detail) {
+        if (!Files.isDirectory(dir)) return "missing or not a directory";
+        try {
+            long free = Files.getFileStore(dir).getUsableSpace();
+            detail.put("freeBytes", free);
+            Path probe = Files.createTempFile(dir, ".health-", ".probe");
+            Files.delete(probe);
+            if (free < minFree.toBytes()) return "file system full: " + free + " bytes free, below " + minFree.toBytes();
+            return null;
+        } catch (IOException | SecurityException e) {
+            return "not writable: " + e.getMessage();
+        }
+    }
+}

@@ -1,0 +1,524 @@
+package dev.stagehand.replication;
+
+import dev.stagehand.recall.StageRequestRejected;
+import dev.stagehand.recall.StageRequests;
+import dev.stagehand.recall.StageRequests.NewStageRequest;
+import dev.stagehand.replication.ReplicaPlanner.Decision;
+import dev.stagehand.replication.ReplicaPlanner.FileView;
+import dev.stagehand.replication.ReplicaPlanner.SiteRef;
+import dev.stagehand.transfer.Mover;
+import dev.stagehand.transfer.TransferFailure;
+import dev.stagehand.transfer.TransferQueue;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Component;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * Makes the replicas the rules ask for. One pass (every {@code pass-interval}, on one instance at a time
+ * thanks to a lease row):
+ * <ol>
+ *   <li>expires rules past their lifetime;</li>
+ *   <li>applies each continuous rule: chooses its N sites among those matching (sites already holding most
+ *       of the dataset first, then by name; fixed once chosen) and adds a wanted replica for every file
+ *       of the dataset at each (cron rules do this only when their schedule runs them);</li>
+ *   <li>follows replicas under way through their transfer_job rows (done: verified when the destination's
+ *       Adler32 equals the catalog's) and recall requests (staging &rarr; transferring), and counts
+ *       failures: retried with backoff, failed for good after {@code max-attempts};</li>
+ *   <li>dispatches pending replicas: one transfer_job each (local copy or third-party from a site), or one
+ *       recall request per (site, experiment) for copies that must come from tape; the source is chosen by
+ *       {@link ReplicaPlanner} (bottleneck links crossed once, then fan-out);</li>
+ *   <li>recomputes the per-site completeness of every dataset a rule covers.</li>
+ * </ol>
+ * A replica is a single row per (file, site) whatever the number of rules wanting it, so no transfer is
+ * made twice and none for a replica already done. Everything is in rows: a restart carries on.
+ */
+@Component
+public class ReplicationEngine implements SmartLifecycle {
+
+    private static final Logger log = LoggerFactory.getLogger(ReplicationEngine.class);
+
+    /** What one pass did. {@code led} is false when another instance held the lease (nothing was done). */
+    public record PassReport(boolean led, int rulesApplied, int finished, int failed, int dispatched, int staged, int waiting) {}
+
+    private final JdbcTemplate jdbc;
+    private final TransactionTemplate tx;
+    private final TransferQueue transfers;
+    private final StageRequests stageRequests;
+    private final Mover mover;
+    private final ObjectProvider<LocalSource> localSource;
+    private final ReplicationProperties props;
+    private final String owner = "replication-" + ProcessHandle.current().pid() + "-" + Long.toHexString(System.nanoTime());
+    private final ReentrantLock passLock = new ReentrantLock();
+    /** Remote directories known to exist (site id + path): created once, not before every file. */
+    private final Set<String> madeDirectories = ConcurrentHashMap.newKeySet();
+    private volatile boolean running;
+    private Thread thread;
+
+    public ReplicationEngine(JdbcTemplate jdbc, TransactionTemplate tx, TransferQueue transfers, StageRequests stageRequests,
+                             Mover mover, ObjectProvider<LocalSource> localSource, ReplicationProperties props) {
+        this.jdbc = jdbc;
+        this.tx = tx;
+        this.transfers = transfers;
+        this.stageRequests = stageRequests;
+        this.mover = mover;
+        this.localSource = localSource;
+        this.props = props;
+    }
+
+    @Override
+    public void start() {
+        if (!props.enabled()) return;
+        running = true;
+        thread = Thread.ofVirtual().name("replication-engine").start(this::loop);
+    }
+
+    @Override
+    public void stop() {
+        running = false;
+        if (thread != null) thread.interrupt();
+        try {
+            // hand the lease over at once rather than after it runs out
+            jdbc.update("UPDATE replication_engine_lease SET until = '-infinity' WHERE name = 'engine' AND owner = ?", owner);
+        } catch (RuntimeException e) {
+            log.debug("replication lease not released: {}", e.toString());
+        }
+    }
+
+    @Override
+    public boolean isRunning() {
+        return running;
+    }
+
+    private void loop() {
+        while (running) {
+            try {
+                pass();
+            } catch (RuntimeException e) {
+                log.warn("replication pass: {}", e.toString());
+            }
+            try {
+                Thread.sleep(props.passInterval().toMillis());
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+    }
+
+    /** The lease that makes one instance at a time run passes (taken over when its holder stops renewing). */
+    private boolean lead() {
+        long leaseMillis = Math.max(30_000, props.passInterval().toMillis() * 10);
+        return jdbc.update("""
+                UPDATE replication_engine_lease SET owner = ?, until = now() + make_interval(secs => ?)
+                 WHERE name = 'engine' AND (owner = ? OR until < now())""", owner, leaseMillis / 1000.0, owner) == 1;
+    }
+
+    /**
+     * Moves the engine's lease to this instance now (an operator's or a test's choice; otherwise the lease
+     * moves only when its holder stops renewing it). The background passes of this instance then lead.
+     */
+    public void takeLead() {
+        jdbc.update("UPDATE replication_engine_lease SET owner = ?, until = now() + interval '30 seconds' WHERE name = 'engine'", owner);
+    }
+
+    /** One pass (see the class comment); public so tests and benchmarks can drive the engine step by step. */
+    public PassReport pass() {
+        passLock.lock();
+        try {
+            if (!lead()) return new PassReport(false, 0, 0, 0, 0, 0, 0);
+            jdbc.update("UPDATE replication_rule SET state = 'expired' WHERE state = 'active' AND expires_at < now()");
+            int applied = 0;
+            for (long rule : jdbc.queryForList("SELECT id FROM replication_rule WHERE state = 'active' AND schedule IS NULL ORDER BY id", Long.class)) {
+                applyRule(rule);
+                applied++;
+            }
+            int[] tracked = track();
+            int[] sent = dispatch();
+            recomputeStatus();
+            return new PassReport(true, applied, tracked[0], tracked[1], sent[0], sent[1], sent[2]);
+        } finally {
+            passLock.unlock();
+        }
+    }
+
+    /**
+     * Applies a rule now: chooses its sites if not yet chosen and wants a replica of every file of its
+     * dataset at each. Returns how many (file, site) replicas the rule wants that it did not before.
+     */
+    public int applyRule(long ruleId) {
+        return tx.execute(status -> {
+            List<Map<String, Object>> rows = jdbc.queryForList(
+                    "SELECT dataset_id, copies, site_expression, state FROM replication_rule WHERE id = ? FOR UPDATE", ruleId);
+            if (rows.isEmpty() || !"active".equals(rows.getFirst().get("state"))) return 0;
+            long dataset = ((Number) rows.getFirst().get("dataset_id")).longValue();
+            int copies = ((Number) rows.getFirst().get("copies")).intValue();
+            String expression = (String) rows.getFirst().get("site_expression");
+            List<Long> chosen = jdbc.queryForList("SELECT site_id FROM replication_rule_site WHERE rule_id = ?", Long.class, ruleId);
+            String note = null;
+            if (chosen.size() < copies) {
+                SiteExpression expr = SiteExpression.parse(expression);
+                Map<Long, Long> held = new HashMap<>();
+                jdbc.query("""
+                        SELECT r.site_id, count(*) FROM replica r JOIN file f ON f.id = r.file_id
+                         WHERE f.dataset_id = ? AND r.state IN ('done', 'verified') GROUP BY r.site_id""",
+                        rs -> {
+                            held.put(rs.getLong(1), rs.getLong(2));
+                        }, dataset);
+                List<SiteRef> candidates = sites().values().stream()
+                        .filter(s -> expr.matches(s) && !chosen.contains(s.id()))
+                        .sorted(Comparator.<SiteRef>comparingLong(s -> -held.getOrDefault(s.id(), 0L)).thenComparing(SiteRef::name))
+                        .toList();
+                for (SiteRef s : candidates) {
+                    if (chosen.size() >= copies) break;
+                    jdbc.update("INSERT INTO replication_rule_site (rule_id, site_id) VALUES (?, ?)", ruleId, s.id());
+                    chosen.add(s.id());
+                }
+                if (chosen.size() < copies)
+                    note = "only " + chosen.size() + " of " + copies + " sites match '" + expression + "'";
+            }
+            jdbc.update("UPDATE replication_rule SET note = ? WHERE id = ? AND note IS DISTINCT FROM ?", note, ruleId, note);
+            jdbc.update("""
+                    INSERT INTO replica (file_id, site_id)
+                    SELECT f.id, rs.site_id FROM file f JOIN replication_rule_site rs ON rs.rule_id = ?
+                     WHERE f.dataset_id = ? ON CONFLICT DO NOTHING""", ruleId, dataset);
+            int added = jdbc.update("""
+                    INSERT INTO replication_rule_replica (rule_id, file_id, site_id)
+                    SELECT ?, f.id, rs.site_id FROM file f JOIN replication_rule_site rs ON rs.rule_id = ?
+                     WHERE f.dataset_id = ? ON CONFLICT DO NOTHING""", ruleId, ruleId, dataset);
+            if (added > 0) {
+                // a replica declared lost earlier, and wanted again: made again
+                jdbc.update("""
+                        UPDATE replica r SET state = 'pending', attempts = 0, next_attempt_at = NULL, updated_at = now()
+                          FROM replication_rule_replica x WHERE x.rule_id = ? AND x.file_id = r.file_id AND x.site_id = r.site_id
+                           AND r.state = 'lost'""", ruleId);
+            }
+            return added;
+        });
+    }
+
+    /**
+     * A scheduled run of a rule (called by {@link ReplicationRunJob} on one instance of the cluster):
+     * applies the rule (its dataset's new files), runs a pass, then waits until every replica the rule wants
+     * is settled (done, verified or failed for good) or {@code schedule.max-run-time} passed. Recorded in
+     * replication_run. Returns false when the rule no longer exists.
+     */
+    public boolean runScheduled(long ruleId, Instant scheduledAt, String instance) {
+        List<String> state = jdbc.queryForList("SELECT state FROM replication_rule WHERE id = ?", String.class, ruleId);
+        if (state.isEmpty()) return false;
+        long run = jdbc.queryForObject("INSERT INTO replication_run (rule_id, instance, scheduled_at) VALUES (?, ?, ?) RETURNING id",
+                Long.class, ruleId, instance, scheduledAt == null ? null : java.sql.Timestamp.from(scheduledAt));
+        String outcome;
+        int added = 0;
+        try {
+            if (!state.getFirst().equals("active")) {
+                outcome = "rule " + state.getFirst();
+            } else {
+                added = applyRule(ruleId);
+                pass();
+                long deadline = System.nanoTime() + props.schedule().maxRunTime().toNanos();
+                outcome = "settled";
+                while (open(ruleId) > 0) {
+                    if (System.nanoTime() > deadline) {
+                        outcome = "timed out after " + props.schedule().maxRunTime() + " with " + open(ruleId) + " replicas open";
+                        break;
+                    }
+                    Thread.sleep(props.schedule().settlePoll().toMillis());
+                    if (props.enabled()) continue; // the background passes move things on
+                    pass();
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            outcome = "interrupted";
+        } catch (RuntimeException e) {
+            outcome = "error: " + e.getMessage();
+            log.warn("scheduled run of rule {}: {}", ruleId, e.toString());
+        }
+        jdbc.update("UPDATE replication_run SET finished_at = now(), files_added = ?, outcome = ? WHERE id = ?", added, outcome, run);
+        return true;
+    }
+
+    /** Replicas the rule wants that are not settled yet. */
+    private long open(long ruleId) {
+        return jdbc.queryForObject("""
+                SELECT count(*) FROM replication_rule_replica x JOIN replica r ON r.file_id = x.file_id AND r.site_id = x.site_id
+                 WHERE x.rule_id = ? AND r.state IN ('pending', 'staging', 'transferring')""", Long.class, ruleId);
+    }
+
+    /** Follows replicas under way; returns {finished, failed attempts}. */
+    private int[] track() {
+        // staged from tape and handed to the transfer queue: follow that transfer
+        jdbc.update("""
+                UPDATE replica r SET state = 'transferring', transfer_job_id = j.id, updated_at = now()
+                  FROM transfer_job j
+                 WHERE r.state = 'staging' AND j.correlation = 'stage:' || r.stage_request_id::text || ':' || r.file_id""");
+        int finished = jdbc.update("""
+                UPDATE replica r SET state = CASE WHEN f.adler32 IS NOT NULL AND j.dest_adler32 IS NOT NULL THEN 'verified' ELSE 'done' END,
+                       adler32 = CASE WHEN j.dest_adler32 IS NOT NULL THEN lpad(to_hex(j.dest_adler32), 8, '0') END,
+                       done_at = now(), updated_at = now(), last_error = NULL, waiting_for = NULL, next_attempt_at = NULL
+                  FROM transfer_job j, file f
+                 WHERE r.state = 'transferring' AND j.id = r.transfer_job_id AND j.state = 'done' AND f.id = r.file_id
+                   AND (f.adler32 IS NULL OR j.dest_adler32 IS NULL OR lpad(to_hex(j.dest_adler32), 8, '0') = f.adler32)""");
+        int failed = fail("""
+                FROM transfer_job j, file f
+                WHERE r.state = 'transferring' AND j.id = r.transfer_job_id AND f.id = r.file_id
+                  AND (j.state IN ('failed', 'cancelled') OR (j.state = 'done' AND f.adler32 IS NOT NULL
+                       AND j.dest_adler32 IS NOT NULL AND lpad(to_hex(j.dest_adler32), 8, '0') <> f.adler32))""",
+                """
+                CASE WHEN j.state = 'done' THEN 'destination Adler32 ' || lpad(to_hex(j.dest_adler32), 8, '0') || ' differs from the catalog''s ' || f.adler32
+                     ELSE 'transfer ' || j.state || coalesce(' (' || j.last_error_class || ')', '') || coalesce(': ' || j.last_error, '') END""");
+        failed += fail("""
+                FROM stage_request_file x
+                WHERE r.state = 'staging' AND x.request_id = r.stage_request_id AND x.file_id = r.file_id
+                  AND x.state IN ('failed', 'cancelled')""",
+                "'recall ' || x.state || coalesce(': ' || x.error, '')");
+        if (failed > 0 && jdbc.queryForObject("""
+                SELECT EXISTS (SELECT 1 FROM replica r JOIN transfer_job j ON j.id = r.transfer_job_id
+                                WHERE r.updated_at > now() - interval '1 minute' AND j.last_error_class = 'NO_SUCH_PATH')""", Boolean.class)) {
+            madeDirectories.clear(); // a directory we thought made is gone: make them again
+        }
+        return new int[] {finished, failed};
+    }
+
+    /** Counts a failed attempt for the replicas selected by {@code from}: pending again after backoff, or failed for good. */
+    private int fail(String from, String reason) {
+        return jdbc.update("""
+                UPDATE replica r SET attempts = r.attempts + 1,
+                       state = CASE WHEN r.attempts + 1 >= ? THEN 'failed' ELSE 'pending' END,
+                       last_error = """ + reason + """
+                , waiting_for = NULL, updated_at = now(),
+                       next_attempt_at = now() + make_interval(secs => least(3600, ? * power(2, least(r.attempts, 12))))
+                """ + from, props.maxAttempts(), props.retryBackoff().toMillis() / 1000.0);
+    }
+
+    private record Pending(long file, long site, String name, long size, String adler32, String experiment, boolean onTape,
+                           String preference) {}
+
+    private record TapeGroup(long site, String experiment) {}
+
+    /** Dispatches due pending replicas; returns {transfers queued, files sent to recall, waiting}. */
+    private int[] dispatch() {
+        List<Pending> pending = jdbc.query("""
+                SELECT r.file_id, r.site_id, f.name, f.size_bytes, f.adler32, f.experiment,
+                       EXISTS (SELECT 1 FROM segment g JOIN volume v ON v.id = g.volume_id
+                                WHERE g.file_id = f.id AND g.state = 'ok' AND v.state = 'available') AS on_tape,
+                       (SELECT min(ru.source_expression) FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id
+                         WHERE x.file_id = r.file_id AND x.site_id = r.site_id AND ru.state = 'active') AS preference
+                  FROM replica r JOIN file f ON f.id = r.file_id
+                 WHERE r.state = 'pending' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= now())
+                   AND EXISTS (SELECT 1 FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id
+                                WHERE x.file_id = r.file_id AND x.site_id = r.site_id AND ru.state = 'active')
+                 ORDER BY r.file_id, r.site_id LIMIT ?""",
+                (rs, i) -> new Pending(rs.getLong(1), rs.getLong(2), rs.getString(3), rs.getLong(4), rs.getString(5),
+                        rs.getString(6), rs.getBoolean(7), rs.getString(8)), props.dispatchBatch());
+        if (pending.isEmpty()) return new int[3];
+        Map<Long, SiteRef> sites = sites();
+        Map<Long, String> endpoints = endpoints();
+        ReplicaPlanner planner = planner(sites);
+        Long[] fileIds = pending.stream().map(Pending::file).distinct().toArray(Long[]::new);
+        Map<Long, List<SiteRef>> holders = new HashMap<>();
+        Map<Long, List<SiteRef>> inFlight = new HashMap<>();
+        jdbc.query("SELECT file_id, site_id, state FROM replica WHERE file_id = ANY (?) AND state IN ('done', 'verified', 'staging', 'transferring')",
+                rs -> {
+                    SiteRef s = sites.get(rs.getLong(2));
+                    boolean good = rs.getString(3).equals("done") || rs.getString(3).equals("verified");
+                    if (good && !endpoints.containsKey(s.id())) return; // a holder we cannot read from
+                    (good ? holders : inFlight).computeIfAbsent(rs.getLong(1), k -> new ArrayList<>()).add(s);
+                }, (Object) fileIds);
+        LocalSource local = localSource.getIfAvailable();
+        Map<TapeGroup, List<Pending>> fromTape = new LinkedHashMap<>();
+        int queued = 0;
+        int waiting = 0;
+        for (Pending p : pending) {
+            SiteRef target = sites.get(p.site());
+            String base = endpoints.get(p.site());
+            if (base == null) {
+                waiting += waitFor(p, "site " + target.name() + " has no enabled endpoint");
+                continue;
+            }
+            Optional<Path> localCopy = local == null ? Optional.empty() : local.locate(p.file());
+            SiteExpression preference = p.preference() == null ? null : SiteExpression.parse(p.preference());
+            Decision d = planner.decide(new FileView(target, holders.getOrDefault(p.file(), List.of()),
+                    inFlight.getOrDefault(p.file(), List.of()), localCopy.isPresent(), p.onTape(), preference));
+            URI destination = url(base, p.name());
+            switch (d) {
+                case ReplicaPlanner.Wait w -> waiting += waitFor(p, w.reason());
+                case ReplicaPlanner.FromTape t -> fromTape.computeIfAbsent(new TapeGroup(p.site(), p.experiment()), k -> new ArrayList<>()).add(p);
+                case ReplicaPlanner.FromLocal l -> queued += send(p, localCopy.get().toUri(), destination, "local");
+                case ReplicaPlanner.FromSite s -> queued += send(p, url(endpoints.get(s.site().id()), p.name()), destination, s.site().name());
+            }
+            if (!(d instanceof ReplicaPlanner.Wait)) inFlight.computeIfAbsent(p.file(), k -> new ArrayList<>()).add(target);
+        }
+        int staged = 0;
+        for (var e : fromTape.entrySet()) staged += stage(e.getKey(), e.getValue(), endpoints.get(e.getKey().site()));
+        return new int[] {queued, staged, waiting};
+    }
+
+    private int waitFor(Pending p, String reason) {
+        jdbc.update("UPDATE replica SET waiting_for = ? WHERE file_id = ? AND site_id = ? AND waiting_for IS DISTINCT FROM ?",
+                reason, p.file(), p.site(), reason);
+        return 1;
+    }
+
+    /** Queues one transfer (and marks the replica transferring in the same transaction). */
+    private int send(Pending p, URI source, URI destination, String sourceName) {
+        if (!makeParent(p, destination)) return 0;
+        Long adler = p.adler32() == null ? null : Long.parseLong(p.adler32().trim(), 16);
+        tx.executeWithoutResult(status -> {
+            long job = transfers.enqueue(List.of(new TransferQueue.Request("replica:" + p.file() + ":" + p.site(), source,
+                    destination, p.size(), adler))).getFirst();
+            jdbc.update("""
+                    UPDATE replica SET state = 'transferring', source = ?, transfer_job_id = ?, stage_request_id = NULL,
+                           waiting_for = NULL, updated_at = now() WHERE file_id = ? AND site_id = ? AND state = 'pending'""",
+                    sourceName, job, p.file(), p.site());
+        });
+        return 1;
+    }
+
+    /** One recall request per (site, experiment), with the site's endpoint as destination. */
+    private int stage(TapeGroup g, List<Pending> files, String base) {
+        List<Pending> ready = files.stream().filter(p -> makeParent(p, url(base, p.name()))).toList();
+        if (ready.isEmpty()) return 0;
+        try {
+            UUID request = stageRequests.submit(props.owner(), new NewStageRequest(null, ready.stream().map(Pending::name).toList(),
+                    null, null, base, g.experiment())).request().id();
+            for (Pending p : ready) {
+                jdbc.update("""
+                        UPDATE replica SET state = 'staging', source = 'tape', stage_request_id = ?, transfer_job_id = NULL,
+                               waiting_for = NULL, updated_at = now() WHERE file_id = ? AND site_id = ? AND state = 'pending'""",
+                        request, p.file(), p.site());
+            }
+            return ready.size();
+        } catch (StageRequestRejected e) {
+            for (Pending p : ready) failNow(p, "recall refused: " + e.getMessage());
+            return 0;
+        }
+    }
+
+    /** Makes the destination's directory at its site (once per directory); a refusal counts as a failed attempt. */
+    private boolean makeParent(Pending p, URI destination) {
+        String path = destination.toString();
+        String dir = path.substring(0, path.lastIndexOf('/'));
+        if (madeDirectories.contains(dir)) return true;
+        try {
+            mover.makeDirectories(URI.create(dir));
+            madeDirectories.add(dir);
+            return true;
+        } catch (TransferFailure e) {
+            failNow(p, "cannot create " + dir + " (" + e.kind() + "): " + e.getMessage());
+            return false;
+        }
+    }
+
+    private void failNow(Pending p, String reason) {
+        jdbc.update("""
+                UPDATE replica r SET attempts = r.attempts + 1, state = CASE WHEN r.attempts + 1 >= ? THEN 'failed' ELSE 'pending' END,
+                       last_error = ?, waiting_for = NULL, updated_at = now(),
+                       next_attempt_at = now() + make_interval(secs => least(3600, ? * power(2, least(r.attempts, 12))))
+                 WHERE file_id = ? AND site_id = ? AND state = 'pending'""",
+                props.maxAttempts(), reason, props.retryBackoff().toMillis() / 1000.0, p.file(), p.site());
+    }
+
+    /** Recomputes dataset_site_status for every (dataset, site) some active rule wants replicas at. */
+    public void recomputeStatus() {
+        jdbc.update("""
+                WITH want AS (
+                    SELECT DISTINCT f.dataset_id, x.file_id, x.site_id
+                      FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id AND ru.state = 'active'
+                      JOIN file f ON f.id = x.file_id),
+                agg AS (
+                    SELECT w.dataset_id, w.site_id, count(*) AS total,
+                           count(*) FILTER (WHERE r.state IN ('done', 'verified')) AS done,
+                           count(*) FILTER (WHERE r.state = 'verified') AS verified,
+                           count(*) FILTER (WHERE r.state = 'failed') AS failed,
+                           sum(f.size_bytes) AS bytes_total,
+                           coalesce(sum(f.size_bytes) FILTER (WHERE r.state IN ('done', 'verified')), 0) AS bytes_done,
+                           max(r.done_at) AS last_done,
+                           (array_agg(coalesce(r.last_error, r.waiting_for) ORDER BY r.updated_at DESC)
+                                FILTER (WHERE r.state NOT IN ('done', 'verified') AND coalesce(r.last_error, r.waiting_for) IS NOT NULL))[1] AS reason
+                      FROM want w JOIN replica r ON r.file_id = w.file_id AND r.site_id = w.site_id JOIN file f ON f.id = w.file_id
+                     GROUP BY w.dataset_id, w.site_id)
+                INSERT INTO dataset_site_status AS s (dataset_id, site_id, files_total, files_done, files_verified, files_failed,
+                                                     bytes_total, bytes_done, state, reason, last_progress_at, updated_at)
+                SELECT dataset_id, site_id, total, done, verified, failed, bytes_total, bytes_done,
+                       CASE WHEN done = total THEN 'OK' ELSE 'REPLICATING' END, reason, coalesce(last_done, now()), now()
+                  FROM agg
+                ON CONFLICT (dataset_id, site_id) DO UPDATE SET
+                       files_total = EXCLUDED.files_total, files_done = EXCLUDED.files_done,
+                       files_verified = EXCLUDED.files_verified, files_failed = EXCLUDED.files_failed,
+                       bytes_total = EXCLUDED.bytes_total, bytes_done = EXCLUDED.bytes_done, reason = EXCLUDED.reason,
+                       -- progress: a replica done since; or new work after being complete (the clock starts now)
+                       last_progress_at = CASE
+                           WHEN s.files_done >= s.files_total AND EXCLUDED.files_done < EXCLUDED.files_total THEN now()
+                           WHEN EXCLUDED.files_done > s.files_done THEN now()
+                           ELSE s.last_progress_at END,
+                       state = CASE WHEN EXCLUDED.files_done >= EXCLUDED.files_total THEN 'OK'
+                                    WHEN s.last_progress_at < now() - make_interval(secs => ?)
+                                         AND EXCLUDED.files_done <= s.files_done THEN 'STUCK'
+                                    ELSE 'REPLICATING' END,
+                       updated_at = now()""", props.stuckAfter().toMillis() / 1000.0);
+        jdbc.update("""
+                DELETE FROM dataset_site_status s WHERE NOT EXISTS (
+                    SELECT 1 FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id AND ru.state = 'active'
+                      JOIN file f ON f.id = x.file_id WHERE f.dataset_id = s.dataset_id AND x.site_id = s.site_id)""");
+    }
+
+    private Map<Long, SiteRef> sites() {
+        Map<Long, String> names = new LinkedHashMap<>();
+        jdbc.query("SELECT id, name FROM site", rs -> {
+            names.put(rs.getLong(1), rs.getString(2));
+        });
+        Map<Long, Map<String, String>> attrs = new HashMap<>();
+        jdbc.query("SELECT s.id, a.key, a.value #>> '{}' FROM site s, jsonb_each(s.attributes) a", rs -> {
+            attrs.computeIfAbsent(rs.getLong(1), k -> new HashMap<>()).put(rs.getString(2), rs.getString(3));
+        });
+        Map<Long, SiteRef> out = new LinkedHashMap<>();
+        names.forEach((id, n) -> out.put(id, new SiteRef(id, n, attrs.getOrDefault(id, Map.of()))));
+        return out;
+    }
+
+    /** Each site's first enabled endpoint (its base directory URL). */
+    private Map<Long, String> endpoints() {
+        Map<Long, String> out = new HashMap<>();
+        jdbc.query("SELECT DISTINCT ON (site_id) site_id, url FROM site_endpoint WHERE enabled ORDER BY site_id, id", rs -> {
+            out.put(rs.getLong(1), rs.getString(2));
+        });
+        return out;
+    }
+
+    private ReplicaPlanner planner(Map<Long, SiteRef> sites) {
+        SiteRef home = sites.values().stream().filter(s -> s.name().equals(props.homeSite())).findFirst()
+                .orElse(new SiteRef(-1, props.homeSite(), Map.of()));
+        List<ReplicaPlanner.Link> links = jdbc.query("SELECT name, side_a, side_b FROM replication_link ORDER BY name",
+                (rs, i) -> new ReplicaPlanner.Link(rs.getString(1), SiteExpression.parse(rs.getString(2)), SiteExpression.parse(rs.getString(3))));
+        return new ReplicaPlanner(home, links);
+    }
+
+    /** A file's URL at a site: the endpoint's base directory plus the file's logical name (as the recall hand-off does). */
+    static URI url(String base, String name) {
+        String b = base.endsWith("/") ? base.substring(0, base.length() - 1) : base;
+        return URI.create(b + (name.startsWith("/") ? name : "/" + name));
+    }
+
+    Duration passInterval() {
+        return props.passInterval();
+    }
+}

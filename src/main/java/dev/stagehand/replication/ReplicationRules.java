@@ -1,0 +1,289 @@
+package dev.stagehand.replication;
+
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.regex.Pattern;
+import dev.stagehand.transfer.TransferQueue;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Component;
+import org.springframework.transaction.annotation.Transactional;
+
+/**
+ * Replication rules, replicas, bottleneck links and dataset completeness: what the API and console call.
+ * The {@link ReplicationEngine} does the work the rules ask for.
+ */
+@Component
+public class ReplicationRules {
+
+    /**
+     * A new rule.
+     *
+     * @param dataset  dataset name (catalog)
+     * @param copies   how many sites must hold a copy (1-100)
+     * @param sites    site expression ({@link SiteExpression}) the copies' sites must match
+     * @param source   preferred source sites (expression), or null for any
+     * @param lifetime how long the rule holds; null: until deleted
+     * @param schedule Quartz cron expression ("0 0 2 * * ?": nightly at 02:00); null: replicate continuously
+     * @param owner    who asked (null: anonymous)
+     */
+    public record NewRule(String dataset, int copies, String sites, String source, Duration lifetime, String schedule,
+                          String owner) {}
+
+    public record Rule(long id, String dataset, int copies, String sites, String source, String schedule, String state,
+                       String note, String owner, Instant expiresAt, Instant createdAt, List<String> chosenSites) {}
+
+    /** Completeness of a dataset at one site; {@code state} is OK, REPLICATING or STUCK. */
+    public record Completeness(String dataset, String site, long filesTotal, long filesDone, long filesVerified,
+                               long filesFailed, long bytesTotal, long bytesDone, String state, String reason,
+                               Instant lastProgressAt, Instant updatedAt) {
+        public double percentDone() {
+            return filesTotal == 0 ? 100.0 : 100.0 * filesDone / filesTotal;
+        }
+    }
+
+    public record Replica(String file, String site, String state, String source, int attempts, String lastError,
+                          String waitingFor, String adler32, Instant updatedAt, Instant doneAt) {}
+
+    public record BottleneckLink(String name, String sideA, String sideB) {}
+
+    /** Outcome of declaring replicas lost or bad: how many will be made again, and names not known at the site. */
+    public record Declared(int recreating, int dropped, List<String> unknown) {}
+
+    private static final Pattern WORD = Pattern.compile("[A-Za-z0-9_.:+-]{1,64}");
+
+    private final JdbcTemplate jdbc;
+    private final ReplicationSchedules schedules;
+    private final ReplicationProperties props;
+    private final TransferQueue transfers;
+
+    public ReplicationRules(JdbcTemplate jdbc, ReplicationSchedules schedules, ReplicationProperties props,
+                            TransferQueue transfers) {
+        this.jdbc = jdbc;
+        this.schedules = schedules;
+        this.props = props;
+        this.transfers = transfers;
+    }
+
+    /** Creates a rule; a scheduled one gets its Quartz job (created in the same transaction). */
+    @Transactional
+    public Rule create(NewRule r) {
+        if (r.dataset() == null || r.dataset().isBlank()) throw ReplicationRejected.invalid("dataset", "required");
+        if (r.copies() < 1 || r.copies() > 100) throw ReplicationRejected.invalid("copies", "must be between 1 and 100, got " + r.copies());
+        parse("sites", r.sites());
+        if (r.source() != null) parse("source", r.source());
+        if (r.lifetime() != null && (r.lifetime().isNegative() || r.lifetime().isZero()))
+            throw ReplicationRejected.invalid("lifetime", "must be positive");
+        if (r.schedule() != null) ReplicationSchedules.checkCron(r.schedule());
+        String owner = r.owner() == null ? "anonymous" : r.owner();
+        List<Long> dataset = jdbc.queryForList("SELECT id FROM dataset WHERE name = ?", Long.class, r.dataset());
+        if (dataset.isEmpty()) throw ReplicationRejected.notFound("dataset", "no dataset " + r.dataset());
+        long id = jdbc.queryForObject("""
+                INSERT INTO replication_rule (dataset_id, copies, site_expression, source_expression, schedule, owner, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, CASE WHEN ?::bigint IS NULL THEN NULL ELSE now() + make_interval(secs => ?::bigint) END)
+                RETURNING id""", Long.class, dataset.getFirst(), r.copies(), r.sites().strip(),
+                r.source() == null ? null : r.source().strip(), r.schedule() == null ? null : r.schedule().strip(), owner,
+                r.lifetime() == null ? null : r.lifetime().toSeconds(), r.lifetime() == null ? null : r.lifetime().toSeconds());
+        if (r.schedule() != null) schedules.schedule(id, r.schedule().strip());
+        return get(id).orElseThrow();
+    }
+
+    private static SiteExpression parse(String field, String text) {
+        try {
+            return SiteExpression.parse(text);
+        } catch (IllegalArgumentException e) {
+            throw ReplicationRejected.invalid(field, e.getMessage());
+        }
+    }
+
+    public Optional<Rule> get(long id) {
+        return rules("WHERE r.id = ?", id).stream().findFirst();
+    }
+
+    /** Rules, of one dataset or (null) all, oldest first. */
+    public List<Rule> list(String dataset) {
+        return dataset == null ? rules("") : rules("WHERE d.name = ?", dataset);
+    }
+
+    private List<Rule> rules(String where, Object... args) {
+        return jdbc.query("""
+                SELECT r.*, d.name AS dataset,
+                       ARRAY(SELECT s.name FROM replication_rule_site rs JOIN site s ON s.id = rs.site_id
+                              WHERE rs.rule_id = r.id ORDER BY s.name) AS chosen
+                  FROM replication_rule r JOIN dataset d ON d.id = r.dataset_id""" + " " + where + " ORDER BY r.id",
+                (rs, i) -> new Rule(rs.getLong("id"), rs.getString("dataset"), rs.getInt("copies"),
+                        rs.getString("site_expression"), rs.getString("source_expression"), rs.getString("schedule"),
+                        rs.getString("state"), rs.getString("note"), rs.getString("owner"), instant(rs.getTimestamp("expires_at")),
+                        instant(rs.getTimestamp("created_at")), List.of((String[]) rs.getArray("chosen").getArray())), args);
+    }
+
+    /**
+     * Deletes a rule and its schedule. Its replicas stay (at the sites and in the records) and keep serving
+     * other rules that want them; they just no longer hold files in the buffer for this rule.
+     */
+    @Transactional
+    public boolean delete(long id) {
+        schedules.unschedule(id);
+        boolean gone = jdbc.update("DELETE FROM replication_rule WHERE id = ?", id) == 1;
+        jdbc.update("""
+                DELETE FROM dataset_site_status s WHERE NOT EXISTS (
+                    SELECT 1 FROM replication_rule r JOIN replication_rule_site rs ON rs.rule_id = r.id
+                     WHERE r.dataset_id = s.dataset_id AND rs.site_id = s.site_id)""");
+        return gone;
+    }
+
+    /** Completeness of {@code dataset} at every site a rule wants it at, site by name. */
+    public List<Completeness> completeness(String dataset) {
+        if (jdbc.queryForList("SELECT 1 FROM dataset WHERE name = ?", dataset).isEmpty())
+            throw ReplicationRejected.notFound("dataset", "no dataset " + dataset);
+        return jdbc.query("""
+                SELECT d.name AS dataset, s.name AS site, c.* FROM dataset_site_status c
+                  JOIN dataset d ON d.id = c.dataset_id JOIN site s ON s.id = c.site_id
+                 WHERE d.name = ? ORDER BY s.name""", this::completenessRow, dataset);
+    }
+
+    /** Completeness of every dataset at every site a rule wants it at (the console's replication matrix). */
+    public List<Completeness> completenessAll() {
+        return jdbc.query("""
+                SELECT d.name AS dataset, s.name AS site, c.* FROM dataset_site_status c
+                  JOIN dataset d ON d.id = c.dataset_id JOIN site s ON s.id = c.site_id
+                 ORDER BY d.name, s.name LIMIT 5000""", this::completenessRow);
+    }
+
+    private Completeness completenessRow(ResultSet rs, int i) throws SQLException {
+        long total = rs.getLong("files_total");
+        long done = rs.getLong("files_done");
+        Instant progress = instant(rs.getTimestamp("last_progress_at"));
+        String reason = rs.getString("reason");
+        // the state is judged on read with this instance's stuck-after, so it is current between passes
+        String state;
+        if (done >= total) {
+            state = "OK";
+            reason = null;
+        } else if (progress.plus(props.stuckAfter()).isBefore(Instant.now())) {
+            state = "STUCK";
+            reason = "no replica done since " + progress + (reason == null ? "" : "; last: " + reason);
+        } else {
+            state = "REPLICATING";
+        }
+        return new Completeness(rs.getString("dataset"), rs.getString("site"), total, done, rs.getLong("files_verified"),
+                rs.getLong("files_failed"), rs.getLong("bytes_total"), rs.getLong("bytes_done"), state, reason, progress,
+                instant(rs.getTimestamp("updated_at")));
+    }
+
+    /** Replicas of a dataset's files, optionally at one site and in one state, by file name. */
+    public List<Replica> replicas(String dataset, String site, String state, int offset, int limit) {
+        return jdbc.query("""
+                SELECT f.name AS file, s.name AS site, r.* FROM replica r JOIN file f ON f.id = r.file_id
+                  JOIN dataset d ON d.id = f.dataset_id JOIN site s ON s.id = r.site_id
+                 WHERE d.name = ? AND (?::text IS NULL OR s.name = ?) AND (?::text IS NULL OR r.state = ?)
+                 ORDER BY f.name, s.name OFFSET ? LIMIT ?""",
+                (rs, i) -> new Replica(rs.getString("file"), rs.getString("site"), rs.getString("state"), rs.getString("source"),
+                        rs.getInt("attempts"), rs.getString("last_error"), rs.getString("waiting_for"), rs.getString("adler32"),
+                        instant(rs.getTimestamp("updated_at")), instant(rs.getTimestamp("done_at"))),
+                dataset, site, site, state, state, offset, limit);
+    }
+
+    /**
+     * Records that {@code files} already exist at {@code site} (e.g. the experiment's own storage), as verified
+     * replicas: sources for copies elsewhere. Returns how many were recorded; unknown file names are an error.
+     */
+    @Transactional
+    public int register(String site, List<String> files) {
+        long siteId = siteId(site);
+        List<String> unknown = unknownFiles(files);
+        if (!unknown.isEmpty()) throw ReplicationRejected.invalid("files", "not in the catalog: " + String.join(", ", unknown));
+        return jdbc.update("""
+                INSERT INTO replica (file_id, site_id, state, source, adler32, done_at)
+                SELECT f.id, ?, 'verified', 'registered', f.adler32, now() FROM file f WHERE f.name = ANY (?)
+                ON CONFLICT (file_id, site_id) DO UPDATE SET state = 'verified', source = 'registered', last_error = NULL,
+                    waiting_for = NULL, adler32 = EXCLUDED.adler32, done_at = now(), updated_at = now()""",
+                siteId, files.toArray(String[]::new));
+    }
+
+    /**
+     * Declares replicas of {@code files} at {@code site} lost or bad (corrupt): they stop being sources, and
+     * each one a rule still wants goes back to pending, so the engine makes it again from another site, the
+     * local copy or tape. A transfer still running for one is cancelled.
+     */
+    @Transactional
+    public Declared declare(String site, List<String> files, String reason) {
+        long siteId = siteId(site);
+        if (files == null || files.isEmpty()) throw ReplicationRejected.invalid("files", "name at least one file");
+        String why = "declared " + (reason == null || reason.isBlank() ? "lost" : reason.strip());
+        List<String> unknown = jdbc.queryForList("""
+                SELECT n FROM unnest(?::text[]) n WHERE NOT EXISTS (
+                    SELECT 1 FROM replica r JOIN file f ON f.id = r.file_id WHERE f.name = n AND r.site_id = ?)""",
+                String.class, files.toArray(String[]::new), siteId);
+        for (long job : jdbc.queryForList("""
+                SELECT r.transfer_job_id FROM replica r JOIN file f ON f.id = r.file_id
+                 WHERE f.name = ANY (?) AND r.site_id = ? AND r.state = 'transferring' AND r.transfer_job_id IS NOT NULL""",
+                Long.class, files.toArray(String[]::new), siteId)) {
+            transfers.cancel(job);
+        }
+        int recreating = jdbc.update("""
+                UPDATE replica r SET state = 'pending', attempts = 0, last_error = ?, waiting_for = NULL, next_attempt_at = NULL,
+                       adler32 = NULL, done_at = NULL, updated_at = now()
+                  FROM file f WHERE f.id = r.file_id AND f.name = ANY (?) AND r.site_id = ?
+                   AND EXISTS (SELECT 1 FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id
+                                WHERE x.file_id = r.file_id AND x.site_id = r.site_id AND ru.state = 'active')""",
+                why, files.toArray(String[]::new), siteId);
+        int dropped = jdbc.update("""
+                UPDATE replica r SET state = 'lost', last_error = ?, waiting_for = NULL, adler32 = NULL, done_at = NULL, updated_at = now()
+                  FROM file f WHERE f.id = r.file_id AND f.name = ANY (?) AND r.site_id = ? AND r.state <> 'pending'""",
+                why, files.toArray(String[]::new), siteId);
+        return new Declared(recreating, dropped, unknown);
+    }
+
+    /** Puts failed replicas (of a dataset, optionally at one site) back to pending with fresh attempts. */
+    public int retryFailed(String dataset, String site) {
+        return jdbc.update("""
+                UPDATE replica r SET state = 'pending', attempts = 0, next_attempt_at = NULL, updated_at = now()
+                  FROM file f JOIN dataset d ON d.id = f.dataset_id, site s
+                 WHERE f.id = r.file_id AND s.id = r.site_id AND r.state = 'failed' AND d.name = ?
+                   AND (?::text IS NULL OR s.name = ?)""", dataset, site, site);
+    }
+
+    /** Declares (or replaces) a bottleneck link between the sites matching {@code sideA} and those matching {@code sideB}. */
+    public BottleneckLink putLink(String name, String sideA, String sideB) {
+        if (name == null || !WORD.matcher(name).matches())
+            throw ReplicationRejected.invalid("name", "a link name is 1-64 of A-Z a-z 0-9 _ . : + -");
+        parse("sideA", sideA);
+        parse("sideB", sideB);
+        jdbc.update("""
+                INSERT INTO replication_link (name, side_a, side_b) VALUES (?, ?, ?)
+                ON CONFLICT (name) DO UPDATE SET side_a = EXCLUDED.side_a, side_b = EXCLUDED.side_b""",
+                name, sideA.strip(), sideB.strip());
+        return new BottleneckLink(name, sideA.strip(), sideB.strip());
+    }
+
+    public List<BottleneckLink> links() {
+        return jdbc.query("SELECT name, side_a, side_b FROM replication_link ORDER BY name",
+                (rs, i) -> new BottleneckLink(rs.getString(1), rs.getString(2), rs.getString(3)));
+    }
+
+    public boolean deleteLink(String name) {
+        return jdbc.update("DELETE FROM replication_link WHERE name = ?", name) == 1;
+    }
+
+    private long siteId(String site) {
+        List<Long> id = jdbc.queryForList("SELECT id FROM site WHERE name = ?", Long.class, site);
+        if (id.isEmpty()) throw ReplicationRejected.notFound("site", "no site " + site);
+        return id.getFirst();
+    }
+
+    private List<String> unknownFiles(List<String> files) {
+        if (files == null || files.isEmpty()) throw ReplicationRejected.invalid("files", "name at least one file");
+        return new ArrayList<>(jdbc.queryForList("SELECT n FROM unnest(?::text[]) n WHERE NOT EXISTS (SELECT 1 FROM file f WHERE f.name = n)",
+                String.class, (Object) files.toArray(String[]::new)));
+    }
+
+    private static Instant instant(Timestamp t) {
+        return t == null ? null : t.toInstant();
+    }
+}
