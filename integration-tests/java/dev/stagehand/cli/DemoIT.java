@@ -31,7 +31,7 @@ class DemoIT {
         assertThat(out).containsPattern("console http://localhost:\\d+/console: log in as 'admin' with password \\S+");
         assertThat(out).containsPattern("bearer token of account 'admin' (sht_\\S+|from STAGEHAND_ADMIN_TOKEN)");
         assertThat(out).containsPattern("submitted request [0-9a-f-]{36}: 90 files");
-        assertThat(out).contains("queued=90");
+        // (no check of the first poll's counts: on a busy machine the scheduler has claimed files before it)
         // The scheduler mounts the sample volumes on the scaled simulated library and every file is staged.
         assertThat(out).containsPattern("drive\\d+ mounted DM000\\d");
         assertThat(out).containsPattern("Globus GridFTP server on 127.0.0.1:\\d+ \\(anonymous, pid (\\d+)\\); recalled files go to ftp://127\\.0\\.0\\.1:\\d+/");

@@ -144,6 +144,7 @@ final class GridFtpSession implements AutoCloseable {
         }
         // data are written by other threads while this one reads the replies: a server that refuses the put
         // (permission denied, SCKS unknown) never reads them, and its reply must not wait behind a full socket
+        MarkerProgress markers = new MarkerProgress();
         long blocks = Math.max(1, (length + BLOCK_BYTES - 1) / BLOCK_BYTES);
         long[] sums = sum ? new long[(int) blocks] : null;
         var next = new java.util.concurrent.atomic.AtomicLong();
@@ -180,8 +181,10 @@ final class GridFtpSession implements AutoCloseable {
                 int code = r.getCode();
                 if (code == 226) break;
                 if (code == 111 || code == 112) {
-                    if (code == 111 && ranges != null) ranges.accept(new org.globus.ftp.GridFTPRestartMarker(r.getMessage()));
-                    counted.accept(0);
+                    org.globus.ftp.Marker m = code == 111 ? new org.globus.ftp.GridFTPRestartMarker(r.getMessage())
+                            : new org.globus.ftp.PerfMarker(r.getMessage());
+                    if (code == 111 && ranges != null) ranges.accept((org.globus.ftp.GridFTPRestartMarker) m);
+                    if (markers.advanced(m)) counted.accept(0); // only new bytes are progress
                     continue;
                 }
                 if (!started && org.globus.ftp.vanilla.Reply.isPositivePreliminary(r)) {

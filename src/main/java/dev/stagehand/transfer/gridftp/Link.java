@@ -85,12 +85,17 @@ final class Link {
 
     private void requeueLater(Job.Piece p, int attempt) {
         long delay = Math.min(60_000, settings.backoff().toMillis() << Math.min(10, Math.max(0, attempt - 1)));
-        timer.schedule(() -> {
-            if (!p.job.finished() && !closed) {
-                queue.addFirst(p);
-                ensureWorkers();
-            }
-        }, delay, TimeUnit.MILLISECONDS);
+        try {
+            timer.schedule(() -> {
+                if (!p.job.finished() && !closed) {
+                    queue.addFirst(p);
+                    ensureWorkers();
+                }
+            }, delay, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // the mover was closed meanwhile (its timer with it)
+            p.job.fail(new TransferFailure(Kind.CANCELLED, "mover closed", p.attempts, null));
+        }
     }
 
     private synchronized void ensureWorkers() {
@@ -335,12 +340,16 @@ final class Link {
                             } else if (expected == null) {
                                 expected = adler32(job.local, a);
                             }
-                            s.verifiedPut(path, src, marker -> a.progress(), expected);
+                            MarkerProgress markers = new MarkerProgress();
+                            s.verifiedPut(path, src, marker -> {
+                                if (markers.advanced(marker)) a.progress();
+                            }, expected);
                             p.serverVerified = true;
                             p.adler32 = expected;
                         } else {
+                            MarkerProgress markers = new MarkerProgress();
                             s.put(path, p.offset + skip, whole, src, marker -> {
-                                a.progress();
+                                if (markers.advanced(marker)) a.progress();
                                 if (marker instanceof org.globus.ftp.GridFTPRestartMarker m) p.written(m, skip, writer);
                             });
                             if (streamSum) {
@@ -360,7 +369,10 @@ final class Link {
                     GridFtpSession from = sourceSession(job.source, a);
                     sent = job.copy.sizeBytes() > 0 ? job.copy.sizeBytes() : from.size(job.source.path());
                     a.progress();
-                    from.transferTo(job.source.path(), s, path, marker -> a.progress());
+                    MarkerProgress markers = new MarkerProgress();
+                    from.transferTo(job.source.path(), s, path, marker -> {
+                        if (markers.advanced(marker)) a.progress();
+                    });
                     job.bytes.addAndGet(sent);
                     windowBytes.addAndGet(sent);
                     listener.bytes(job.copy, sent);
@@ -497,13 +509,15 @@ final class Link {
             int index = i;
             Thread.ofVirtual().name("cksm-" + key).start(() -> {
                 var idle = idleCheckers.computeIfAbsent(host, h -> new java.util.concurrent.ConcurrentLinkedQueue<>());
-                Watchdog.Attempt a = watchdog.watch();
-                job.running.add(a);
+                Watchdog.Attempt a = null;
                 GridFtpSession s = null;
                 boolean slot = false;
                 try {
                     checkSlots.acquire();
                     slot = true;
+                    // watched from here: waiting for a check slot is not a stall
+                    a = watchdog.watch();
+                    job.running.add(a);
                     s = idle.poll();
                     if (s == null || s.isClosed()) {
                         s = GridFtpSession.open(host, endpoint.gsi(), endpoint.gsi() ? credentials.get() : null, settings);
@@ -534,14 +548,16 @@ final class Link {
                     if (failedOnce.compareAndSet(false, true)) {
                         TransferFailure f = e instanceof ChecksumMismatch
                                 ? new TransferFailure(Kind.CHECKSUM_MISMATCH, e.getMessage(), 0, e)
-                                : a.stalled ? new TransferFailure(Kind.STALL, "no CKSM reply in " + settings.stallTimeout() + " from " + host, 0, e)
+                                : a != null && a.stalled ? new TransferFailure(Kind.STALL, "no CKSM reply in " + settings.stallTimeout() + " from " + host, 0, e)
                                 : new TransferFailure(Failures.classify(e), "checksum: " + Failures.message(e) + " (" + host + ")", 0, e);
                         failed(job.pieces.getFirst(), f, true);
                     }
                 } finally {
                     if (slot) checkSlots.release();
-                    job.running.remove(a);
-                    watchdog.unwatch(a);
+                    if (a != null) {
+                        job.running.remove(a);
+                        watchdog.unwatch(a);
+                    }
                 }
             });
         }

@@ -1,25 +1,36 @@
 package dev.stagehand.transfer.gridftp;
 
+import java.util.Arrays;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Stall detection: every attempt reports progress (bytes read for sending, replies, markers); an attempt
- * with no progress for the stall limit is marked stalled and its connections closed from here, which makes
- * the blocked jglobus call throw at once without leaving a thread behind.
+ * with no progress for the stall limit is marked stalled and aborted from here: its connections are closed
+ * and the thread running it is interrupted (a virtual thread blocked in socket I/O then has its socket closed
+ * and the call throws), so the blocked jglobus call fails at once without leaving a thread behind. An
+ * attempt still running a stall limit after its abort is aborted again, with its thread's stack logged.
  */
 final class Watchdog implements AutoCloseable {
 
-    /** One attempt being watched. */
+    private static final Logger log = LoggerFactory.getLogger(Watchdog.class);
+
+    /** One attempt being watched, run by the thread that asked to watch it. */
     static final class Attempt {
         final CopyOnWriteArrayList<GridFtpSession> sessions = new CopyOnWriteArrayList<>();
+        private final Thread thread = Thread.currentThread();
         volatile long lastProgress = System.nanoTime();
         volatile boolean stalled;
         volatile boolean aborted;
+        private volatile long abortedAt;
+        private boolean over; // guarded by this: no interrupt once the attempt has ended
 
         void progress() {
             lastProgress = System.nanoTime();
@@ -28,12 +39,26 @@ final class Watchdog implements AutoCloseable {
         void add(GridFtpSession s) {
             sessions.add(s);
             progress();
+            // aborted before this session was opened (a slow set-up): nobody else would close it
+            if (aborted) Thread.ofVirtual().start(s::close);
         }
 
-        /** Closes the attempt's connections (from another thread). */
+        /** Closes the attempt's connections and interrupts its thread (from another thread). */
         void abort() {
             aborted = true;
+            abortedAt = System.nanoTime();
             for (GridFtpSession s : sessions) Thread.ofVirtual().start(s::close);
+            synchronized (this) {
+                if (!over) thread.interrupt();
+            }
+        }
+
+        /** The attempt has ended: its thread is not interrupted any more, and an interrupt meant for it is cleared. */
+        void end() {
+            synchronized (this) {
+                over = true;
+            }
+            if (Thread.currentThread() == thread) Thread.interrupted();
         }
     }
 
@@ -48,23 +73,36 @@ final class Watchdog implements AutoCloseable {
         timer.scheduleAtFixedRate(this::scan, period, period, TimeUnit.MILLISECONDS);
     }
 
+    /** Watches an attempt run by the calling thread. */
     Attempt watch() {
         Attempt a = new Attempt();
         active.add(a);
         return a;
     }
 
+    /** Called by the attempt's own thread when it is over. */
     void unwatch(Attempt a) {
         active.remove(a);
+        a.end();
     }
 
     private void scan() {
-        long now = System.nanoTime();
-        for (Attempt a : active) {
-            if (!a.stalled && !a.aborted && now - a.lastProgress > stallNanos) {
-                a.stalled = true;
-                a.abort();
+        // never lets an exception out: a periodic task that throws is never run again
+        try {
+            long now = System.nanoTime();
+            for (Attempt a : active) {
+                if (!a.aborted && now - a.lastProgress > stallNanos) {
+                    a.stalled = true;
+                    a.abort();
+                } else if (a.aborted && now - a.abortedAt > stallNanos) {
+                    log.warn("a GridFTP attempt is still blocked {} s after its abort (sessions {}); aborting it again; its thread {}:\n  {}",
+                            TimeUnit.NANOSECONDS.toSeconds(now - a.abortedAt), a.sessions.size(), a.thread,
+                            Arrays.stream(a.thread.getStackTrace()).map(String::valueOf).collect(Collectors.joining("\n  ")));
+                    a.abort();
+                }
             }
+        } catch (Throwable t) {
+            log.error("GridFTP stall watchdog pass failed", t);
         }
     }
 
