@@ -60,7 +60,15 @@ class TransferDrainer implements SmartLifecycle {
     @Override
     public void stop() {
         running = false;
-        if (thread != null) thread.interrupt();
+        if (thread == null) return;
+        // the loop sees the flag within a poll interval; an interrupt during a JDBC call would close the
+        // connection under a commit, so it is only the last resort
+        try {
+            if (!thread.join(java.time.Duration.ofSeconds(10))) thread.interrupt();
+        } catch (InterruptedException e) {
+            thread.interrupt();
+            Thread.currentThread().interrupt();
+        }
     }
 
     @Override
