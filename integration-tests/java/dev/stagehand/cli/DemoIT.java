@@ -37,11 +37,15 @@ class DemoIT {
         assertThat(out).containsPattern("Globus GridFTP server on 127.0.0.1:\\d+ \\(anonymous, pid (\\d+)\\); recalled files go to ftp://127\\.0\\.0\\.1:\\d+/");
         // every file went on to the GridFTP server, and the last one only after tape -> cache -> GridFTP
         assertThat(out).contains("request done: done=90", "the request finished: done");
-        // the overlap: some file was delivered while the library still had files to read
-        Matcher line = Pattern.compile("tape->cache +(\\d+)/90 \\| on disk, waiting +\\d+ \\| sending +\\d+ \\| delivered +(\\d+)/90").matcher(out);
+        // the overlap: some file was with the movers (sending or delivered) while the library still had files
+        // to read (not "delivered": on a very busy machine the scaled tape clock can finish before the first
+        // file reaches the server, though files were handed over one by one)
+        Matcher line = Pattern.compile("tape->cache +(\\d+)/90 \\| on disk, waiting +\\d+ \\| sending +(\\d+) \\| delivered +(\\d+)/90").matcher(out);
         boolean overlapped = false;
-        while (line.find()) overlapped |= Integer.parseInt(line.group(1)) < 90 && Integer.parseInt(line.group(2)) > 0;
-        assertThat(overlapped).as("a file delivered while tape still read").isTrue();
+        while (line.find()) {
+            overlapped |= Integer.parseInt(line.group(1)) < 90 && Integer.parseInt(line.group(2)) + Integer.parseInt(line.group(3)) > 0;
+        }
+        assertThat(overlapped).as("a file with the movers while tape still read:%n%s", out).isTrue();
         Matcher times = Pattern.compile("tape stage: .*? ([\\d.]+) s\\n.*transfer stage alone: .*? ([\\d.]+) s\\n"
                 + ".*sum of the stages .*? ([\\d.]+) s\\n.*end to end, pipelined .*? ([\\d.]+) s\\n").matcher(out);
         assertThat(times.find()).as("stage times printed").isTrue();
