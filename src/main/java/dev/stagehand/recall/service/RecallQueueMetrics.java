@@ -4,8 +4,8 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.MultiGauge;
 import io.micrometer.core.instrument.Tags;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.HashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.Executors;
@@ -50,31 +50,57 @@ final class RecallQueueMetrics implements SmartLifecycle {
 
     private final JdbcTemplate jdbc;
     private final Duration interval;
-    private final MultiGauge files, bytes, volumeFiles, volumeBytes;
+    private final Rows files, bytes, volumeFiles, volumeBytes;
     private ScheduledExecutorService timer;
 
     RecallQueueMetrics(JdbcTemplate jdbc, MeterRegistry registry, Duration interval) {
         this.jdbc = jdbc;
         this.interval = interval;
-        files = MultiGauge.builder("stagehand.recall.queue.files").description("files in the recall queue, by experiment and state")
-                .register(registry);
-        bytes = MultiGauge.builder("stagehand.recall.queue").baseUnit("bytes").description("bytes in the recall queue, by experiment and state")
-                .register(registry);
-        volumeFiles = MultiGauge.builder("stagehand.recall.volume.queue.files").description("files waiting for or being read from each volume")
-                .register(registry);
-        volumeBytes = MultiGauge.builder("stagehand.recall.volume.queue").baseUnit("bytes")
-                .description("bytes waiting for or being read from each volume").register(registry);
+        files = new Rows(MultiGauge.builder("stagehand.recall.queue.files").description("files in the recall queue, by experiment and state")
+                .register(registry));
+        bytes = new Rows(MultiGauge.builder("stagehand.recall.queue").baseUnit("bytes").description("bytes in the recall queue, by experiment and state")
+                .register(registry));
+        volumeFiles = new Rows(MultiGauge.builder("stagehand.recall.volume.queue.files").description("files waiting for or being read from each volume")
+                .register(registry));
+        volumeBytes = new Rows(MultiGauge.builder("stagehand.recall.volume.queue").baseUnit("bytes")
+                .description("bytes waiting for or being read from each volume").register(registry));
     }
 
-    /** Reads the queue and replaces every row of the four gauges. */
+    /**
+     * A MultiGauge whose rows keep their gauge and change their value in place. Re-registering rows
+     * ({@code overwrite = true}) while Prometheus scrapes yields the same series twice and a failed scrape
+     * (micrometer#6851); rows only come and go here.
+     */
+    static final class Rows {
+        private final MultiGauge gauge;
+        private Map<Tags, AtomicLong> values = Map.of();
+
+        Rows(MultiGauge gauge) {
+            this.gauge = gauge;
+        }
+
+        synchronized void set(Map<Tags, Long> now) {
+            Map<Tags, AtomicLong> next = new HashMap<>();
+            now.forEach((tags, v) -> {
+                AtomicLong holder = values.containsKey(tags) ? values.get(tags) : new AtomicLong();
+                holder.set(v);
+                next.put(tags, holder);
+            });
+            values = next;
+            gauge.register(next.entrySet().stream()
+                    .<MultiGauge.Row<?>>map(e -> MultiGauge.Row.of(e.getKey(), e.getValue(), AtomicLong::doubleValue)).toList(), false);
+        }
+    }
+
+    /** Reads the queue and sets every row of the four gauges. */
     void refresh() {
-        List<MultiGauge.Row<?>> f = new ArrayList<>(), b = new ArrayList<>();
+        Map<Tags, Long> f = new HashMap<>(), b = new HashMap<>();
         jdbc.query(WANTED + """
                 SELECT coalesce(f.experiment, '') AS experiment, w.state, count(*) AS n, coalesce(sum(f.size_bytes), 0) AS bytes
                   FROM w JOIN file f ON f.id = w.file_id GROUP BY 1, 2""", rs -> {
             Tags tags = Tags.of("experiment", rs.getString("experiment"), "state", rs.getString("state"));
-            f.add(MultiGauge.Row.of(tags, rs.getLong("n")));
-            b.add(MultiGauge.Row.of(tags, rs.getLong("bytes")));
+            f.put(tags, rs.getLong("n"));
+            b.put(tags, rs.getLong("bytes"));
         });
         Map<String, long[]> perVolume = new TreeMap<>();
         jdbc.query(WANTED + """
@@ -91,15 +117,15 @@ final class RecallQueueMetrics implements SmartLifecycle {
             v[0] += rs.getLong(2);
             v[1] += rs.getLong(3);
         });
-        List<MultiGauge.Row<?>> vf = new ArrayList<>(), vb = new ArrayList<>();
+        Map<Tags, Long> vf = new HashMap<>(), vb = new HashMap<>();
         perVolume.forEach((label, v) -> {
-            vf.add(MultiGauge.Row.of(Tags.of("volume", label), v[0]));
-            vb.add(MultiGauge.Row.of(Tags.of("volume", label), v[1]));
+            vf.put(Tags.of("volume", label), v[0]);
+            vb.put(Tags.of("volume", label), v[1]);
         });
-        files.register(f, true);
-        bytes.register(b, true);
-        volumeFiles.register(vf, true);
-        volumeBytes.register(vb, true);
+        files.set(f);
+        bytes.set(b);
+        volumeFiles.set(vf);
+        volumeBytes.set(vb);
     }
 
     @Override

@@ -1,0 +1,31 @@
+package dev.stagehand.recall.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MultiGauge;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** Queue gauge rows keep their gauge between refreshes (re-registering them races with Prometheus scrapes). */
+class QueueGaugeRowsTest {
+
+    @Test
+    void aRowKeepsItsGaugeAndTakesTheNewValueAndAGoneRowIsRemoved() {
+        var registry = new SimpleMeterRegistry();
+        var rows = new RecallQueueMetrics.Rows(MultiGauge.builder("q").register(registry));
+        Tags a = Tags.of("volume", "A00001"), b = Tags.of("volume", "B00001");
+
+        rows.set(Map.of(a, 3L, b, 5L));
+        Gauge first = registry.get("q").tags(a).gauge();
+        assertThat(first.value()).isEqualTo(3);
+
+        rows.set(Map.of(a, 7L));
+        Gauge again = registry.get("q").tags(a).gauge();
+        assertThat(again).isSameAs(first);
+        assertThat(again.value()).isEqualTo(7);
+        assertThat(registry.find("q").tags(b).gauge()).isNull();
+    }
+}
