@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Timeout;
 class CacheFullFaultIT {
 
     @Test
-    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    @Timeout(value = 600, unit = TimeUnit.SECONDS) // a hang guard, not a speed limit
     void smallCacheFillsAndDrains() throws Exception {
         try (FaultRig rig = new FaultRig("CacheFull")) {
             rig.catalog(4, 15, false, 17);

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Timeout;
 class DatabaseOutageFaultIT {
 
     @Test
-    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    @Timeout(value = 600, unit = TimeUnit.SECONDS) // a hang guard, not a speed limit
     void serviceRidesOutADatabaseStop() throws Exception {
         try (FaultRig rig = new FaultRig("DbOutage")) {
             rig.catalog(4, 20, false, 7);

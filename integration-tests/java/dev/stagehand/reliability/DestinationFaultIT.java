@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Timeout;
 class DestinationFaultIT {
 
     @Test
-    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    @Timeout(value = 600, unit = TimeUnit.SECONDS) // a hang guard, not a speed limit
     void stalledAndKilledDestination() throws Exception {
         try (FaultRig rig = new FaultRig("Destination")) {
             rig.catalog(4, 20, false, 11);

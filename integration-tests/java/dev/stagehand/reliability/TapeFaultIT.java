@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Timeout;
 class TapeFaultIT {
 
     @Test
-    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    @Timeout(value = 600, unit = TimeUnit.SECONDS) // a hang guard, not a speed limit
     void driveFailureBadAndCorruptSegments() throws Exception {
         try (FaultRig rig = new FaultRig("TapeFaults")) {
             rig.catalog(4, 15, true, 13);

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Timeout;
 class TwoInstancesFaultIT {
 
     @Test
-    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    @Timeout(value = 600, unit = TimeUnit.SECONDS) // a hang guard, not a speed limit
     void twoInstancesShareTheQueuesAndTakeOver() throws Exception {
         try (FaultRig rig = new FaultRig("TwoInstances")) {
             rig.catalog(6, 15, false, 19);
