@@ -24,7 +24,7 @@ class CacheFullFaultIT {
                     "stagehand.recall.cache-batch-bytes", "1500000")).start();
             rig.submitAll(s, 3);
             rig.faults = 1;
-            boolean ended = rig.awaitEnd(Duration.ofSeconds(180));
+            boolean ended = rig.awaitEnd(Duration.ofSeconds(300));
             s.checkAlive();
             Long peak = rig.jdbc.queryForObject("SELECT max(used_bytes + reserved_bytes) FROM cache_directory", Long.class);
             FaultRig.Report r = rig.report("cache-full", String.format("cache directory of 4 MB for %.1f MB of files", total / 1e6));

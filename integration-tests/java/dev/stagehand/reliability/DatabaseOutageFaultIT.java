@@ -32,7 +32,7 @@ class DatabaseOutageFaultIT {
                 Thread.sleep(500);
             }
             rig.pg.resume();
-            boolean ended = rig.awaitEnd(Duration.ofSeconds(150));
+            boolean ended = rig.awaitEnd(Duration.ofSeconds(300));
             s.checkAlive();
             long outageLines = s.logLines("database unreachable");
             FaultRig.Report r = rig.report("postgres-stop-20s", "PostgreSQL stopped 20 s after " + before

@@ -36,7 +36,7 @@ class DestinationFaultIT {
             rig.faults++;
             Thread.sleep(5_000);
             rig.restartDestination();
-            boolean ended = rig.awaitEnd(Duration.ofSeconds(150));
+            boolean ended = rig.awaitEnd(Duration.ofSeconds(300));
             s.checkAlive();
             FaultRig.Report r = rig.report("gridftp-destination", "destination SIGSTOPped 10 s after " + atStop
                     + " files and resumed; killed after " + atKill + " files and restarted 5 s later");

@@ -52,7 +52,7 @@ class KillNineFaultIT {
                 System.out.printf("kill -9 #%d after %d ms of life %d; %d files delivered so far%n", kills, delay, s.starts(), done);
                 s.start();
             }
-            boolean ended = rig.awaitEnd(Duration.ofSeconds(150));
+            boolean ended = rig.awaitEnd(Duration.ofSeconds(300));
             FaultRig.Report r = rig.report("kill-9", kills + " kill -9 at seeded random points (seed " + seed + ")");
             assertThat(ended).as("every request ended").isTrue();
             assertThat(kills).isGreaterThanOrEqualTo(10);

@@ -34,7 +34,7 @@ class TapeFaultIT {
             rig.faults = 2 + bad.length;
             ServiceProcess s = rig.service("node-a", faults).start();
             rig.submitAll(s, 4);
-            boolean ended = rig.awaitEnd(Duration.ofSeconds(150));
+            boolean ended = rig.awaitEnd(Duration.ofSeconds(300));
             FaultRig.Report r = rig.report("tape-faults", "drive01 fails mid-read (cartridge stuck), " + bad.length
                     + " bad segments, 1 corrupt segment");
             FaultRig.assertNothingLost(ended, r, 1);

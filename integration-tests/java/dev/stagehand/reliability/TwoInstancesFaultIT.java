@@ -28,7 +28,7 @@ class TwoInstancesFaultIT {
             // first phase: both alive, requests through both
             rig.submit(a, files.subList(0, half / 2));
             rig.submit(b, files.subList(half / 2, half));
-            boolean firstEnded = rig.awaitEnd(Duration.ofSeconds(120));
+            boolean firstEnded = rig.awaitEnd(Duration.ofSeconds(300));
             FaultRig.Reads shared = rig.reads();
             List<Integer> attempts = rig.jdbc.queryForList("SELECT attempts FROM transfer_job", Integer.class);
             Integer staging = rig.jdbc.queryForObject("SELECT count(*) FROM recall_file WHERE state = 'staging'", Integer.class);
@@ -48,7 +48,7 @@ class TwoInstancesFaultIT {
             rig.faults++;
             int transfersOfB = rig.jdbc.queryForObject(
                     "SELECT count(*) FROM transfer_job WHERE state = 'active' AND lease_owner = 'drainer-node-b'", Integer.class);
-            boolean ended = rig.awaitEnd(Duration.ofSeconds(150));
+            boolean ended = rig.awaitEnd(Duration.ofSeconds(300));
             a.checkAlive();
             long takenOver = a.logLines("recall claims whose lease lapsed taken back");
             FaultRig.Report r = rig.report("two-instances", String.format("2 instances shared %d files (read by %d processes,"
