@@ -358,9 +358,20 @@ final class Link {
                     sent = p.length;
                 } else {
                     GridFtpSession from = sourceSession(job.source, a);
-                    sent = job.copy.sizeBytes() > 0 ? job.copy.sizeBytes() : from.size(job.source.path());
+                    long size = job.copy.sizeBytes() > 0 ? job.copy.sizeBytes() : from.size(job.source.path());
                     a.progress();
-                    from.transferTo(job.source.path(), s, path, marker -> a.progress());
+                    // a retry resumes after what the destination's restart markers said it had written
+                    long skip = size > 0 ? Math.min(size, p.resumeAt(s.host, settings.verifyChecksum())) : 0;
+                    if (skip > 0) {
+                        log.info("resuming third-party copy {} at byte {} of {} from the destination's restart markers",
+                                job.copy.destination(), skip, size);
+                    }
+                    Endpoint.HostPort writer = s.host;
+                    from.transferTo(job.source.path(), s, path, skip, size, marker -> {
+                        a.progress();
+                        if (marker instanceof org.globus.ftp.GridFTPRestartMarker m) p.written(m, skip, writer);
+                    });
+                    sent = size - skip; // what crossed in this attempt
                     job.bytes.addAndGet(sent);
                     windowBytes.addAndGet(sent);
                     listener.bytes(job.copy, sent);
