@@ -361,7 +361,7 @@ final class Link {
                     long size = job.copy.sizeBytes() > 0 ? job.copy.sizeBytes() : from.size(job.source.path());
                     a.progress();
                     // a retry resumes after what the destination's restart markers said it had written
-                    long skip = size > 0 ? Math.min(size, p.resumeAt(s.host, settings.verifyChecksum())) : 0;
+                    long skip = p.resumeAt(s.host, settings.verifyChecksum(), size);
                     if (skip > 0) {
                         log.info("resuming third-party copy {} at byte {} of {} from the destination's restart markers",
                                 job.copy.destination(), skip, size);
