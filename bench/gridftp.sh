@@ -5,7 +5,8 @@
 # /work/.bench-gridftp and is deleted afterwards. Each row prints the 1- and 5-minute load averages: other work
 # on the machine moves every figure. For experiments: -Dgridftp.tools=stagehand,-pp (only tools whose names
 # contain a word), -Dgridftp.skip=verify-checksum (leave those out), -Dgridftp.c=N and -Dgridftp.p=N (Stagehand
-# connections and streams), -Dgridftp.split=BYTES, passed in MAVEN_OPTS. Rounds interleave the tools; each row
+# connections and streams), -Dgridftp.split=BYTES, -Dgridftp.extra=1x4,4x1,4x2+verified (more Stagehand rows:
+# connections x streams), passed in MAVEN_OPTS. Rounds interleave the tools; each row
 # gives the best time and the least CPU (client + the server's per-connection processes) over the rounds.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

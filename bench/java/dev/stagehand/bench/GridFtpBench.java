@@ -81,6 +81,7 @@ public final class GridFtpBench {
                 List<Tool> tools = new ArrayList<>();
                 tools.add(new Tool("cp (machine limit)", "", () -> run(List.of("cp", "-r", src + "/.", dst + "/"))));
                 tools.add(guc("-fast -p 4", "1 conn x 4 streams", srcArg, gucDst));
+                tools.add(guc("-fast -cc 4", "4 conn x 1 stream", srcArg, gucDst));
                 tools.add(guc("-fast -cc 4 -p 2", "4 conn x 2 streams", srcArg, gucDst));
                 tools.add(guc("-fast -cc 4 -p 2 -pp", "4 conn x 2 streams, pipelined", srcArg, gucDst));
                 tools.add(guc("-fast -cc 4 -p 2 -verify-checksum", "4 conn x 2 streams, MD5 verified (its only local sum)", srcArg, gucDst));
@@ -92,6 +93,17 @@ public final class GridFtpBench {
                         () -> stagehand(files, dstUrl, c, p, split, true, null)));
                 tools.add(new Tool("stagehand -c " + c + " -p " + p + " verified (catalog sums)", c + " conn x " + p + " streams, Adler32 vs catalog, split " + (split >> 20) + " MiB",
                         () -> stagehand(files, dstUrl, c, p, split, true, catalog)));
+                // -Dgridftp.extra=1x4,4x1,4x2+verified: more Stagehand rows (connections x streams; unverified unless
+                // +verified, then against the catalog's sums) for experiments
+                for (String v : System.getProperty("gridftp.extra", "").split(",")) {
+                    if (v.isBlank()) continue;
+                    String[] cs = v.split("\\+")[0].split("x");
+                    int ec = Integer.parseInt(cs[0]);
+                    int ep = Integer.parseInt(cs[1]);
+                    boolean ev = v.contains("+verified");
+                    tools.add(new Tool("x-stagehand " + v, ec + " conn x " + ep + " streams" + (ev ? ", Adler32 vs catalog" : ", no checksum"),
+                            () -> stagehand(files, dstUrl, ec, ep, ec > 1 ? split : 0, ev, ev ? catalog : null)));
+                }
                 // -Dgridftp.tools=stagehand,cp runs only the tools whose names contain one of the words
                 String only = System.getProperty("gridftp.tools", "");
                 if (!only.isBlank()) tools.removeIf(t -> java.util.Arrays.stream(only.split(",")).noneMatch(t.name::contains));
@@ -151,6 +163,16 @@ public final class GridFtpBench {
                             + "verified %.2fx, verified against catalog sums %.2fx%n", gucBest, gucBest / oursPlain,
                     gucBest / time.apply("stagehand -c " + c + " verified"),
                     gucBest / time.apply("stagehand -c " + c + " verified (catalog sums)"));
+            // CPU (client + server) is what decides on a shared 2-core machine: other work moves wall times more
+            java.util.function.Function<String, Double> cpu = name -> rows.stream()
+                    .filter(r -> r.set.equals(set) && r.tool.equals(name)).mapToDouble(Row::cpu).min().orElse(Double.NaN);
+            double gucCpu = rows.stream().filter(plainGuc).mapToDouble(Row::cpu).min().orElse(Double.NaN);
+            System.out.printf(Locale.ROOT, "  CPU s, least (client + server): globus-url-copy unverified %.2f, Stagehand unverified %.2f (%.2fx); "
+                            + "globus-url-copy -verify-checksum %.2f, Stagehand verified %.2f, against catalog sums %.2f%n",
+                    gucCpu, Math.min(cpu.apply("stagehand -c 1 -p 4"), cpu.apply("stagehand -c " + c)),
+                    gucCpu / Math.min(cpu.apply("stagehand -c 1 -p 4"), cpu.apply("stagehand -c " + c)),
+                    cpu.apply("globus-url-copy -fast -cc 4 -p 2 -verify-checksum"), cpu.apply("stagehand -c " + c + " verified"),
+                    cpu.apply("stagehand -c " + c + " verified (catalog sums)"));
         }
     }
 

@@ -11,7 +11,9 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -19,7 +21,9 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * gsiftp:// against the stock Debian server (TLS 1.2, default OpenSSL security level) with a throwaway CA:
- * puts with parallel streams and data channel authentication, third-party copies, and an unknown DN refused.
+ * puts with parallel streams and data channel authentication, third-party copies, and an unknown DN refused;
+ * a put on jglobus's own DCAU path and a third-party copy, each hung mid-file, resume from the destination's
+ * restart markers (GCT sends them every 5 s) instead of byte 0.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class GsiMoverIT {
@@ -92,6 +96,127 @@ class GsiMoverIT {
             assertThat(r.bytes()).isEqualTo(20 << 20);
         }
         assertThat(Files.mismatch(f, dst.resolve("tp.bin"))).isEqualTo(-1L);
+    }
+
+    @Test
+    void dcauPutHungMidFileResumesFromTheServersRestartMarkers() throws Exception {
+        // DCAU SELF: the data channels speak GSI, so the put goes through jglobus (not Stagehand's own sender)
+        Path dst = root.resolve("dst-resume");
+        GridFtpServer.openUp(dst);
+        int size = 192 << 20;
+        Path f = file(root.resolve("src"), "resume.bin", size, 21);
+        FileCopy c = new FileCopy("resume", f.toUri(), URI.create(url(a, dst) + "/resume.bin"), size, adler(f));
+        AtomicLong sent = new AtomicLong();
+        AtomicLong firstByte = new AtomicLong();
+        List<TransferFailure> retries = new CopyOnWriteArrayList<>();
+        // a throttled source (~16 MiB/s): part of the file is acknowledged by a restart marker before the hang
+        TransferListener slow = new TransferListener() {
+            @Override
+            public void bytes(FileCopy copy, long delta) {
+                firstByte.compareAndSet(0, System.nanoTime());
+                sent.addAndGet(delta);
+                try {
+                    Thread.sleep(delta * 1000 / (16L << 20));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+
+            @Override
+            public void retrying(FileCopy copy, TransferFailure failure) {
+                retries.add(failure);
+            }
+        };
+        MoverSettings s = settings(userProxy, "SELF").withStreams(2, 1, false).withChunking(64L << 20, 0, 0)
+                .withRetry(Duration.ofSeconds(5), 3, Duration.ofMillis(100), Duration.ofSeconds(5));
+        List<Long> stopped = new ArrayList<>();
+        try (Mover mover = Movers.gridFtp(s, slow)) {
+            CopyBatch batch = mover.submit(List.of(c));
+            while (firstByte.get() == 0 || System.nanoTime() - firstByte.get() < 7_000_000_000L) Thread.sleep(20);
+            stopped.addAll(a.children());
+            for (long pid : stopped) GridFtpServer.signal(pid, "STOP"); // the server hangs mid-file
+            long atStop = sent.get();
+            assertThat(atStop).as("stopped mid-file").isLessThan(size);
+            CopyResult r = batch.result(c).get(60, TimeUnit.SECONDS);
+            assertThat(r.attempts()).isGreaterThan(1);
+            assertThat(retries).extracting(TransferFailure::kind).contains(TransferFailure.Kind.STALL);
+            assertThat(r.adler32()).isEqualTo(adler(f));
+            assertThat(Files.mismatch(f, dst.resolve("resume.bin"))).isEqualTo(-1L);
+            // from byte 0 the retry would send again everything sent before the hang (and more); resumed, it
+            // skips what the markers acknowledged
+            long resent = sent.get() - size;
+            assertThat(resent).as("bytes sent twice (%d sent before the hang)", atStop).isLessThan(atStop - (8 << 20));
+        } finally {
+            for (long pid : stopped) GridFtpServer.signal(pid, "CONT");
+        }
+    }
+
+    @Test
+    void thirdPartyCopyHungMidFileResumesFromTheDestinationsRestartMarkers() throws Exception {
+        Path srcDir = root.resolve("tpr-src");
+        Path dst = root.resolve("tpr-dst");
+        GridFtpServer.openUp(srcDir);
+        GridFtpServer.openUp(dst);
+        int size = 256 << 20;
+        Path f = file(srcDir, "big.bin", size, 22);
+        Path w = file(srcDir, "warm.bin", 1 << 20, 23);
+        FileCopy warm = new FileCopy("warm", URI.create(url(a, w)), URI.create(url(b, dst) + "/warm.bin"), Files.size(w), adler(w));
+        FileCopy c = new FileCopy("big", URI.create(url(a, f)), URI.create(url(b, dst) + "/big.bin"), size, adler(f));
+        AtomicLong crossed = new AtomicLong();
+        List<TransferFailure> retries = new CopyOnWriteArrayList<>();
+        TransferListener recorder = new TransferListener() {
+            @Override
+            public void bytes(FileCopy copy, long delta) {
+                if (copy == c) crossed.addAndGet(delta); // reported by the attempt that finished
+            }
+
+            @Override
+            public void retrying(FileCopy copy, TransferFailure failure) {
+                retries.add(failure);
+            }
+        };
+        // progress of a third-party copy is its markers (every 5 s): the stall limit must be longer
+        MoverSettings s = settings(userProxy, "SELF").withStreams(2, 1, false)
+                .withRetry(Duration.ofSeconds(8), 3, Duration.ofMillis(100), Duration.ofSeconds(5));
+        List<Long> stopped = new ArrayList<>();
+        Process signals = new ProcessBuilder("bash", "-c", "while read s p; do kill -$s $p; done").start();
+        var kill = new java.io.PrintWriter(signals.getOutputStream(), true);
+        try (Mover mover = Movers.gridFtp(s, recorder)) {
+            // the worker keeps its source and destination connections: throttle the processes serving them
+            assertThat(mover.submit(List.of(warm)).result(warm).get(60, TimeUnit.SECONDS).adler32()).isEqualTo(adler(w));
+            List<Long> source = a.children();
+            List<Long> destination = b.children();
+            stopped.addAll(source);
+            stopped.addAll(destination);
+            for (long pid : source) kill.println("STOP " + pid);
+            CopyBatch batch = mover.submit(List.of(c));
+            // the source server runs in short slices, keeping the destination file near 24 MiB/s
+            Path out = dst.resolve("big.bin");
+            long started = 0;
+            while (true) {
+                long now = System.nanoTime();
+                long have = Files.exists(out) ? Files.size(out) : 0;
+                if (started == 0 && have > 0) started = now;
+                if (started != 0 && now - started > 7_000_000_000L) break;
+                assertThat(have).as("still mid-file").isLessThan(size);
+                boolean behind = started == 0 || have < (now - started) / 1_000_000_000.0 * (24 << 20);
+                if (behind) for (long pid : source) kill.println("CONT " + pid);
+                Thread.sleep(behind ? 30 : 100);
+                for (long pid : source) kill.println("STOP " + pid);
+                Thread.sleep(20);
+            }
+            for (long pid : destination) kill.println("STOP " + pid); // the destination hangs mid-file too
+            CopyResult r = batch.result(c).get(90, TimeUnit.SECONDS);
+            assertThat(r.attempts()).isGreaterThan(1);
+            assertThat(retries).extracting(TransferFailure::kind).contains(TransferFailure.Kind.STALL);
+            assertThat(r.adler32()).isEqualTo(adler(f));
+            assertThat(Files.mismatch(f, out)).isEqualTo(-1L);
+            // the attempt that finished moved only what the destination's markers had not acknowledged
+            assertThat(crossed.get()).as("bytes of the resumed attempt").isLessThan(size - (16L << 20));
+        } finally {
+            for (long pid : stopped) GridFtpServer.signal(pid, "CONT");
+            signals.destroy();
+        }
     }
 
     @Test

@@ -8,7 +8,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * or built by {@code stagehand copy} from its options.
  *
  * @param parallelism        parallel TCP streams (MODE E data channels) per connection; a file of 16 MiB or more is
- *                           sent over all of them, a smaller one over one (they stay open from file to file)
+ *                           sent over all of them, a smaller one over one (only the channels in use are open; they
+ *                           stay open from file to file)
  * @param tcpBufferBytes     TCP buffer size for data channels (SBUF); 0 keeps the system default
  * @param concurrency        concurrent transfers per link to start with
  * @param minConcurrency     lower bound of the adaptive concurrency

