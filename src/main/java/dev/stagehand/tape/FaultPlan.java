@@ -22,6 +22,7 @@ public final class FaultPlan {
 
     private final Set<String> badSegments = new HashSet<>();
     private final Set<String> corruptSegments = new HashSet<>();
+    private final Set<String> corruptFirstCopies = new HashSet<>();
     private final Set<String> failingDrives = new HashSet<>();
     private final Set<String> hangingMounts = new HashSet<>();
     private final Set<String> missingVolumes = new HashSet<>();
@@ -53,6 +54,15 @@ public final class FaultPlan {
         return this;
     }
 
+    /**
+     * The copy of {@code fileName} that is read first, from whichever volume, is corrupt (and stays so, like
+     * {@link #corruptSegment}): for tests where the scheduler may pick either copy of a file.
+     */
+    public synchronized FaultPlan corruptFirstCopy(String fileName) {
+        corruptFirstCopies.add(fileName);
+        return this;
+    }
+
     public synchronized FaultPlan failDrive(String drive) {
         failingDrives.add(drive);
         return this;
@@ -77,6 +87,7 @@ public final class FaultPlan {
     public synchronized void clear() {
         badSegments.clear();
         corruptSegments.clear();
+        corruptFirstCopies.clear();
         failingDrives.clear();
         hangingMounts.clear();
         missingVolumes.clear();
@@ -87,6 +98,7 @@ public final class FaultPlan {
     }
 
     synchronized boolean isCorrupt(String volume, String fileName) {
+        if (!corruptFirstCopies.isEmpty() && corruptFirstCopies.remove(fileName)) corruptSegments.add(volume + '\0' + fileName);
         return !corruptSegments.isEmpty() && corruptSegments.contains(volume + '\0' + fileName);
     }
 

@@ -694,7 +694,10 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
     private final class SimReadBatch extends Job implements ReadBatch {
         final List<SegmentRead> segments;
         final Map<SegmentRead, CompletableFuture<ReadResult>> futures = new IdentityHashMap<>();
-        final Map<SegmentRead, Boolean> dropped = new IdentityHashMap<>(); // cancelled, future not yet told
+        // Outcome decided under the lock; its future is told once the lock is free, so isDone() may still be
+        // false: a drive failure or cancel arriving meanwhile must not overturn it (a read reported done and
+        // then failed would have its verified copy thrown away and the file read again).
+        final Map<SegmentRead, Boolean> decided = new IdentityHashMap<>();
         final CompletableFuture<Void> done;
         int next; // index of the next segment to start
         SegmentRead current;
@@ -726,8 +729,8 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         public void cancel(SegmentRead segment) {
             CompletableFuture<ReadResult> f = result(segment);
             locked(() -> {
-                if (f.isDone()) return;
-                dropped.put(segment, true);
+                if (f.isDone() || decided.containsKey(segment)) return;
+                decided.put(segment, true); // dropped: its future is told once the lock is free
                 later(() -> f.cancel(false));
                 if (segment == current) abandonCurrent();
             });
@@ -742,7 +745,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         void cancelAllLocked() {
             for (SegmentRead s : segments) {
                 CompletableFuture<ReadResult> f = futures.get(s);
-                if (!f.isDone()) later(() -> f.cancel(false));
+                if (!f.isDone() && decided.put(s, true) == null) later(() -> f.cancel(false));
             }
             next = segments.size();
             if (current != null) abandonCurrent();
@@ -778,7 +781,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
             SegmentRead s = null;
             while (next < segments.size()) {
                 SegmentRead c = segments.get(next++);
-                if (!futures.get(c).isDone() && !dropped.containsKey(c)) {
+                if (!futures.get(c).isDone() && !decided.containsKey(c)) {
                     s = c;
                     break;
                 }
@@ -846,6 +849,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
 
         private void finish(SegmentRead s, boolean bad, long adler, Throwable copyError) {
             Drive d = drive;
+            decided.put(s, true);
             double secs = model.transferSeconds(s.sizeBytes());
             d.head = s.offsetBytes() + s.sizeBytes();
             d.bytesMoved += s.sizeBytes();
@@ -881,7 +885,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
             Instant now = clock.now();
             for (SegmentRead s : segments) {
                 CompletableFuture<ReadResult> f = futures.get(s);
-                if (f.isDone()) continue;
+                if (f.isDone() || decided.put(s, true) != null) continue;
                 segmentsFailed++;
                 later(() -> events.segmentFailed(failure.drive(), s, failure, now));
                 fail(f, failure);

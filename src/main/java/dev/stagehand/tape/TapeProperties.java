@@ -59,7 +59,8 @@ public record TapeProperties(
      * @param failingDrives drives that fail half-way through their next transfer
      * @param hangingMounts volumes whose next mount never completes
      * @param missingVolumes volumes not in the library
-     * @param corruptSegments {@code VOLUME:file-name} pairs whose reads deliver one byte altered (silent corruption)
+     * @param corruptSegments {@code VOLUME:file-name} pairs whose reads deliver one byte altered (silent corruption);
+     *                        {@code *:file-name}: the copy of the file that is read first, whichever volume that is
      */
     public record Faults(
             @DefaultValue List<String> badSegments,
@@ -74,7 +75,8 @@ public record TapeProperties(
                 int i = s.indexOf(':');
                 if (i <= 0 || i == s.length() - 1)
                     throw new IllegalArgumentException("corrupt segment must be VOLUME:file-name, was '" + s + "'");
-                p.corruptSegment(s.substring(0, i), s.substring(i + 1));
+                if (s.substring(0, i).equals("*")) p.corruptFirstCopy(s.substring(i + 1));
+                else p.corruptSegment(s.substring(0, i), s.substring(i + 1));
             }
             return p;
         }

@@ -85,6 +85,28 @@ class FaultInjectionTest {
     }
 
     @Test
+    void theCopyReadFirstIsTheCorruptOneWhicheverVolumeItIsOn() throws Exception {
+        faults.corruptFirstCopy("/data/f9");
+        SimulatedLibrary lib = SimulatedLibrary.builder(clock).drives(2).accessors(1).root(tmp.resolve("lib")).faults(faults).build();
+        lib.mount("drive01", "V2");
+        lib.mount("drive02", "V1");
+        clock.runUntilIdle();
+        long size = 500_000L;
+        long good = SimulatedContent.adler32("/data/f9", size);
+        SegmentRead onV2 = new SegmentRead(9, "/data/f9", "V2", 0, size, tmp.resolve("out/a"));
+        SegmentRead onV1 = new SegmentRead(9, "/data/f9", "V1", 0, size, tmp.resolve("out/b"));
+        SegmentRead again = new SegmentRead(9, "/data/f9", "V2", 0, size, tmp.resolve("out/c"));
+        ReadBatch first = lib.read("drive01", List.of(onV2));
+        clock.runUntilIdle();
+        ReadBatch other = lib.read("drive02", List.of(onV1));
+        ReadBatch same = lib.read("drive01", List.of(again));
+        clock.runUntilIdle();
+        assertThat(first.result(onV2).join().adler32()).isNotEqualTo(good);
+        assertThat(other.result(onV1).join().adler32()).as("the other copy is good").isEqualTo(good);
+        assertThat(same.result(again).join().adler32()).as("the corrupt copy stays corrupt").isNotEqualTo(good);
+    }
+
+    @Test
     void driveFailingMidReadFailsEverythingQueuedAndKeepsTheVolumeUntilRecovered() {
         mounted("drive01", "V1");
         SegmentRead a = seg(1, "V1", 0, 4_000_000_000L), b = seg(2, "V1", 4_000_000_000L, 400_000_000L);

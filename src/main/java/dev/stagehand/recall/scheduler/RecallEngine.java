@@ -687,14 +687,34 @@ public final class RecallEngine {
             h = o + f.sizeBytes;
         }
         ReadBatch rb = library.read(d.name, segments);
+        // The list is done when this engine has recorded every segment's outcome, not when the library's
+        // futures have all completed: their callbacks run on several threads and may wait for this monitor
+        // in any order, so "all complete" can be seen before the last outcome is recorded (a drive failure
+        // not yet known, the drive handed a new list while a file of the old one is still unaccounted for).
+        ReadList list = new ReadList(d, segments.size());
         for (int i = 0; i < segments.size(); i++) {
             SegmentRead s = segments.get(i);
             FileWork f = owners.get(i);
             Staging.Slot slot = ownerSlots.get(i);
-            if (f == null) rb.result(s).whenComplete((r, e) -> gapDone(d, s, e));
-            else rb.result(s).whenComplete((r, e) -> segmentDone(d, f, s, slot, r, e));
+            if (f == null) rb.result(s).whenComplete((r, e) -> gapDone(list, s, e));
+            else rb.result(s).whenComplete((r, e) -> segmentDone(list, f, s, slot, r, e));
         }
-        rb.done().whenComplete((v, e) -> batchDone(d));
+    }
+
+    /** A read list under way on a drive: segments whose outcome this engine has not recorded yet. */
+    private final class ReadList {
+        final Drive drive;
+        int open;
+
+        ReadList(Drive drive, int segments) {
+            this.drive = drive;
+            this.open = segments;
+        }
+
+        /** One segment's outcome is recorded (under the engine's monitor); the last one ends the list. */
+        void settled() {
+            if (--open == 0) batchDone(drive);
+        }
     }
 
     /** Seconds from the head at {@code from} to {@code to}: a locate, or streaming over the gap where the plan may. */
@@ -717,21 +737,25 @@ public final class RecallEngine {
     static final String GAP_NAME = "(gap read through)";
 
     /** A gap read through: the head moved on; a failure there is left to the next file's own read. */
-    private synchronized void gapDone(Drive d, SegmentRead s, Throwable e) {
-        if (e != null) return;
-        d.head = s.offsetBytes() + s.sizeBytes();
-        d.moved += s.sizeBytes();
+    private synchronized void gapDone(ReadList list, SegmentRead s, Throwable e) {
+        if (e == null) {
+            list.drive.head = s.offsetBytes() + s.sizeBytes();
+            list.drive.moved += s.sizeBytes();
+        }
+        list.settled();
     }
 
-    private synchronized void segmentDone(Drive d, FileWork f, SegmentRead s, Staging.Slot slot, ReadResult r, Throwable e) {
+    private synchronized void segmentDone(ReadList list, FileWork f, SegmentRead s, Staging.Slot slot, ReadResult r, Throwable e) {
         try {
-            segmentDone0(d, f, s, slot, r, e);
+            segmentDone0(list.drive, f, s, slot, r, e);
         } catch (RuntimeException unexpected) {
             // thrown into a future's callback it would vanish: say so here. The claim, no longer renewed,
             // lapses and the file is read again.
             System.getLogger(RecallEngine.class.getName()).log(System.Logger.Level.WARNING,
                     "outcome of reading " + f.name + " not recorded; its claim will lapse and it is read again", unexpected);
             throw unexpected;
+        } finally {
+            list.settled();
         }
     }
 

@@ -1,5 +1,6 @@
 package dev.stagehand.recall.service;
 
+import dev.stagehand.cache.CacheEntry;
 import dev.stagehand.cache.CommitResult;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.cache.ReserveResult;
@@ -39,7 +40,27 @@ final class CacheStaging implements Staging {
     public List<Slot> reserve(String volume, List<FileWork> files) {
         List<SpaceRequest> want = new ArrayList<>(files.size());
         for (FileWork f : files) want.add(new SpaceRequest(f.id(), f.sizeBytes()));
-        List<ReserveResult> got = DatabaseRetry.call("cache reservation", () -> cache.reserve(want, "recall " + volume));
+        List<ReserveResult> got = new ArrayList<>(DatabaseRetry.call("cache reservation", () -> cache.reserve(want, "recall " + volume)));
+        // Only this node's engine reserves here, and never for a file it is reading: a reservation of this node
+        // for one of these files is nobody's. It is left by a reservation whose reply was lost as the database
+        // went away (the retry found it written); joining it would wait for ever. Given up and reserved again.
+        List<Integer> orphaned = new ArrayList<>();
+        for (int i = 0; i < got.size(); i++) {
+            ReserveResult r = got.get(i);
+            if (r.outcome() == ReserveResult.Outcome.IN_FLIGHT && r.reservation() != null
+                    && cache.node().equals(r.reservation().node())) {
+                DatabaseRetry.run("cache abort", () -> cache.abort(r.reservation().id(), "orphaned by a lost database reply"));
+                orphaned.add(i);
+            }
+        }
+        if (!orphaned.isEmpty()) {
+            List<SpaceRequest> again = new ArrayList<>(orphaned.size());
+            for (int i : orphaned) again.add(want.get(i));
+            log.warn("{} cache reservation(s) of this node orphaned by a lost database reply given up; reserving again",
+                    orphaned.size());
+            List<ReserveResult> retried = DatabaseRetry.call("cache reservation", () -> cache.reserve(again, "recall " + volume));
+            for (int k = 0; k < orphaned.size(); k++) got.set(orphaned.get(k), retried.get(k));
+        }
         List<Slot> out = new ArrayList<>(got.size());
         for (ReserveResult r : got) {
             out.add(switch (r.outcome()) {
@@ -70,7 +91,7 @@ final class CacheStaging implements Staging {
     @Override
     public String commit(FileWork file, String volume, Slot slot, long adler32) {
         CommitResult r = DatabaseRetry.call("cache commit", () -> cache.commit(slot.handle(), String.format("%08x", adler32)));
-        if (r.verified()) {
+        if (r.verified() || committedBeforeReplyLost(file, slot, r)) {
             metrics.staged(file.sizeBytes());
             return null;
         }
@@ -83,6 +104,16 @@ final class CacheStaging implements Staging {
             return "checksum mismatch reading " + volume + ": " + r.reason() + " (segment marked suspect)";
         }
         return "staged copy lost before it was verified: " + r.reason();
+    }
+
+    /**
+     * A commit retried after the database went away finds its reservation gone when the first attempt had
+     * committed and only its reply was lost: the copy is then the file's verified one, at the slot's path.
+     */
+    private boolean committedBeforeReplyLost(FileWork file, Slot slot, CommitResult r) {
+        if (r.outcome() != CommitResult.Outcome.UNKNOWN_RESERVATION || slot.target() == null) return false;
+        CacheEntry e = DatabaseRetry.call("cache lookup", () -> cache.lookup(List.of(file.id())).get(file.id()));
+        return e != null && e.cached() && slot.target().equals(e.path());
     }
 
     @Override
