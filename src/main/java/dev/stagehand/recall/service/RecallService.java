@@ -235,6 +235,23 @@ public final class RecallService {
                 UPDATE recall_file SET state = 'queued', path = NULL, updated_at = now()
                  WHERE state = 'on_disk' AND file_id = ANY(?) AND NOT (file_id = ANY(?)) RETURNING file_id""",
                 Long.class, queued.toArray(Long[]::new), cached.toArray(Long[]::new));
+        if (!evicted.isEmpty()) {
+            // staged and committed between the cache lookup above and that update: not evicted after all (a staging
+            // still under way is 'staging', never matched there, so looking again now closes the window); without
+            // this the engine forgot the fresh copy and read the file from tape a second time
+            Map<Long, CacheEntry> now = cache.lookup(evicted);
+            List<Long> gone = new ArrayList<>();
+            for (long id : evicted) {
+                CacheEntry e = now.get(id);
+                if (e != null && e.cached()) {
+                    jdbc.update("UPDATE recall_file SET state = 'on_disk', path = ?, updated_at = now() WHERE file_id = ? AND state = 'queued'",
+                            e.path().toString(), id);
+                } else {
+                    gone.add(id);
+                }
+            }
+            evicted = gone;
+        }
         for (long id : evicted) engine.evicted(id);
         List<Long> failed = jdbc.queryForList("""
                 UPDATE stage_request_file x SET state = 'failed', error = rf.error, finished_at = now()
