@@ -48,7 +48,13 @@ class RecallConfiguration {
         EventClock c = clock.getIfAvailable(dev.stagehand.platform.ScaledClock::real);
         TapeProperties tp = tape.getIfAvailable();
         TapeModel model = tp != null && tp.sim() != null && tp.sim().model() != null ? tp.sim().model() : TapeModel.lto9();
-        return new RecallLifecycle(new RecallService(jdbc, lib, c, model, props, cache, transfers.getIfAvailable(), metrics));
+        TransferQueue queue = transfers.getIfAvailable();
+        RecallService service = new RecallService(jdbc, lib, c, model, props, cache, queue, metrics);
+        // a staged file's transfer ended: end its file and release its pin now, not at the next poll
+        if (queue != null) queue.onEnded(correlation -> {
+            if (correlation != null && correlation.startsWith(TransferHandOff.CORRELATION_PREFIX)) service.pipelineChanged();
+        });
+        return new RecallLifecycle(service);
     }
 
     /** Starts the scheduler once the context is up (after Flyway), stops it first on shutdown. */
