@@ -142,15 +142,7 @@ public final class RecallService {
                 return t;
             });
             long ms = props.pollInterval().toMillis();
-            poller.scheduleWithFixedDelay(() -> {
-                try {
-                    poll();
-                    DatabaseRetry.recovered();
-                } catch (RuntimeException e) {
-                    // a database outage is logged once (DatabaseRetry); the next round tries again
-                    if (!DatabaseRetry.noteFailure("recall intake", e)) log.warn("recall intake failed; retrying", e);
-                }
-            }, 0, ms, TimeUnit.MILLISECONDS);
+            poller.scheduleWithFixedDelay(this::pollLogged, 0, ms, TimeUnit.MILLISECONDS);
         }
         log.info("recall scheduler {} started: policy {}, {} drives, {} accessors", instance, props.policy(),
                 library.layout().drives().size(), library.layout().accessors());
@@ -173,6 +165,35 @@ public final class RecallService {
         double ahead = Duration.between(clock.now(), at).toNanos() / 1e9;
         double factor = clock instanceof ScaledClock sc ? sc.factor() : 1.0;
         return Instant.now().plusNanos((long) (ahead / factor * 1e9));
+    }
+
+    private void pollLogged() {
+        try {
+            poll();
+            DatabaseRetry.recovered();
+        } catch (RuntimeException e) {
+            // a database outage is logged once (DatabaseRetry); the next round tries again
+            if (!DatabaseRetry.noteFailure("recall intake", e)) log.warn("recall intake failed; retrying", e);
+        }
+    }
+
+    private final AtomicBoolean intakeQueued = new AtomicBoolean();
+
+    /**
+     * A request was submitted through this instance: one intake round runs now instead of at the next poll
+     * (a submission no longer waits up to a poll interval before its first mount). Coalesced; a hint only.
+     */
+    public void requestSubmitted() {
+        ScheduledExecutorService p = poller;
+        if (p == null || !intakeQueued.compareAndSet(false, true)) return;
+        try {
+            p.execute(() -> {
+                intakeQueued.set(false);
+                if (poller != null) pollLogged();
+            });
+        } catch (RejectedExecutionException stopped) {
+            intakeQueued.set(false);
+        }
     }
 
     private final AtomicBoolean pipelineRoundQueued = new AtomicBoolean();
