@@ -96,13 +96,6 @@ public final class PipelineBench {
                 UUID id = b.submit(names, server.url(delivered));
                 Peak peak = new Peak(b.jdbc, work.resolve("cache-small").toString());
                 peak.request = id;
-                try {
-                    Object lc = ctx.getBean("recallLifecycle");
-                    var m = lc.getClass().getDeclaredMethod("service"); m.setAccessible(true);
-                    peak.engine = ((dev.stagehand.recall.service.RecallService) m.invoke(lc)).engine();
-                } catch (Exception e) {
-                    System.out.println("no engine: " + e);
-                }
                 peak.start();
                 double end = b.waitForRequest(id);
                 String cpuUse = cpu.since(end);
@@ -164,7 +157,6 @@ public final class PipelineBench {
         final String dir;
         volatile long max;
         volatile UUID request;
-        volatile Object engine;
         int ticks;
         final long t0 = System.nanoTime();
         volatile boolean running = true;
@@ -199,27 +191,7 @@ public final class PipelineBench {
                       FROM stage_request_file WHERE request_id = ?""", request);
             System.out.printf("    +%5.1fs  read from tape %3d/%d | on disk, waiting %3d | sending %3d | delivered %3d | cache %4.0f MB%n",
                     (System.nanoTime() - t0) / 1e9, c.get("tape"), c.get("total"), c.get("waiting"), c.get("sending"), c.get("done"), cacheBytes / 1e6);
-            if (Boolean.getBoolean("bench.debug") && engine != null) {
-                try {
-                    synchronized (engine) {
-                        var fd = engine.getClass().getDeclaredField("drives"); fd.setAccessible(true);
-                        var fp = engine.getClass().getDeclaredField("promised"); fp.setAccessible(true);
-                        var fs = engine.getClass().getDeclaredField("passScheduled"); fs.setAccessible(true);
-                        StringBuilder sb = new StringBuilder("      engine: promised " + fp.get(engine) + " passScheduled " + fs.get(engine));
-                        for (Object d : ((Map<?, ?>) fd.get(engine)).values()) {
-                            var st = d.getClass().getDeclaredField("state"); st.setAccessible(true);
-                            var vo = d.getClass().getDeclaredField("volume"); vo.setAccessible(true);
-                            sb.append(" | ").append(st.get(d)).append(' ').append(vo.get(d));
-                        }
-                        for (var q : ((dev.stagehand.recall.scheduler.RecallEngine) engine).model().queues()) sb.append(" | q ").append(q.label()).append(' ').append(q.bytes());
-                        
-                        System.out.println(sb);
-                    }
-                } catch (Exception e) {
-                    System.out.println("      engine: " + e);
-                }
-            }
-            if (Boolean.getBoolean("bench.debug")) {
+            if (Boolean.getBoolean("bench.debug")) { // where a stall sits: the request's recall rows, the cache's copies
                 System.out.println("      " + jdbc.queryForList("""
                         SELECT rf.state, rf.claimed_by IS NOT NULL AS claimed, count(*) FROM stage_request_file x JOIN recall_file rf ON rf.file_id = x.file_id
                          WHERE x.request_id = ? GROUP BY 1, 2""", request));

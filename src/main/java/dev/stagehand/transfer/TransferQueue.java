@@ -43,10 +43,13 @@ public class TransferQueue {
 
     /**
      * Waits until rows are queued in this instance (after their transaction commits) or {@code max} passes,
-     * whichever is first. Returns at once when rows were queued since the last call.
+     * whichever is first; returns at once when rows were queued since the last call. Returns whether it
+     * was woken by queued rows.
      */
-    public void awaitQueued(Duration max) throws InterruptedException {
-        if (queued.tryAcquire(max.toNanos(), TimeUnit.NANOSECONDS)) queued.drainPermits();
+    public boolean awaitQueued(Duration max) throws InterruptedException {
+        if (!queued.tryAcquire(max.toNanos(), TimeUnit.NANOSECONDS)) return false;
+        queued.drainPermits();
+        return true;
     }
 
     /**
