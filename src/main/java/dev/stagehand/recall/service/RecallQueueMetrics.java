@@ -5,10 +5,7 @@ import io.micrometer.core.instrument.MultiGauge;
 import io.micrometer.core.instrument.Tags;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.Executors;
@@ -71,13 +68,13 @@ final class RecallQueueMetrics implements SmartLifecycle {
 
     /** Reads the queue and replaces every row of the four gauges. */
     void refresh() {
-        Map<Tags, Long> f = new HashMap<>(), b = new HashMap<>();
+        List<MultiGauge.Row<?>> f = new ArrayList<>(), b = new ArrayList<>();
         jdbc.query(WANTED + """
                 SELECT coalesce(f.experiment, '') AS experiment, w.state, count(*) AS n, coalesce(sum(f.size_bytes), 0) AS bytes
                   FROM w JOIN file f ON f.id = w.file_id GROUP BY 1, 2""", rs -> {
             Tags tags = Tags.of("experiment", rs.getString("experiment"), "state", rs.getString("state"));
-            f.put(tags, rs.getLong("n"));
-            b.put(tags, rs.getLong("bytes"));
+            f.add(MultiGauge.Row.of(tags, rs.getLong("n")));
+            b.add(MultiGauge.Row.of(tags, rs.getLong("bytes")));
         });
         Map<String, long[]> perVolume = new TreeMap<>();
         jdbc.query(WANTED + """
@@ -94,32 +91,15 @@ final class RecallQueueMetrics implements SmartLifecycle {
             v[0] += rs.getLong(2);
             v[1] += rs.getLong(3);
         });
-        Map<Tags, Long> vf = new HashMap<>(), vb = new HashMap<>();
+        List<MultiGauge.Row<?>> vf = new ArrayList<>(), vb = new ArrayList<>();
         perVolume.forEach((label, v) -> {
-            vf.put(Tags.of("volume", label), v[0]);
-            vb.put(Tags.of("volume", label), v[1]);
+            vf.add(MultiGauge.Row.of(Tags.of("volume", label), v[0]));
+            vb.add(MultiGauge.Row.of(Tags.of("volume", label), v[1]));
         });
-        update(files, fileValues, f);
-        update(bytes, byteValues, b);
-        update(volumeFiles, volumeFileValues, vf);
-        update(volumeBytes, volumeByteValues, vb);
-    }
-
-    // One holder per series, updated in place: re-registering a series that stays (MultiGauge's overwrite)
-    // removes and adds it again, and a scrape in between lists it twice and fails with
-    // DuplicateLabelsException (micrometer#6851). Series only come and go when their rows do.
-    private final Map<Tags, AtomicLong> fileValues = new ConcurrentHashMap<>(), byteValues = new ConcurrentHashMap<>(),
-            volumeFileValues = new ConcurrentHashMap<>(), volumeByteValues = new ConcurrentHashMap<>();
-
-    private static void update(MultiGauge gauge, Map<Tags, AtomicLong> held, Map<Tags, Long> now) {
-        held.keySet().retainAll(now.keySet());
-        List<MultiGauge.Row<?>> live = new ArrayList<>(now.size());
-        now.forEach((tags, v) -> {
-            AtomicLong h = held.computeIfAbsent(tags, t -> new AtomicLong());
-            h.set(v);
-            live.add(MultiGauge.Row.of(tags, h, AtomicLong::doubleValue));
-        });
-        gauge.register(live, false); // kept series keep their holder; gone ones are removed, new ones added
+        files.register(f, true);
+        bytes.register(b, true);
+        volumeFiles.register(vf, true);
+        volumeBytes.register(vb, true);
     }
 
     @Override
