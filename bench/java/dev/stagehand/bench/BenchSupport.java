@@ -69,7 +69,9 @@ final class BenchSupport {
     static void clean(JdbcTemplate jdbc) {
         String db = jdbc.queryForObject("SELECT current_database()", String.class);
         if (!DATABASE.equals(db)) throw new IllegalStateException("refusing to empty database " + db);
-        jdbc.execute("TRUNCATE stage_request, segment, file, volume, dataset CASCADE");
+        // volume leases too: a killed run leaves its mounted volumes leased, and a later run of the same labels
+        // would wait for those leases to lapse (minutes) as if another instance held the cartridges
+        jdbc.execute("TRUNCATE stage_request, segment, file, volume, dataset, volume_lease CASCADE");
         jdbc.execute("VACUUM ANALYZE");
     }
 

@@ -12,7 +12,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param policy                tape-aware (default), greedy or fifo
  * @param cacheBatchBytes       a volume is mounted only when this much disk cache space (or its whole queue, if
  *                              less) can be reserved: staging waits for space instead of filling the cache
- * @param pollInterval          how often new requests are taken from the database
+ * @param pollInterval          how often new requests are taken from the database (and staged files handed off);
+ *                              submissions, verified files and ended transfers in this instance also wake it at once
  * @param lease                 a claim lapses unless renewed within this (another instance then takes over)
  * @param instanceId            names this instance's claims; empty: host name and process id
  * @param minMountBytes         CTA-like mount policy: a queue with this many bytes is worth a mount

@@ -89,7 +89,9 @@ class TransferDrainer implements SmartLifecycle {
                 int room = settings.maxInFlight() - inFlight.size();
                 List<TransferJob> claimed = room > 0 ? queue.claim(owner, Math.min(settings.batchSize(), room), settings.lease()) : List.of();
                 if (claimed.isEmpty()) {
-                    Thread.sleep(settings.pollInterval().toMillis());
+                    // woken as soon as rows are queued here; the poll interval bounds the wait for rows queued
+                    // by other instances (or whose lease lapsed)
+                    queue.awaitQueued(settings.pollInterval());
                     continue;
                 }
                 DatabaseRetry.recovered();

@@ -15,7 +15,7 @@ public record TransferProperties(@DefaultValue MoverSettings mover, @DefaultValu
 
     /**
      * @param enabled      drain transfer_job in this service
-     * @param pollInterval how often to look for queued rows when idle
+     * @param pollInterval how often to look for queued rows when idle (rows queued by this instance wake it at once)
      * @param batchSize    rows claimed at once
      * @param maxInFlight  rows handed to the movers and not yet finished, at most
      * @param lease        how long a claim holds without renewal (renewed every third of it)

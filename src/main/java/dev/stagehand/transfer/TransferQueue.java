@@ -8,13 +8,23 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.annotation.Transactional;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * The transfer queue in PostgreSQL (table transfer_job). Other modules enqueue files here; the
  * {@code TransferDrainer} claims rows with {@code FOR UPDATE SKIP LOCKED} under a lease and moves them.
+ * <p>The rows are the queue; this instance also passes in-process hints so that nothing waits for a poll:
+ * rows queued here wake the drainer once committed ({@link #awaitQueued}), and rows ended here are announced
+ * to {@link #onEnded} listeners. A hint can be missed (another instance queued the row, a listener was busy):
+ * the pollers still find every row.
  */
 @Component
 public class TransferQueue {
@@ -23,9 +33,59 @@ public class TransferQueue {
     public record Request(String correlation, URI source, URI destination, long sizeBytes, Long adler32) {}
 
     private final JdbcTemplate jdbc;
+    /** One permit at most: "rows were queued since the drainer last looked". */
+    private final Semaphore queued = new Semaphore(0);
+    private final List<Consumer<String>> endListeners = new CopyOnWriteArrayList<>();
 
     public TransferQueue(JdbcTemplate jdbc) {
         this.jdbc = jdbc;
+    }
+
+    /**
+     * Waits until rows are queued in this instance (after their transaction commits) or {@code max} passes,
+     * whichever is first; returns at once when rows were queued since the last call. Returns whether it
+     * was woken by queued rows.
+     */
+    public boolean awaitQueued(Duration max) throws InterruptedException {
+        if (!queued.tryAcquire(max.toNanos(), TimeUnit.NANOSECONDS)) return false;
+        queued.drainPermits();
+        return true;
+    }
+
+    /**
+     * {@code listener} gets the correlation of each row this instance ends (done, failed, cancelled), once
+     * that is committed. Called on the thread that ended it: it must only note the change and return.
+     */
+    public void onEnded(Consumer<String> listener) {
+        endListeners.add(listener);
+    }
+
+    private void wakeDrainer() {
+        if (queued.availablePermits() == 0) queued.release();
+    }
+
+    private void ended(String correlation) {
+        for (Consumer<String> l : endListeners) {
+            try {
+                l.accept(correlation);
+            } catch (RuntimeException e) {
+                // a hint only: the listener's own poll finds the row
+            }
+        }
+    }
+
+    /** Runs {@code hint} once the current transaction commits (at once outside one). */
+    private static void afterCommit(Runnable hint) {
+        if (TransactionSynchronizationManager.isSynchronizationActive()) {
+            TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                @Override
+                public void afterCommit() {
+                    hint.run();
+                }
+            });
+        } else {
+            hint.run();
+        }
     }
 
     /** Queues {@code requests}; returns their row ids in the same order. */
@@ -39,6 +99,7 @@ public class TransferQueue {
                     VALUES (?, ?, ?, ?, ?) RETURNING id""", Long.class,
                     r.correlation(), r.source().toString(), r.destination().toString(), r.sizeBytes(), r.adler32()));
         }
+        if (!ids.isEmpty()) afterCommit(this::wakeDrainer);
         return ids;
     }
 
@@ -54,9 +115,12 @@ public class TransferQueue {
 
     /** Cancels a row not yet finished; a running transfer is abandoned by the drainer on its next look. */
     public boolean cancel(long id) {
-        return jdbc.update("""
+        List<String> c = jdbc.query("""
                 UPDATE transfer_job SET state = 'cancelled', finished_at = now(), lease_owner = NULL, lease_until = NULL
-                WHERE id = ? AND state IN ('queued', 'active')""", id) == 1;
+                WHERE id = ? AND state IN ('queued', 'active') RETURNING correlation""", (rs, n) -> rs.getString(1), id);
+        if (c.isEmpty()) return false;
+        afterCommit(() -> ended(c.getFirst()));
+        return true;
     }
 
     /**
@@ -64,9 +128,11 @@ public class TransferQueue {
      * for the record. Returns false when the row is not failed (nothing changed).
      */
     public boolean retry(long id) {
-        return jdbc.update("""
+        boolean again = jdbc.update("""
                 UPDATE transfer_job SET state = 'queued', finished_at = NULL, lease_owner = NULL, lease_until = NULL
                 WHERE id = ? AND state = 'failed'""", id) == 1;
+        if (again) afterCommit(this::wakeDrainer);
+        return again;
     }
 
     /** The newest rows in any of {@code states} (queued, active, done, failed, cancelled), newest first. */
@@ -111,19 +177,26 @@ public class TransferQueue {
 
     boolean done(long id, String owner, CopyResult r) {
         double seconds = Math.max(r.elapsed().toNanos() / 1e9, 1e-9);
-        return jdbc.update("""
+        return endedBy(jdbc.query("""
                 UPDATE transfer_job SET state = 'done', bytes_moved = ?, mb_per_s = ?, mover_attempts = ?,
                        dest_adler32 = ?, finished_at = now(), lease_owner = NULL, lease_until = NULL
-                WHERE id = ? AND state = 'active' AND lease_owner = ?""",
-                r.bytes(), r.bytes() / 1e6 / seconds, r.attempts(), r.adler32() < 0 ? null : r.adler32(), id, owner) == 1;
+                WHERE id = ? AND state = 'active' AND lease_owner = ? RETURNING correlation""", (rs, n) -> rs.getString(1),
+                r.bytes(), r.bytes() / 1e6 / seconds, r.attempts(), r.adler32() < 0 ? null : r.adler32(), id, owner));
     }
 
     boolean failed(long id, String owner, TransferFailure f) {
-        return jdbc.update("""
+        return endedBy(jdbc.query("""
                 UPDATE transfer_job SET state = 'failed', last_error_class = ?, last_error = ?, mover_attempts = ?,
                        finished_at = now(), lease_owner = NULL, lease_until = NULL
-                WHERE id = ? AND state = 'active' AND lease_owner = ?""",
-                f.kind().name(), f.getMessage(), f.attempts(), id, owner) == 1;
+                WHERE id = ? AND state = 'active' AND lease_owner = ? RETURNING correlation""", (rs, n) -> rs.getString(1),
+                f.kind().name(), f.getMessage(), f.attempts(), id, owner));
+    }
+
+    /** Whether a row was ended; if so its listeners hear of it once that is committed. */
+    private boolean endedBy(List<String> correlations) {
+        if (correlations.isEmpty()) return false;
+        afterCommit(() -> ended(correlations.getFirst()));
+        return true;
     }
 
     private static TransferJob row(ResultSet rs, int n) throws SQLException {

@@ -25,6 +25,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.regex.Pattern;
+import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.core.RowMapper;
 import org.springframework.stereotype.Service;
@@ -51,8 +52,11 @@ class JdbcStageRequests implements StageRequests {
     private final RequestSettlement settlement;
     private final DiskCache cache;
 
+    private final ApplicationEventPublisher events;
+
     JdbcStageRequests(JdbcTemplate jdbc, TransactionTemplate tx, StageRequestProperties props, RequestSettlement settlement,
-                      DiskCache cache) {
+                      DiskCache cache, ApplicationEventPublisher events) {
+        this.events = events;
         this.jdbc = jdbc;
         this.cache = cache;
         this.tx = tx;
@@ -87,7 +91,7 @@ class JdbcStageRequests implements StageRequests {
         }
         if (!errors.isEmpty()) throw invalid(errors);
         String fingerprint = fingerprint(req);
-        return tx.execute(status -> {
+        Submission done = tx.execute(status -> {
             if (req.clientRequestId() != null) {
                 Optional<Submission> earlier = earlier(owner, req.clientRequestId(), fingerprint);
                 if (earlier.isPresent()) return earlier.get();
@@ -118,6 +122,9 @@ class JdbcStageRequests implements StageRequests {
             });
             return new Submission(summary(id).orElseThrow(), true);
         });
+        // committed: the scheduler of this instance may take it now rather than at its next poll
+        if (done != null && done.created()) events.publishEvent(new RequestSubmitted(done.request().id()));
+        return done;
     }
 
     private void checkFields(String owner, NewStageRequest req, List<EntryError> errors) {

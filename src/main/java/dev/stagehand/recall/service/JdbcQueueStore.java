@@ -32,6 +32,7 @@ public final class JdbcQueueStore implements QueueStore {
     private final DoubleFunction<Instant> toInstant;
     private final RequestSettlement settlement;
     private final java.util.function.Consumer<List<Long>> landed;
+    private final Runnable onDisk;
     private final org.springframework.transaction.support.TransactionTemplate tx;
 
     /** @param landed called with files now on disk (to pin them for their requests' disk lifetimes) */
@@ -43,6 +44,13 @@ public final class JdbcQueueStore implements QueueStore {
     /** @param metrics records the latency of each request this instance ends */
     public JdbcQueueStore(JdbcTemplate jdbc, String instance, Duration lease, DoubleFunction<Instant> toInstant,
                           java.util.function.Consumer<List<Long>> landed, RecallMetrics metrics) {
+        this(jdbc, instance, lease, toInstant, landed, metrics, () -> {});
+    }
+
+    /** @param onDisk told (a hint, after the commit) whenever files were recorded on disk: their hand-off may start */
+    public JdbcQueueStore(JdbcTemplate jdbc, String instance, Duration lease, DoubleFunction<Instant> toInstant,
+                          java.util.function.Consumer<List<Long>> landed, RecallMetrics metrics, Runnable onDisk) {
+        this.onDisk = onDisk;
         this.landed = landed;
         this.jdbc = jdbc;
         this.instance = instance;
@@ -92,6 +100,7 @@ public final class JdbcQueueStore implements QueueStore {
         // one transaction: a kill between the file's row and its requests' rows would leave a request waiting
         // for a file that is already on disk, and nothing would hand it on
         DatabaseRetry.run("staged " + file.name(), () -> tx.executeWithoutResult(t -> staged0(file, adler32, path)));
+        onDisk.run();
     }
 
     private void staged0(FileWork file, long adler32, Path path) {

@@ -11,7 +11,9 @@ import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
 import dev.stagehand.tape.TapeProperties;
 import dev.stagehand.transfer.TransferQueue;
+import dev.stagehand.recall.request.RequestSubmitted;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.context.event.EventListener;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
@@ -48,7 +50,32 @@ class RecallConfiguration {
         EventClock c = clock.getIfAvailable(dev.stagehand.platform.ScaledClock::real);
         TapeProperties tp = tape.getIfAvailable();
         TapeModel model = tp != null && tp.sim() != null && tp.sim().model() != null ? tp.sim().model() : TapeModel.lto9();
-        return new RecallLifecycle(new RecallService(jdbc, lib, c, model, props, cache, transfers.getIfAvailable(), metrics));
+        TransferQueue queue = transfers.getIfAvailable();
+        RecallService service = new RecallService(jdbc, lib, c, model, props, cache, queue, metrics);
+        // a staged file's transfer ended: end its file and release its pin now, not at the next poll
+        if (queue != null) queue.onEnded(correlation -> {
+            if (correlation != null && correlation.startsWith(TransferHandOff.CORRELATION_PREFIX)) service.pipelineChanged();
+        });
+        return new RecallLifecycle(service);
+    }
+
+    /** A request submitted here is taken by this instance's scheduler at once, not at its next poll. */
+    @Bean
+    IntakeHint recallIntakeHint(RecallLifecycle lifecycle) {
+        return new IntakeHint(lifecycle);
+    }
+
+    static final class IntakeHint {
+        private final RecallLifecycle lifecycle;
+
+        IntakeHint(RecallLifecycle lifecycle) {
+            this.lifecycle = lifecycle;
+        }
+
+        @EventListener
+        public void submitted(RequestSubmitted submitted) {
+            if (lifecycle.service() != null) lifecycle.service().requestSubmitted();
+        }
     }
 
     /** Starts the scheduler once the context is up (after Flyway), stops it first on shutdown. */

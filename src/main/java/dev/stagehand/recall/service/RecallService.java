@@ -31,6 +31,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -123,7 +125,7 @@ public final class RecallService {
     public synchronized void start() {
         SchedulerConfig config = schedulerConfig(props);
         engine = null;
-        store = new JdbcQueueStore(jdbc, instance, props.lease(), this::wallClock, ids -> pin(ids, null), metrics);
+        store = new JdbcQueueStore(jdbc, instance, props.lease(), this::wallClock, ids -> pin(ids, null), metrics, this::pipelineChanged);
         store.releaseOwnStaleClaims(); // before the engine: it takes back the volumes still in its drives
         engine = new RecallEngine(library, clock, new TapeModelCosts(model), config, store,
                 new CacheStaging(cache, jdbc, props.cacheBatchBytes(), metrics),
@@ -140,15 +142,7 @@ public final class RecallService {
                 return t;
             });
             long ms = props.pollInterval().toMillis();
-            poller.scheduleWithFixedDelay(() -> {
-                try {
-                    poll();
-                    DatabaseRetry.recovered();
-                } catch (RuntimeException e) {
-                    // a database outage is logged once (DatabaseRetry); the next round tries again
-                    if (!DatabaseRetry.noteFailure("recall intake", e)) log.warn("recall intake failed; retrying", e);
-                }
-            }, 0, ms, TimeUnit.MILLISECONDS);
+            poller.scheduleWithFixedDelay(this::pollLogged, 0, ms, TimeUnit.MILLISECONDS);
         }
         log.info("recall scheduler {} started: policy {}, {} drives, {} accessors", instance, props.policy(),
                 library.layout().drives().size(), library.layout().accessors());
@@ -171,6 +165,65 @@ public final class RecallService {
         double ahead = Duration.between(clock.now(), at).toNanos() / 1e9;
         double factor = clock instanceof ScaledClock sc ? sc.factor() : 1.0;
         return Instant.now().plusNanos((long) (ahead / factor * 1e9));
+    }
+
+    private void pollLogged() {
+        try {
+            poll();
+            DatabaseRetry.recovered();
+        } catch (RuntimeException e) {
+            // a database outage is logged once (DatabaseRetry); the next round tries again
+            if (!DatabaseRetry.noteFailure("recall intake", e)) log.warn("recall intake failed; retrying", e);
+        }
+    }
+
+    private final AtomicBoolean intakeQueued = new AtomicBoolean();
+
+    /**
+     * A request was submitted through this instance: one intake round runs now instead of at the next poll
+     * (a submission no longer waits up to a poll interval before its first mount). Coalesced; a hint only.
+     */
+    public void requestSubmitted() {
+        ScheduledExecutorService p = poller;
+        if (p == null || !intakeQueued.compareAndSet(false, true)) return;
+        try {
+            p.execute(() -> {
+                intakeQueued.set(false);
+                if (poller != null) pollLogged();
+            });
+        } catch (RejectedExecutionException stopped) {
+            intakeQueued.set(false);
+        }
+    }
+
+    private final AtomicBoolean pipelineRoundQueued = new AtomicBoolean();
+
+    /**
+     * A file of this instance landed on disk, or a transfer of a staged file ended: its hand-off (or the end
+     * of its file, the release of its pin and so the space staging waits for) runs now on the intake thread
+     * instead of at the next poll. Only a hint: each poll does the same from the rows. Coalesced; never
+     * blocks the caller (engine callbacks and mover threads call it).
+     */
+    public void pipelineChanged() {
+        ScheduledExecutorService p = poller;
+        if (p == null || handOff == null || !pipelineRoundQueued.compareAndSet(false, true)) return;
+        try {
+            p.execute(this::pipelineRound);
+        } catch (RejectedExecutionException stopped) {
+            pipelineRoundQueued.set(false);
+        }
+    }
+
+    private synchronized void pipelineRound() {
+        pipelineRoundQueued.set(false); // first: a change during this round asks for another one
+        if (poller == null) return;
+        try {
+            // pins released: the space a waiting volume needs may be there now
+            if (handOff.run()) engine.requestPass();
+        } catch (RuntimeException e) {
+            // the next poll does it again
+            if (!DatabaseRetry.noteFailure("transfer hand-off", e)) log.warn("transfer hand-off failed; the next poll retries", e);
+        }
     }
 
     /** One intake round: leases, new requests, reconciliation with the rows, then a scheduling pass. */

@@ -37,9 +37,11 @@ final class TransferHandOff {
         this.settlement = new RequestSettlement(jdbc, metrics);
     }
 
+    static final String CORRELATION_PREFIX = "stage:";
+
     /** The transfer row's correlation for one file of one request. */
     static String correlation(String requestId, long fileId) {
-        return "stage:" + requestId + ":" + fileId;
+        return CORRELATION_PREFIX + requestId + ":" + fileId;
     }
 
     /** Where a file goes: the request's destination directory URL plus the file's logical name. */
@@ -48,10 +50,10 @@ final class TransferHandOff {
         return URI.create(b + (name.startsWith("/") ? name : "/" + name));
     }
 
-    /** One round: queue newly verified files, then end files whose transfers ended. */
-    void run() {
+    /** One round: queue newly verified files, then end files whose transfers ended. Returns whether any ended. */
+    boolean run() {
         handOver();
-        collect();
+        return collect();
     }
 
     private void handOver() {
@@ -76,7 +78,7 @@ final class TransferHandOff {
         if (!ready.isEmpty()) log.debug("{} staged files handed to the transfer queue", ready.size());
     }
 
-    private void collect() {
+    private boolean collect() {
         record Ended(String request, long file, String state, String error, long job) {}
         List<Ended> ended = jdbc.query("""
                 SELECT x.request_id::text, x.file_id, j.state, j.last_error, j.id
@@ -102,5 +104,6 @@ final class TransferHandOff {
             files.add(e.file());
         }
         for (long f : new ArrayList<>(files)) settlement.settleRequestsOf(f);
+        return !ended.isEmpty();
     }
 }
