@@ -392,7 +392,8 @@ public final class RecallEngine {
     private void keepDrivesReady(Set<Drive> taken) {
         int ready = 0;
         for (Drive d : drives.values()) if (d.state == DState.EMPTY || d.state == DState.UNLOADING) ready++;
-        int want = (int) (drives.size() * READY_SHARE);
+        // with fewer than four drives an empty one is too large a share of the capacity to hold back
+        int want = drives.size() < 4 ? 0 : (int) (drives.size() * READY_SHARE);
         double now = now();
         while (ready < want) {
             double soonest = Double.POSITIVE_INFINITY;

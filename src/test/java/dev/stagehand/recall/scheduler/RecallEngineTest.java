@@ -236,19 +236,22 @@ class RecallEngineTest {
 
     @Test
     void aVolumeAskedForOnceMakesADriveReadyAtOnceAPopularOneStaysMounted() {
-        Harness h = new Harness(2, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
-        h.submitAt(0, "pop-1", 0, "exp", List.of(file(1, "POP", 10 * GB, GB)));
-        h.submitAt(0, "pop-2", 0, "exp", List.of(file(2, "POP", 11 * GB, GB)));
-        h.submitAt(0, "cold", 0, "exp", List.of(file(3, "COLD", 30 * GB, GB))); // a longer locate: idle later
+        Harness h = new Harness(4, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        for (String v : List.of("POP", "POPB")) { // each asked for by two requests: popular
+            h.submitAt(0, v + "-1", 0, "exp", List.of(file(v.length() * 10 + 1, v, 10 * GB, GB)));
+            h.submitAt(0, v + "-2", 0, "exp", List.of(file(v.length() * 10 + 2, v, 11 * GB, GB)));
+        }
+        h.submitAt(0, "cold", 0, "exp", List.of(file(100, "COLD", 30 * GB, GB)));
+        h.submitAt(0, "cold-b", 0, "exp", List.of(file(101, "COLDB", 30 * GB, GB)));
         h.run();
-        double popIdle = Math.max(h.engine.model().request("pop-1").completedAt(), h.engine.model().request("pop-2").completedAt());
+        double popIdle = Math.max(h.engine.model().request("POP-1").completedAt(), h.engine.model().request("POP-2").completedAt());
         double coldIdle = h.engine.model().request("cold").completedAt();
-        assertThat(coldIdle).isGreaterThan(popIdle).isLessThan(popIdle + RecallEngine.READY_MIN_IDLE_S);
-        // COLD goes the moment its drive is idle, though POP has been idle longer: one drive is then ready
+        assertThat(coldIdle).isLessThan(popIdle + RecallEngine.READY_MIN_IDLE_S);
+        // COLD goes the moment its drive is idle (two of the four drives are to be kept ready)
         assertThat(h.dismountStartedAt.get("COLD")).isCloseTo(coldIdle, org.assertj.core.data.Offset.offset(1e-6));
-        // POP stays mounted until the idle timer
+        // POP stays mounted until the idle timer: once the cold ones went, two drives were ready
         assertThat(h.dismountStartedAt.get("POP")).isCloseTo(popIdle + 300, org.assertj.core.data.Offset.offset(1e-3));
-        assertThat(h.library.mounts).containsExactlyInAnyOrder("POP", "COLD");
+        assertThat(h.library.mounts).containsExactlyInAnyOrder("POP", "POPB", "COLD", "COLDB");
     }
 
     @Test
