@@ -74,6 +74,7 @@ public final class RecallEngine {
     private final Instant epoch;
     private final ArrayDeque<FileWork> fifo = new ArrayDeque<>();
     private final Set<RequestWork> open = new LinkedHashSet<>();
+    private final VolumeDemand demand = new VolumeDemand();
     private boolean passScheduled;
     private double lastEta = Double.NEGATIVE_INFINITY;
 
@@ -128,6 +129,11 @@ public final class RecallEngine {
                                            List<QueueModel.FileSpec> files) {
         double t = Duration.between(epoch, arrival).toNanos() / 1e9;
         RequestWork r = model.addRequest(id, t, priority, experiment, files, this::isMounted);
+        Set<String> asked = new HashSet<>(2);
+        for (FileWork f : r.files) {
+            if (f.home != null && (f.state == FileWork.State.QUEUED || f.state == FileWork.State.CLAIMED)) asked.add(f.home.volume());
+        }
+        for (String v : asked) demand.asked(v, t);
         if (config.policy() == Policy.FIFO) {
             for (FileWork f : r.files) if (f.state == FileWork.State.QUEUED && !f.inFifo) { f.inFifo = true; fifo.add(f); }
         }
@@ -310,6 +316,7 @@ public final class RecallEngine {
         if (now - lastEta >= ETA_INTERVAL_S) {
             lastEta = now;
             refreshEtas(now, ranked);
+            demand.prune(now);
         }
     }
 
@@ -374,21 +381,32 @@ public final class RecallEngine {
     }
 
     /**
-     * Keeps a few drives empty or emptying while others sit idle with nothing queued: a new request for an
-     * unmounted volume then finds a drive ready instead of waiting for a rewind and unload first. The
-     * drive idle longest goes (its volume is the least likely to be asked for again soon).
+     * Keeps half the drives empty or emptying while others sit idle with nothing queued: a request for an
+     * unmounted volume then finds a drive ready instead of waiting behind a rewind and unload (85–195 s,
+     * several times a mount), and bursts of requests for different volumes do not queue behind unloads
+     * either. The drive whose volume is least in demand goes first (then the one idle longest); a volume
+     * asked for by one request lately may go as soon as its drive is idle, a popular one only after
+     * {@link #READY_MIN_IDLE_S} — its next request most likely finds it still mounted, and a volume
+     * being unloaded cannot be mounted again until the unload ends.
      */
     private void keepDrivesReady(Set<Drive> taken) {
         int ready = 0;
         for (Drive d : drives.values()) if (d.state == DState.EMPTY || d.state == DState.UNLOADING) ready++;
-        int want = Math.min(accessors + 1, drives.size() / 4);
+        // with fewer than four drives an empty one is too large a share of the capacity to hold back
+        int want = drives.size() < 4 ? 0 : (int) (drives.size() * READY_SHARE);
+        double now = now();
         while (ready < want) {
-            Drive victim = idleVictim(taken);
-            if (victim == null) return;
-            double wait = victim.busyUntil + READY_MIN_IDLE_S - now();
-            if (wait > 0) { // look again once it has been idle long enough
-                if (readyTimer == null) {
-                    readyTimer = clock.schedule(Duration.ofMillis((long) Math.ceil(wait * 1000) + 1), () -> {
+            double soonest = Double.POSITIVE_INFINITY;
+            Drive victim = null;
+            for (Drive d : drives.values()) {
+                if (d.state != DState.IDLE || hasWork(d.volume) || taken.contains(d)) continue;
+                double wait = d.busyUntil + (demand.popular(d.volume, now) ? READY_MIN_IDLE_S : 0) - now;
+                if (wait > 0) soonest = Math.min(soonest, wait);
+                else if (colder(d, victim, now)) victim = d;
+            }
+            if (victim == null) {
+                if (soonest < Double.POSITIVE_INFINITY && readyTimer == null) { // look again once one may go
+                    readyTimer = clock.schedule(Duration.ofMillis((long) Math.ceil(soonest * 1000) + 1), () -> {
                         synchronized (this) {
                             readyTimer = null;
                         }
@@ -403,9 +421,20 @@ public final class RecallEngine {
         }
     }
 
+    /** Share of the drives kept empty or emptying when idle drives could be emptied. */
+    static final double READY_SHARE = 0.5;
+
+    /** {@code d}'s volume is less in demand than {@code than}'s (or as much, and idle longer); any drive beats none. */
+    private boolean colder(Drive d, Drive than, double now) {
+        if (than == null) return true;
+        double a = demand.of(d.volume, now), b = demand.of(than.volume, now);
+        if (Math.abs(a - b) > 1e-9) return a < b;
+        return d.busyUntil < than.busyUntil;
+    }
+
     private EventClock.Scheduled readyTimer;
 
-    /** A drive idle at least this long may be emptied early to keep drives ready. */
+    /** A drive holding a popular volume idle at least this long may be emptied early to keep drives ready. */
     static final double READY_MIN_IDLE_S = 60;
 
     /** Per drive: when it can start a new mount, and when the reads it holds end (the scheduler's own model). */

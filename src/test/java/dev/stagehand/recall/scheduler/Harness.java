@@ -20,6 +20,8 @@ final class Harness implements EngineListener {
     /** Drives mounting or reading a volume whose label starts with "B" (bulk in tests), now and at most. */
     int bulkDrives, maxBulkDrives;
     final Map<String, String> driveVolume = new HashMap<>();
+    /** When each volume's last dismount started. */
+    final Map<String, Double> dismountStartedAt = new HashMap<>();
 
     Harness(int drives, int accessors, SchedulerConfig config) {
         library = new FakeLibrary(clock, drives, accessors);
@@ -66,6 +68,7 @@ final class Harness implements EngineListener {
 
     @Override
     public void dismountStarted(String drive, String volume, long moved, double t) {
+        dismountStartedAt.put(volume, t);
         String v = driveVolume.remove(drive);
         if (v != null && v.startsWith("B")) bulkDrives--;
     }

@@ -218,6 +218,43 @@ class RecallEngineTest {
     }
 
     @Test
+    void halfTheDrivesAreKeptReadyAndTheVolumesAskedForAgainStayMounted() {
+        Harness h = new Harness(8, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        for (int v = 0; v < 8; v++) h.submitAt(0, "r" + v, 0, "exp", List.of(file(v, "V" + v, 10 * GB, GB)));
+        // V0 and V1 are asked for again while queued: popular
+        h.submitAt(1, "again-0", 0, "exp", List.of(file(20, "V0", 12 * GB, GB)));
+        h.submitAt(1, "again-1", 0, "exp", List.of(file(21, "V1", 12 * GB, GB)));
+        h.clock.run(250); // everything read by about 140 s; the idle timer (300 s) has not fired yet
+        for (String r : List.of("r0", "r7", "again-0", "again-1")) assertThat(h.engine.model().request(r).finished()).isTrue();
+        Map<String, String> states = h.engine.driveStates();
+        long ready = states.values().stream().filter(s -> s.startsWith("EMPTY") || s.startsWith("UNLOADING")).count();
+        assertThat(ready).isEqualTo(4); // half of the eight
+        // the volumes emptied are ones asked for once; the popular ones are still in their drives
+        assertThat(states.values()).contains("IDLE V0", "IDLE V1");
+        assertThat(h.dismountStartedAt).hasSize(4).doesNotContainKeys("V0", "V1");
+    }
+
+    @Test
+    void aVolumeAskedForOnceMakesADriveReadyAtOnceAPopularOneStaysMounted() {
+        Harness h = new Harness(4, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        for (String v : List.of("POP", "POPB")) { // each asked for by two requests: popular
+            h.submitAt(0, v + "-1", 0, "exp", List.of(file(v.length() * 10 + 1, v, 10 * GB, GB)));
+            h.submitAt(0, v + "-2", 0, "exp", List.of(file(v.length() * 10 + 2, v, 11 * GB, GB)));
+        }
+        h.submitAt(0, "cold", 0, "exp", List.of(file(100, "COLD", 30 * GB, GB)));
+        h.submitAt(0, "cold-b", 0, "exp", List.of(file(101, "COLDB", 30 * GB, GB)));
+        h.run();
+        double popIdle = Math.max(h.engine.model().request("POP-1").completedAt(), h.engine.model().request("POP-2").completedAt());
+        double coldIdle = h.engine.model().request("cold").completedAt();
+        assertThat(coldIdle).isLessThan(popIdle + RecallEngine.READY_MIN_IDLE_S);
+        // COLD goes the moment its drive is idle (two of the four drives are to be kept ready)
+        assertThat(h.dismountStartedAt.get("COLD")).isCloseTo(coldIdle, org.assertj.core.data.Offset.offset(1e-6));
+        // POP stays mounted until the idle timer: once the cold ones went, two drives were ready
+        assertThat(h.dismountStartedAt.get("POP")).isCloseTo(popIdle + 300, org.assertj.core.data.Offset.offset(1e-3));
+        assertThat(h.library.mounts).containsExactlyInAnyOrder("POP", "POPB", "COLD", "COLDB");
+    }
+
+    @Test
     void aVolumeTheLibraryReportsUnavailableTakesNoMoreWorkAndItsFilesGoToOtherCopiesOrFail() {
         Harness h = new Harness(2, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
         h.library.missingVolumes.add("GONE");
