@@ -46,7 +46,7 @@ import tools.jackson.databind.json.JsonMapper;
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
         "stagehand.db.local-database=stagehand_obs",
-        "stagehand.db.pool-size=6",   // the IT contexts share one cluster (max_connections 200): keep this one small
+        "stagehand.db.pool-size=6",   // the IT contexts share one cluster (max_connections 500): keep this one small
         "stagehand.tape.library=obs", "stagehand.tape.clock=scaled", "stagehand.tape.scale=600",
         "stagehand.tape.drives=2", "stagehand.tape.accessors=1", "stagehand.tape.sim.root=target/obs-it/tape",
         "stagehand.cache.directories[0].path=target/obs-it/cache", "stagehand.cache.directories[0].capacity=2GB",

@@ -175,7 +175,7 @@ public final class LocalPostgres {
         int port = lastPort > 0 ? lastPort : freePort();
         lastPort = port;
         log.info("starting local PostgreSQL on 127.0.0.1:{} ({})", port, data);
-        String opts = "-p " + port + " -k " + run + " -c listen_addresses=127.0.0.1 -c max_connections=200 "
+        String opts = "-p " + port + " -k " + run + " -c listen_addresses=127.0.0.1 -c max_connections=500 "
                 + "-c shared_buffers=256MB " + System.getenv().getOrDefault("STAGEHAND_PG_OPTS", "");
         pg("pg_ctl", "-D", data.toString(), "-l", base.resolve("postgres.log").toString(), "-w", "-t", "60",
                 "-o", opts, "start");
