@@ -106,45 +106,26 @@ class GsiMoverIT {
         int size = 192 << 20;
         Path f = file(root.resolve("src"), "resume.bin", size, 21);
         FileCopy c = new FileCopy("resume", f.toUri(), URI.create(url(a, dst) + "/resume.bin"), size, adler(f));
-        AtomicLong sent = new AtomicLong();
-        AtomicLong firstByte = new AtomicLong();
-        List<TransferFailure> retries = new CopyOnWriteArrayList<>();
         // a throttled source (~16 MiB/s): part of the file is acknowledged by a restart marker before the hang
-        TransferListener slow = new TransferListener() {
-            @Override
-            public void bytes(FileCopy copy, long delta) {
-                firstByte.compareAndSet(0, System.nanoTime());
-                sent.addAndGet(delta);
-                try {
-                    Thread.sleep(delta * 1000 / (16L << 20));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-
-            @Override
-            public void retrying(FileCopy copy, TransferFailure failure) {
-                retries.add(failure);
-            }
-        };
+        ThrottledSource slow = new ThrottledSource(16L << 20);
         MoverSettings s = settings(userProxy, "SELF").withStreams(2, 1, false).withChunking(64L << 20, 0, 0)
                 .withRetry(Duration.ofSeconds(5), 3, Duration.ofMillis(100), Duration.ofSeconds(5));
         List<Long> stopped = new ArrayList<>();
         try (Mover mover = Movers.gridFtp(s, slow)) {
             CopyBatch batch = mover.submit(List.of(c));
-            while (firstByte.get() == 0 || System.nanoTime() - firstByte.get() < 7_000_000_000L) Thread.sleep(20);
+            while (slow.sinceFirstByte() < 7_000_000_000L) Thread.sleep(20);
             stopped.addAll(a.children());
             for (long pid : stopped) GridFtpServer.signal(pid, "STOP"); // the server hangs mid-file
-            long atStop = sent.get();
+            long atStop = slow.sent.get();
             assertThat(atStop).as("stopped mid-file").isLessThan(size);
             CopyResult r = batch.result(c).get(60, TimeUnit.SECONDS);
             assertThat(r.attempts()).isGreaterThan(1);
-            assertThat(retries).extracting(TransferFailure::kind).contains(TransferFailure.Kind.STALL);
+            assertThat(slow.retries).extracting(TransferFailure::kind).contains(TransferFailure.Kind.STALL);
             assertThat(r.adler32()).isEqualTo(adler(f));
             assertThat(Files.mismatch(f, dst.resolve("resume.bin"))).isEqualTo(-1L);
             // from byte 0 the retry would send again everything sent before the hang (and more); resumed, it
             // skips what the markers acknowledged
-            long resent = sent.get() - size;
+            long resent = slow.sent.get() - size;
             assertThat(resent).as("bytes sent twice (%d sent before the hang)", atStop).isLessThan(atStop - (8 << 20));
         } finally {
             for (long pid : stopped) GridFtpServer.signal(pid, "CONT");

@@ -123,35 +123,17 @@ class MoverFaultsIT {
         Path f = file(root.resolve("src"), "resume", size, 11);
         FileCopy c = new FileCopy("resume", f.toUri(), URI.create("ftp://" + only + root.resolve("dst") + "/resume"),
                 size, adler(f));
-        java.util.concurrent.atomic.AtomicLong sent = new java.util.concurrent.atomic.AtomicLong();
-        java.util.concurrent.atomic.AtomicLong firstByte = new java.util.concurrent.atomic.AtomicLong();
         // a throttled source (~20 MB/s): GCT sends its restart markers every 5 s, so part of the file is
         // acknowledged before the server hangs
-        TransferListener slow = new TransferListener() {
-            @Override
-            public void bytes(FileCopy copy, long delta) {
-                firstByte.compareAndSet(0, System.nanoTime());
-                sent.addAndGet(delta);
-                try {
-                    Thread.sleep(delta * 1000 / (20L << 20));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-
-            @Override
-            public void retrying(FileCopy copy, TransferFailure failure) {
-                retries.add(failure);
-            }
-        };
+        ThrottledSource slow = new ThrottledSource(20L << 20);
         MoverSettings s = settings(Duration.ofSeconds(2)).withStreams(2, 1, false).withChunking(64L << 20, 0, 0);
         List<Long> stopped = new ArrayList<>();
         try (Mover mover = Movers.gridFtp(s, slow)) {
             CopyBatch batch = mover.submit(List.of(c));
-            while (firstByte.get() == 0 || System.nanoTime() - firstByte.get() < 6_000_000_000L) Thread.sleep(20);
+            while (slow.sinceFirstByte() < 6_000_000_000L) Thread.sleep(20);
             stopped.addAll(a.children());
             for (long pid : stopped) GridFtpServer.signal(pid, "STOP"); // the server hangs mid-file
-            long atStop = sent.get();
+            long atStop = slow.sent.get();
             assertThat(atStop).as("stopped mid-file").isLessThan(size);
             CopyResult r;
             try {
@@ -161,10 +143,10 @@ class MoverFaultsIT {
                 throw e;
             }
             assertThat(r.attempts()).isGreaterThan(1);
-            assertThat(retries).extracting(TransferFailure::kind).contains(TransferFailure.Kind.STALL);
+            assertThat(slow.retries).extracting(TransferFailure::kind).contains(TransferFailure.Kind.STALL);
             assertThat(r.adler32()).isEqualTo(adler(f));
             assertThat(Files.mismatch(f, root.resolve("dst").resolve("resume"))).isEqualTo(-1L);
-            long resent = sent.get() - size;
+            long resent = slow.sent.get() - size;
             // without resume the whole 160 MiB go again; with it, what was sent after the last marker
             assertThat(resent).as("bytes sent twice").isPositive().isLessThan(size / 4);
         } finally {
