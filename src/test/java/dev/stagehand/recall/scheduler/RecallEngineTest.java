@@ -64,6 +64,22 @@ class RecallEngineTest {
     }
 
     @Test
+    void aBulkRecallLongerThanTheAgingLimitStillEndsItsDrivesEvenly() {
+        // Every tape below starves (older than 60 s) long before a drive frees; by age alone S1 and S2 would
+        // go first and the long L1 last, ending ~2,700 s after the others. Balanced, L1 starts in that round.
+        Harness h = new Harness(2, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(60));
+        h.submitAt(0, "r0", 0, "exp", List.of(file(1, "A0", 10 * GB, 400 * GB), file(2, "A1", 10 * GB, 400 * GB)));
+        h.submitAt(10, "r1", 0, "exp", List.of(file(3, "S1", 10 * GB, 300 * GB), file(4, "S2", 10 * GB, 300 * GB)));
+        h.submitAt(20, "r2", 0, "exp", List.of(file(5, "L1", 10 * GB, 1000 * GB), file(6, "S3", 10 * GB, 300 * GB)));
+        h.run();
+        assertThat(h.mountOrder.subList(2, 4)).contains("L1");
+        double end = Math.max(h.engine.model().request("r1").completedAt(), h.engine.model().request("r2").completedAt());
+        // reads: 1,000 s on the first two tapes, then 2,500 s (L1) beside 2,250 s (S1-S3) plus their changes
+        assertThat(end).isLessThan(4_300);
+        assertThat(h.library.mounts).hasSize(6);
+    }
+
+    @Test
     void experimentDriveCapsAreRespected() {
         SchedulerConfig cfg = SchedulerConfig.defaults(Policy.TAPE_AWARE).withCaps(Map.of("atlas", 1), Map.of());
         Harness h = new Harness(4, 2, cfg);
