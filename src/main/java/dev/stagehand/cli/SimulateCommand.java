@@ -22,10 +22,16 @@ final class SimulateCommand implements Callable<Integer> {
     @Option(names = "--accessors", defaultValue = "2", description = "robot accessors (default: ${DEFAULT-VALUE})")
     int accessors;
 
-    @Option(names = "--policy", defaultValue = "tape-aware",
+    @Option(names = "--policy",
             description = "tape-aware (default), greedy (biggest queue first, shortest-locate-first), "
-                    + "fifo (files one at a time in arrival order)")
+                    + "fifo (files one at a time in arrival order); overrides the --config file's")
     String policy;
+
+    @Option(names = "--config", paramLabel = "FILE",
+            description = "the service's YAML configuration (see config/application.yml): the scheduler's "
+                    + "stagehand.recall.* (mount policy, aging, caps, shares, read lists) and the library's "
+                    + "stagehand.tape.sim.model.*; unset keys keep their defaults")
+    Path config;
 
     @Option(names = "--json", description = "print exactly one JSON object with the metrics on stdout")
     boolean json;
@@ -37,7 +43,14 @@ final class SimulateCommand implements Callable<Integer> {
             return 2;
         }
         try {
-            SimulationReport r = RecallSimulator.run(workload, drives, accessors, policy,
+            RecallSimulator.Settings settings;
+            try {
+                settings = config == null ? RecallSimulator.Settings.defaults() : RecallSimulator.Settings.load(config);
+            } catch (java.io.IOException e) {
+                System.err.println("simulate: cannot read " + config + ": " + e.getMessage());
+                return 2;
+            }
+            SimulationReport r = RecallSimulator.run(workload, drives, accessors, settings.withPolicy(policy),
                     json ? null : line -> System.out.println(line));
             if (json) System.out.println(r.toJson());
             else System.out.println(r.summary());

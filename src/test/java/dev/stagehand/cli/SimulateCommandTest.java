@@ -56,4 +56,69 @@ class SimulateCommandTest {
         assertThat(run("simulate", "--workload", tmp.resolve("missing.csv").toString())).startsWith("2\n");
         assertThat(run("simulate", "--workload", tmp.toString(), "--policy", "lifo")).startsWith("2\n");
     }
+
+    @Test
+    void aConfigFileSetsTheSchedulersPolicyAndTheLibrarysModel() throws Exception {
+        Path w = tmp.resolve("w.csv");
+        Files.writeString(w, """
+                arrival_s,request,file,volume,offset_bytes,size_bytes,experiment,priority,dataset
+                0.0,r1,/a,V1,0,40000000000,atlas,0,d
+                0.0,r1,/b,V2,1000000000000,40000000000,atlas,0,d
+                """);
+        Path capped = tmp.resolve("capped.yml");
+        Files.writeString(capped, """
+                stagehand:
+                  recall:
+                    experiment-drive-caps:
+                      atlas: 1
+                  tape:
+                    sim:
+                      model:
+                        bytes-per-second: 200000000
+                """);
+        String free = run("simulate", "--workload", w.toString(), "--drives", "2", "--accessors", "1", "--json");
+        String one = run("simulate", "--workload", w.toString(), "--drives", "2", "--accessors", "1", "--json",
+                "--config", capped.toString());
+        assertThat(free).startsWith("0\n");
+        assertThat(one).startsWith("0\n");
+        // both tapes at once at 400 MB/s: 100 s reads side by side; one drive for atlas at 200 MB/s: 200 s
+        // reads one after the other, with an unload between them
+        assertThat(makespan(free)).isLessThan(200);
+        assertThat(makespan(one)).isGreaterThan(400 + 100);
+        // --policy overrides the file's; the documented configuration file is read as it is
+        assertThat(run("simulate", "--workload", w.toString(), "--config", capped.toString(), "--policy", "greedy", "--json"))
+                .contains("\"policy\":\"greedy\"");
+        assertThat(run("simulate", "--workload", w.toString(), "--config", "config/application.yml", "--json"))
+                .startsWith("0\n").contains("\"policy\":\"tape-aware\"");
+    }
+
+    @Test
+    void aBadConfigFileGivesAClearErrorAndExitCode() throws Exception {
+        Path w = tmp.resolve("w.csv");
+        Files.writeString(w, "arrival_s,request,file,volume,offset_bytes,size_bytes,experiment,priority,dataset\n"
+                + "0.0,r1,/a,V1,0,400000000,atlas,0,d\n");
+        Path badValue = tmp.resolve("bad-value.yml");
+        Files.writeString(badValue, "stagehand:\n  recall:\n    aging-limit: soon\n");
+        Path badPolicy = tmp.resolve("bad-policy.yml");
+        Files.writeString(badPolicy, "stagehand:\n  recall:\n    policy: lifo\n");
+        Path notYaml = tmp.resolve("not.yml");
+        Files.writeString(notYaml, "stagehand: [unclosed\n");
+        for (Path c : new Path[] {badValue, badPolicy, notYaml, tmp.resolve("missing.yml")}) {
+            PrintStream old = System.err;
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            System.setErr(new PrintStream(err, true));
+            try {
+                assertThat(run("simulate", "--workload", w.toString(), "--config", c.toString())).startsWith("2\n");
+            } finally {
+                System.setErr(old);
+            }
+            assertThat(err.toString()).startsWith("simulate: ").contains(c.getFileName().toString());
+        }
+    }
+
+    static double makespan(String out) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"makespan_s\":([0-9.]+)").matcher(out);
+        assertThat(m.find()).isTrue();
+        return Double.parseDouble(m.group(1));
+    }
 }
