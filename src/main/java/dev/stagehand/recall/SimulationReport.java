@@ -26,13 +26,20 @@ import java.util.Locale;
  * @param wallSeconds         real time the simulation took
  * @param tourBoundSeconds    a tighter valid bound: each tape's exact minimum locate tour instead of the model's
  *                            4.3 s per run ({@code LowerBound.tight}); not part of the JSON of the issue
+ * @param eta                 how well the ETAs the API shows matched; not part of the JSON of the issue
  */
 public record SimulationReport(String policy, long files, long bytes, long requests, long mounts, long volumes,
                                double makespanSeconds, double lowerBoundSeconds, double efficiency,
                                double driveUtilization, double accessorUtilization, double locateSecondsTotal,
                                double bytesPerMount, double latencyMean, double latencyP50, double latencyP95,
                                double latencyMax, long failedFiles, double wallSeconds,
-                               double tourBoundSeconds) {
+                               double tourBoundSeconds, EtaAccuracy eta) {
+
+    /**
+     * The ETA each request had two minutes after it arrived against when it completed, for requests that
+     * took at least ten minutes: |ETA - completion| / latency, median and 90th percentile.
+     */
+    public record EtaAccuracy(int requests, double errorP50, double errorP90) {}
 
     /** Exactly the JSON object {@code simulate --json} prints (keys of the issue, in its order). */
     public String toJson() {
@@ -64,11 +71,16 @@ public record SimulationReport(String policy, long files, long bytes, long reque
                 drive utilization   %.3f   accessor utilization %.3f
                 locate time total   %.0f s
                 request latency     mean %.0f s, p50 %.0f s, p95 %.0f s, max %.0f s
+                ETA error           %s
                 wall time           %.1f s""",
                 policy, requests, files, bytes / 1e12, failedFiles > 0 ? "  (" + failedFiles + " failed)" : "",
                 mounts, volumes, bytesPerMount / 1e9, makespanSeconds, makespanSeconds / 3600,
                 lowerBoundSeconds, efficiency, tourBoundSeconds,
                 makespanSeconds > 0 ? tourBoundSeconds / makespanSeconds : 1.0, driveUtilization, accessorUtilization, locateSecondsTotal,
-                latencyMean, latencyP50, latencyP95, latencyMax, wallSeconds);
+                latencyMean, latencyP50, latencyP95, latencyMax,
+                eta.requests() == 0 ? "no request took 10 min or more"
+                        : String.format(Locale.ROOT, "p50 %.0f %%, p90 %.0f %% of the latency (%d requests of 10 min or more; ETA taken 2 min after arrival)",
+                                eta.errorP50() * 100, eta.errorP90() * 100, eta.requests()),
+                wallSeconds);
     }
 }

@@ -43,6 +43,9 @@ public final class SimulationRun implements EngineListener {
     private double makespan, locate;
     private final Set<String> volumesRead = new HashSet<>();
     private final List<Double> latencies = new ArrayList<>();
+    /** Per request: the ETA the engine gave it {@link #ETA_PROBE_S} after its arrival (absent: done by then). */
+    private final Map<String, Double> probedEta = new HashMap<>();
+    private final List<Double> etaErrors = new ArrayList<>();
     private final List<double[]> accessorMoves = new ArrayList<>();
     private final Map<String, Double> mountStartedAt = new HashMap<>();
     private long nextProgress;
@@ -72,6 +75,10 @@ public final class SimulationRun implements EngineListener {
             clock.schedule(Duration.ofNanos(Math.round(r.arrival() * 1e9)),
                     () -> engine.submit(r.id(), clock.start().plusNanos(Math.round(r.arrival() * 1e9)), r.priority(),
                             r.experiment(), r.files()));
+            clock.schedule(Duration.ofNanos(Math.round((r.arrival() + ETA_PROBE_S) * 1e9)), () -> {
+                RequestWork w = engine.model().request(r.id());
+                if (w != null && !w.finished() && !Double.isNaN(w.eta())) probedEta.put(r.id(), w.eta());
+            });
         }
         clock.runUntilIdle();
         library.close();
@@ -87,12 +94,14 @@ public final class SimulationRun implements EngineListener {
         double[] lat = latencies.stream().mapToDouble(Double::doubleValue).sorted().toArray();
         double mean = Arrays.stream(lat).average().orElse(0);
         double readSeconds = model.transferSeconds(bytes);
+        double[] etaErr = etaErrors.stream().mapToDouble(Double::doubleValue).sorted().toArray();
         return new SimulationReport(config.policy().name().toLowerCase().replace('_', '-'), files, bytes,
                 workload.requests().size(), mounts, volumesRead.size(), makespan, lb,
                 makespan > 0 ? lb / makespan : 1.0, makespan > 0 ? readSeconds / (drives * makespan) : 0,
                 makespan > 0 ? busy / (accessors * makespan) : 0, locate, mounts > 0 ? (double) bytes / mounts : 0,
                 mean, rank(lat, 0.50), rank(lat, 0.95), lat.length == 0 ? 0 : lat[lat.length - 1], failed,
-                (System.nanoTime() - wall0) / 1e9, tight.bound());
+                (System.nanoTime() - wall0) / 1e9, tight.bound(),
+                new SimulationReport.EtaAccuracy(etaErr.length, rank(etaErr, 0.50), rank(etaErr, 0.90)));
     }
 
     /** The bound over the distinct requested files (first listed copy), each at its first arrival. */
@@ -165,6 +174,14 @@ public final class SimulationRun implements EngineListener {
 
     @Override
     public void requestFinished(RequestWork request, double t) {
-        latencies.add(Math.max(0, request.completedAt() - request.arrival()));
+        double latency = Math.max(0, request.completedAt() - request.arrival());
+        latencies.add(latency);
+        Double eta = probedEta.remove(request.id());
+        if (eta != null && latency >= ETA_MIN_LATENCY_S) etaErrors.add(Math.abs(eta - request.completedAt()) / latency);
     }
+
+    /** When a request's ETA is taken for the accuracy figure: after the engine's first ETA refresh (60 s). */
+    static final double ETA_PROBE_S = 120;
+    /** Requests done sooner than this are left out of the ETA accuracy figure (nothing to estimate). */
+    static final double ETA_MIN_LATENCY_S = 600;
 }
