@@ -9,6 +9,7 @@ import dev.stagehand.archive.internal.LandingWatcher;
 import dev.stagehand.cache.CacheProperties;
 import dev.stagehand.cache.Checksums;
 import dev.stagehand.cache.DiskCache;
+import dev.stagehand.platform.EntryError;
 import dev.stagehand.platform.VirtualClock;
 import dev.stagehand.recall.RecallProperties;
 import dev.stagehand.recall.StageRequests;
@@ -384,7 +385,7 @@ class ArchivePathIT {
                 new NewArchiveFile("../../etc/passwd", 1L, null, "ds", null, null, null));
         assertThatThrownBy(() -> buffer.register(bad)).isInstanceOfSatisfying(ArchiveRejected.class, e -> {
             assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.INVALID);
-            assertThat(e.errors()).extracting(ArchiveRejected.EntryError::index).containsExactly(1, 2, 3, 4, 5, 6, 7);
+            assertThat(e.errors()).extracting(EntryError::index).containsExactly(1, 2, 3, 4, 5, 6, 7);
             assertThat(e.errors().get(2).reason()).contains("checksum mismatch");
             assertThat(e.errors().get(3).reason()).contains("the file has " + MB);
         });

@@ -1,5 +1,6 @@
 package dev.stagehand.archive;
 
+import dev.stagehand.platform.EntryError;
 import java.time.Duration;
 import java.util.List;
 
@@ -15,17 +16,6 @@ public final class ArchiveRejected extends RuntimeException {
         BUFFER_FULL,
         /** no such file */
         NOT_FOUND
-    }
-
-    /** One offending entry: a file ({@code index} 0-based, {@code path}) or a field. */
-    public record EntryError(Integer index, String path, String field, String reason) {
-        public static EntryError file(int index, String path, String reason) {
-            return new EntryError(index, path, null, reason);
-        }
-
-        public static EntryError field(String field, String reason) {
-            return new EntryError(null, null, field, reason);
-        }
     }
 
     private final Kind kind;

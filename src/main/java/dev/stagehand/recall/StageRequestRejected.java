@@ -1,5 +1,6 @@
 package dev.stagehand.recall;
 
+import dev.stagehand.platform.EntryError;
 import java.util.List;
 
 /**
@@ -17,17 +18,6 @@ public final class StageRequestRejected extends RuntimeException {
         NOT_FOUND,
         /** the request is finished, or a client request id is reused with other content */
         CONFLICT
-    }
-
-    /** One offending entry: a file ({@code index} 0-based, {@code path}) or a request field. */
-    public record EntryError(Integer index, String path, String field, String reason) {
-        public static EntryError file(int index, String path, String reason) {
-            return new EntryError(index, path, null, reason);
-        }
-
-        public static EntryError field(String field, String reason) {
-            return new EntryError(null, null, field, reason);
-        }
     }
 
     private final Kind kind;

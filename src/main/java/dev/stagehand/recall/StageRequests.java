@@ -1,5 +1,6 @@
 package dev.stagehand.recall;
 
+import dev.stagehand.platform.EntryError;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -31,7 +32,7 @@ public interface StageRequests {
      * The errors {@link #submit} would report without looking at the catalog (fields, path rules,
      * duplicates; null list entries count as missing names). Empty when the request is well formed.
      */
-    List<StageRequestRejected.EntryError> check(String owner, NewStageRequest request);
+    List<EntryError> check(String owner, NewStageRequest request);
 
     /** The request with its per-state counts and one page of its files (in submitted order). */
     Optional<StageRequestDetail> get(UUID id, int fileOffset, int fileLimit);

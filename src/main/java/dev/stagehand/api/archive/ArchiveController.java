@@ -8,7 +8,7 @@ import dev.stagehand.archive.ArchiveBuffer.BufferUsage;
 import dev.stagehand.archive.ArchiveBuffer.FamilyVolume;
 import dev.stagehand.archive.ArchiveRejected;
 import dev.stagehand.archive.NewArchiveFile;
-import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.platform.EntryError;
 import io.swagger.v3.oas.annotations.Operation;
 import io.swagger.v3.oas.annotations.media.Content;
 import io.swagger.v3.oas.annotations.media.Schema;
@@ -176,6 +176,6 @@ class ArchiveController {
 
     private static ArchiveRejected notFound(String message) {
         return new ArchiveRejected(ArchiveRejected.Kind.NOT_FOUND, message,
-                List.of(ArchiveRejected.EntryError.field("id", message)));
+                List.of(EntryError.field("id", message)));
     }
 }

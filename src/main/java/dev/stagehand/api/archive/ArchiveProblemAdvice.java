@@ -3,7 +3,6 @@ package dev.stagehand.api.archive;
 import dev.stagehand.api.requests.BadInput;
 import dev.stagehand.api.requests.ProblemAdvice;
 import dev.stagehand.archive.ArchiveRejected;
-import dev.stagehand.recall.StageRequestRejected.EntryError;
 import java.net.URI;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
@@ -34,8 +33,7 @@ class ArchiveProblemAdvice {
             case NOT_FOUND -> HttpStatus.NOT_FOUND;
             case BUFFER_FULL -> HttpStatus.SERVICE_UNAVAILABLE;
         };
-        ResponseEntity<ProblemDetail> r = ProblemAdvice.problem(status, e.getMessage(), e.errors().stream()
-                .map(x -> new EntryError(x.index(), x.path(), x.field(), x.reason())).toList());
+        ResponseEntity<ProblemDetail> r = ProblemAdvice.problem(status, e.getMessage(), e.errors());
         ProblemDetail p = r.getBody();
         if (e.kind() == ArchiveRejected.Kind.NOT_FOUND) p.setType(URI.create("https://stagehand.dev/problems/no-such-file"));
         if (e.kind() == ArchiveRejected.Kind.BUFFER_FULL) {

@@ -2,7 +2,7 @@ package dev.stagehand.api.replication;
 
 import dev.stagehand.api.requests.BadInput;
 import dev.stagehand.api.requests.ProblemAdvice;
-import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.platform.EntryError;
 import dev.stagehand.replication.ReplicationRejected;
 import java.util.List;
 import org.springframework.http.HttpStatus;

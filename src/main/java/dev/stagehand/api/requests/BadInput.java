@@ -1,6 +1,6 @@
 package dev.stagehand.api.requests;
 
-import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.platform.EntryError;
 import java.util.List;
 import org.springframework.http.HttpStatus;
 

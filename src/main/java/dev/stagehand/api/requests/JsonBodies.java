@@ -1,6 +1,6 @@
 package dev.stagehand.api.requests;
 
-import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.platform.EntryError;
 import dev.stagehand.recall.StageRequests;
 import dev.stagehand.recall.StageRequests.NewStageRequest;
 import java.io.IOException;

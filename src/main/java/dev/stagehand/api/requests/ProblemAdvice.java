@@ -1,7 +1,7 @@
 package dev.stagehand.api.requests;
 
 import dev.stagehand.recall.StageRequestRejected;
-import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.platform.EntryError;
 import java.net.URI;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -2,7 +2,7 @@ package dev.stagehand.api.requests;
 
 import dev.stagehand.api.security.ApiUser;
 import dev.stagehand.api.security.ExperimentAccess;
-import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.platform.EntryError;
 import dev.stagehand.recall.StageRequests.NewStageRequest;
 import dev.stagehand.recall.StageRequests;
 import dev.stagehand.recall.StageRequests.FileChange;

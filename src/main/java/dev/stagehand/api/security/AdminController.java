@@ -2,7 +2,7 @@ package dev.stagehand.api.security;
 
 import dev.stagehand.api.requests.BadInput;
 import dev.stagehand.api.requests.JsonBodies;
-import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.platform.EntryError;
 import io.swagger.v3.oas.annotations.Operation;
 import io.swagger.v3.oas.annotations.media.Content;
 import io.swagger.v3.oas.annotations.media.Schema;

@@ -3,7 +3,7 @@ package dev.stagehand.api.security;
 import dev.stagehand.api.requests.BadInput;
 import dev.stagehand.catalog.FileExperiments;
 import dev.stagehand.catalog.FileNames;
-import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.platform.EntryError;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

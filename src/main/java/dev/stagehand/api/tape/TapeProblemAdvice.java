@@ -1,7 +1,7 @@
 package dev.stagehand.api.tape;
 
 import dev.stagehand.api.requests.ProblemAdvice;
-import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.platform.EntryError;
 import java.util.List;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;

@@ -5,7 +5,7 @@ import dev.stagehand.api.requests.JsonBodies;
 import dev.stagehand.api.security.ApiUser;
 import dev.stagehand.api.security.ExperimentAccess;
 import dev.stagehand.recall.FileLocality;
-import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.platform.EntryError;
 import dev.stagehand.recall.StageRequests;
 import dev.stagehand.recall.StageRequests.NewStageRequest;
 import dev.stagehand.recall.StageRequests.RequestFile;

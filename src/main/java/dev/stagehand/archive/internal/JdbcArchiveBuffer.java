@@ -3,7 +3,7 @@ package dev.stagehand.archive.internal;
 import dev.stagehand.archive.ArchiveBuffer;
 import dev.stagehand.archive.ArchiveProperties;
 import dev.stagehand.archive.ArchiveRejected;
-import dev.stagehand.archive.ArchiveRejected.EntryError;
+import dev.stagehand.platform.EntryError;
 import dev.stagehand.archive.ArchiveRejected.Kind;
 import dev.stagehand.archive.EvictionHold;
 import dev.stagehand.archive.FileArchived;

@@ -3,7 +3,7 @@ package dev.stagehand.recall.request;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.catalog.FileNames;
 import dev.stagehand.recall.StageRequestRejected;
-import dev.stagehand.recall.StageRequestRejected.EntryError;
+import dev.stagehand.platform.EntryError;
 import dev.stagehand.recall.StageRequestRejected.Kind;
 import dev.stagehand.recall.StageRequests;
 import java.net.URI;
