@@ -1,5 +1,6 @@
 package dev.stagehand;
 
+import static dev.stagehand.ItWait.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.archive.ArchiveBuffer;
@@ -10,10 +11,10 @@ import dev.stagehand.replication.ReplicationEngine;
 import dev.stagehand.replication.ReplicationRules;
 import dev.stagehand.replication.ReplicationRules.Completeness;
 import dev.stagehand.replication.ReplicationRules.NewRule;
-import dev.stagehand.replication.ReplicationRules.Replica;
 import dev.stagehand.replication.ReplicationSchedules;
 import dev.stagehand.replication.ReplicationSchedules.Run;
 import dev.stagehand.replication.Sites;
+import dev.stagehand.transfer.GridFtpScratch;
 import dev.stagehand.transfer.GridFtpServer;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -25,7 +26,6 @@ import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.UUID;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -58,13 +58,14 @@ class ArchiveReplicationEndToEndIT {
     static final long MB = 1_000_000;
     static final int FILES = 8; // 8 MB on 4 MB volumes: two volumes at best
     static final String TAG = UUID.randomUUID().toString().substring(0, 8);
+    static GridFtpScratch scratch;
     static Path root;
     static GridFtpServer server;
 
     @DynamicPropertySource
     static void paths(DynamicPropertyRegistry r) throws Exception {
-        root = Files.createTempDirectory("stagehand-e2e-it");
-        GridFtpServer.openUp(root);
+        scratch = GridFtpScratch.create("stagehand-e2e-it");
+        root = scratch.root;
         Files.createDirectories(root.resolve("landing"));
         r.add("stagehand.tape.sim.root", () -> root.resolve("tape").toString());
         r.add("stagehand.tape.library", () -> "e2e-" + TAG); // its volumes are this library's alone
@@ -74,13 +75,12 @@ class ArchiveReplicationEndToEndIT {
         r.add("stagehand.archive.pool.prefix", () -> "E" + TAG.substring(0, 4).toUpperCase());
         r.add("stagehand.archive.pool.count", () -> "4");
         r.add("stagehand.archive.instance-id", () -> "e2e-" + TAG);
-        server = GridFtpServer.anonymous(root.resolve("server"));
+        server = scratch.anonymous("server");
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (server != null) server.close();
-        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+        if (scratch != null) scratch.close();
     }
 
     @Autowired JdbcTemplate jdbc;
@@ -94,21 +94,9 @@ class ArchiveReplicationEndToEndIT {
     @BeforeEach
     void setUp() {
         engine.takeLead(); // another cached context's engine may hold the pass lease
-        // IT classes run one at a time: work other classes left open must not compete with this test
-        jdbc.update("""
-                UPDATE stage_request_file SET state = 'cancelled', finished_at = now() WHERE state IN ('queued', 'staging')
-                   AND request_id IN (SELECT id FROM stage_request WHERE state IN ('submitted', 'active'))""");
-        jdbc.update("UPDATE stage_request SET state = 'cancelled', completed_at = now() WHERE state IN ('submitted', 'active')");
-        jdbc.update("DELETE FROM archive_copy WHERE state <> 'done'");
-        jdbc.update("UPDATE archive_file SET state = 'evicted' WHERE state <> 'evicted'");
-    }
-
-    static void await(String what, Duration timeout, BooleanSupplier done) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!done.getAsBoolean()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting for " + what);
-            Thread.sleep(100);
-        }
+        // work other classes left open must not compete with this test
+        ItDb.cancelOpenRequests(jdbc);
+        ItDb.retireArchiveBuffer(jdbc);
     }
 
     /** Random bytes written into the landing area, and a reference copy outside it (the buffer's copy goes). */

@@ -2,6 +2,7 @@ package dev.stagehand.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.stagehand.ItDb;
 import dev.stagehand.api.ApiClient.Answer;
 import dev.stagehand.archive.ArchiveProperties;
 import dev.stagehand.cache.Checksums;
@@ -44,15 +45,13 @@ class ArchiveApiIT {
         api = ApiClient.admin(port, tokens);
         landingRoot = props.landing().toAbsolutePath();
         // other tests' buffered files must not count against this test's small buffer
-        jdbc.update("DELETE FROM archive_copy WHERE state <> 'done'");
-        jdbc.update("UPDATE archive_file SET state = 'evicted' WHERE state <> 'evicted'");
+        ItDb.retireArchiveBuffer(jdbc);
     }
 
     /** Queued files must not be left for other tests' flushers. */
     @org.junit.jupiter.api.AfterEach
     void retire() throws IOException {
-        jdbc.update("DELETE FROM archive_copy WHERE state <> 'done'");
-        jdbc.update("UPDATE archive_file SET state = 'evicted' WHERE state <> 'evicted'");
+        ItDb.retireArchiveBuffer(jdbc);
         org.springframework.util.FileSystemUtils.deleteRecursively(landingRoot.resolve("archive-api-it").resolve(tag));
     }
 

@@ -2,12 +2,12 @@ package dev.stagehand.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.stagehand.ItDb;
 import dev.stagehand.cache.CacheProperties;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.VirtualClock;
 import dev.stagehand.recall.RecallProperties;
 import dev.stagehand.recall.service.RecallService;
-import dev.stagehand.tape.SimulatedContent;
 import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeModel;
 import java.nio.file.Path;
@@ -58,16 +58,12 @@ class TapeRestApiIT {
     void setUp() {
         api = ApiClient.admin(port, tokens);
         // IT classes run one at a time: close what earlier classes left open, so the admission limit counts ours
-        jdbc.update("""
-                UPDATE stage_request_file SET state = 'cancelled', finished_at = now() WHERE state IN ('queued', 'staging')
-                   AND request_id IN (SELECT id FROM stage_request WHERE state IN ('submitted', 'active'))""");
-        jdbc.update("UPDATE stage_request SET state = 'cancelled', completed_at = now() WHERE state IN ('submitted', 'active')");
+        ItDb.cancelOpenRequests(jdbc);
     }
 
     String file(String name, String volume, String segmentState) {
         String full = "/wlcg/" + tag + "/" + name;
-        long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, experiment) VALUES (?, ?, ?, 'atlas') RETURNING id",
-                Long.class, full, SIZE, SimulatedContent.adler32Hex(full, SIZE));
+        long id = ItDb.simulatedFile(jdbc, full, SIZE);
         if (volume != null) {
             jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes, state) SELECT ?, id, ?, ? FROM volume WHERE label = ?",
                     id, Math.floorMod(full.hashCode(), 100) * 1_000_000_000L, segmentState, volume);

@@ -3,6 +3,7 @@ package dev.stagehand.archive;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.stagehand.ItDb;
 import dev.stagehand.archive.internal.ArchiveFlusher;
 import dev.stagehand.archive.internal.JdbcArchiveBuffer;
 import dev.stagehand.archive.internal.LandingWatcher;
@@ -80,8 +81,7 @@ class ArchivePathIT {
     /** IT classes share the database: archive work other tests left must not be flushed or counted here. */
     @BeforeEach
     void retireLeftovers() {
-        jdbc.update("DELETE FROM archive_copy WHERE state <> 'done'");
-        jdbc.update("UPDATE archive_file SET state = 'evicted' WHERE state <> 'evicted'");
+        ItDb.retireArchiveBuffer(jdbc);
         jdbc.update("UPDATE archive_volume SET family = coalesce(family, 'retired'), copy_no = coalesce(copy_no, 1), state = 'full', "
                 + "claimed_by = NULL WHERE state <> 'full'");
     }

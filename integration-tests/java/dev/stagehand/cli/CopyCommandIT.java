@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
+import dev.stagehand.transfer.GridFtpScratch;
 import dev.stagehand.transfer.GridFtpServer;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -21,24 +22,24 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class CopyCommandIT {
 
+    static GridFtpScratch scratch;
     static Path root;
     static GridFtpServer a;
     static GridFtpServer b;
 
     @BeforeAll
     static void servers() throws Exception {
-        root = Files.createTempDirectory("stagehand-copy-cli");
+        scratch = GridFtpScratch.create("stagehand-copy-cli");
+        root = scratch.root;
         GridFtpServer.openUp(root.resolve("dst-a"));
         GridFtpServer.openUp(root.resolve("dst-b"));
-        a = GridFtpServer.anonymous(root.resolve("a"));
-        b = GridFtpServer.anonymous(root.resolve("b"));
+        a = scratch.anonymous("a");
+        b = scratch.anonymous("b");
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (a != null) a.close();
-        if (b != null) b.close();
-        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+        if (scratch != null) scratch.close();
     }
 
     record Run(int exit, String out) {}

@@ -1,5 +1,6 @@
 package dev.stagehand.observability;
 
+import static dev.stagehand.ItWait.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ch.qos.logback.classic.Logger;
@@ -10,6 +11,7 @@ import dev.stagehand.platform.EventLog;
 import dev.stagehand.tape.SimulatedContent;
 import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeLibrary;
+import dev.stagehand.transfer.GridFtpScratch;
 import dev.stagehand.transfer.GridFtpServer;
 import java.io.ByteArrayInputStream;
 import java.net.URI;
@@ -25,7 +27,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -59,6 +60,7 @@ import tools.jackson.databind.json.JsonMapper;
 class ObservabilityIT {
 
     static final JsonMapper JSON = JsonMapper.builder().build();
+    static GridFtpScratch scratch;
     static Path root;
     static GridFtpServer ftp;
 
@@ -83,15 +85,14 @@ class ObservabilityIT {
 
     @BeforeAll
     static void server() throws Exception {
-        root = Files.createTempDirectory("stagehand-obs-it");
-        GridFtpServer.openUp(root);
-        ftp = GridFtpServer.anonymous(root.resolve("server"));
+        scratch = GridFtpScratch.create("stagehand-obs-it");
+        root = scratch.root;
+        ftp = scratch.anonymous("server");
     }
 
     @AfterAll
     static void stopServer() throws Exception {
-        if (ftp != null) ftp.close();
-        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+        if (scratch != null) scratch.close();
     }
 
     @BeforeEach
@@ -130,14 +131,6 @@ class ObservabilityIT {
         Answer a = get("/actuator/prometheus");
         assertThat(a.status()).isEqualTo(200);
         return Scrape.parse(a.body());
-    }
-
-    static void await(String what, Duration limit, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + limit.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting for " + what);
-            Thread.sleep(100);
-        }
     }
 
     /** Imports files {@code prefix}-0.. of {@code experiment}, alternating over {@code volumes}; returns name -> size. */

@@ -1,10 +1,12 @@
 package dev.stagehand.replication;
 
+import static dev.stagehand.ItWait.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.replication.ReplicationRules.Completeness;
 import dev.stagehand.replication.ReplicationRules.NewRule;
 import dev.stagehand.replication.ReplicationRules.Replica;
+import dev.stagehand.transfer.GridFtpScratch;
 import dev.stagehand.transfer.GridFtpServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,7 +16,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.UUID;
-import java.util.function.BooleanSupplier;
 import java.util.zip.Adler32;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -39,6 +40,7 @@ import org.springframework.test.annotation.DirtiesContext;
         "stagehand.transfer.mover.backoff=100ms", "stagehand.transfer.mover.max-attempts=2"})
 class ReplicationIT {
 
+    static GridFtpScratch scratch;
     static Path root;
     static GridFtpServer server;
 
@@ -53,15 +55,14 @@ class ReplicationIT {
 
     @BeforeAll
     static void start() throws Exception {
-        root = Files.createTempDirectory("stagehand-replication-it");
-        GridFtpServer.openUp(root);
-        server = GridFtpServer.anonymous(root.resolve("server"));
+        scratch = GridFtpScratch.create("stagehand-replication-it");
+        root = scratch.root;
+        server = scratch.anonymous("server");
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (server != null) server.close();
-        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+        if (scratch != null) scratch.close();
     }
 
     @BeforeEach
@@ -107,14 +108,6 @@ class ReplicationIT {
         long id = rules.create(r).id();
         createdRules.add(id);
         return id;
-    }
-
-    static void await(String what, Duration timeout, BooleanSupplier done) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!done.getAsBoolean()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting for " + what);
-            Thread.sleep(100);
-        }
     }
 
     boolean complete(String dataset, int sitesExpected) {

@@ -1,10 +1,12 @@
 package dev.stagehand.replication;
 
+import static dev.stagehand.ItWait.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.replication.ReplicationRules.NewRule;
 import dev.stagehand.replication.ReplicationSchedules.Run;
 import dev.stagehand.replication.ReplicationSchedules.Schedule;
+import dev.stagehand.transfer.GridFtpScratch;
 import dev.stagehand.transfer.GridFtpServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,7 +32,6 @@ import org.quartz.Job;
 import org.quartz.JobBuilder;
 import org.quartz.JobDetail;
 import org.quartz.JobExecutionContext;
-import org.quartz.JobKey;
 import org.quartz.Scheduler;
 import org.quartz.SimpleScheduleBuilder;
 import org.quartz.Trigger;
@@ -55,6 +56,7 @@ import org.springframework.scheduling.quartz.SpringBeanJobFactory;
         "stagehand.transfer.queue.poll-interval=100ms", "stagehand.transfer.mover.backoff=100ms"})
 class ScheduledReplicationIT {
 
+    static GridFtpScratch scratch;
     static Path root;
     static GridFtpServer server;
     /** Where the test job records its runs (static: Quartz makes the job instances). */
@@ -72,15 +74,14 @@ class ScheduledReplicationIT {
 
     @BeforeAll
     static void start() throws Exception {
-        root = Files.createTempDirectory("stagehand-scheduled-it");
-        GridFtpServer.openUp(root);
-        server = GridFtpServer.anonymous(root.resolve("server"));
+        scratch = GridFtpScratch.create("stagehand-scheduled-it");
+        root = scratch.root;
+        server = scratch.anonymous("server");
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (server != null) server.close();
-        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+        if (scratch != null) scratch.close();
     }
 
     @BeforeEach
@@ -145,14 +146,6 @@ class ScheduledReplicationIT {
         return jdbc.query("SELECT instance, scheduled_ms, started_at, ended_at FROM it_quartz_run WHERE scheduler = ? AND job = ? ORDER BY started_at",
                 (rs, i) -> new Recorded(rs.getString(1), rs.getLong(2), rs.getTimestamp(3).toInstant(), rs.getTimestamp(4).toInstant()),
                 scheduler, job);
-    }
-
-    static void await(String what, Duration timeout, java.util.function.BooleanSupplier done) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!done.getAsBoolean()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting for " + what);
-            Thread.sleep(100);
-        }
     }
 
     @Test

@@ -1,10 +1,13 @@
 package dev.stagehand.replication;
 
+import static dev.stagehand.ItWait.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.stagehand.ItDb;
 import dev.stagehand.replication.ReplicationRules.NewRule;
 import dev.stagehand.replication.ReplicationRules.Replica;
 import dev.stagehand.tape.SimulatedContent;
+import dev.stagehand.transfer.GridFtpScratch;
 import dev.stagehand.transfer.GridFtpServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,24 +37,24 @@ import org.springframework.test.context.DynamicPropertySource;
 class TapeSourcedReplicationIT {
 
     static final long SIZE = 1_500_000;
+    static GridFtpScratch scratch;
     static Path root;
     static GridFtpServer server;
 
     @DynamicPropertySource
     static void paths(DynamicPropertyRegistry r) throws Exception {
-        root = Files.createTempDirectory("stagehand-tape-repl-it");
-        GridFtpServer.openUp(root);
+        scratch = GridFtpScratch.create("stagehand-tape-repl-it");
+        root = scratch.root;
         r.add("stagehand.tape.sim.root", () -> root.resolve("tape").toString());
         r.add("stagehand.tape.library", () -> "repl-it");
         r.add("stagehand.cache.directories[0].path", () -> root.resolve("cache").toString());
         r.add("stagehand.cache.directories[0].capacity", () -> "1GB");
-        server = GridFtpServer.anonymous(root.resolve("server"));
+        server = scratch.anonymous("server");
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (server != null) server.close();
-        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+        if (scratch != null) scratch.close();
     }
 
     @Autowired JdbcTemplate jdbc;
@@ -64,11 +67,8 @@ class TapeSourcedReplicationIT {
     @BeforeEach
     void setUp() {
         engine.takeLead();
-        // IT classes run one at a time: work other classes left open must not compete for this test's drives
-        jdbc.update("""
-                UPDATE stage_request_file SET state = 'cancelled', finished_at = now() WHERE state IN ('queued', 'staging')
-                   AND request_id IN (SELECT id FROM stage_request WHERE state IN ('submitted', 'active'))""");
-        jdbc.update("UPDATE stage_request SET state = 'cancelled', completed_at = now() WHERE state IN ('submitted', 'active')");
+        // work other classes left open must not compete for this test's drives
+        ItDb.cancelOpenRequests(jdbc);
     }
 
     @Test
@@ -91,7 +91,7 @@ class TapeSourcedReplicationIT {
         }
         long rule = rules.create(new NewRule(ds, 1, "kind=t-" + tag, null, null, null, "it")).id();
         try {
-            ReplicationIT.await("replicated from tape", Duration.ofSeconds(240),
+            await("replicated from tape", Duration.ofSeconds(240),
                     () -> rules.replicas(ds, null, "verified", 0, 10).size() == 3);
             List<Replica> replicas = rules.replicas(ds, null, null, 0, 10);
             assertThat(replicas).allSatisfy(r -> {
@@ -105,13 +105,13 @@ class TapeSourcedReplicationIT {
                 a.update(Files.readAllBytes(copy));
                 assertThat(a.getValue()).isEqualTo(SimulatedContent.adler32(n, SIZE));
             }
-            ReplicationIT.await("completeness OK", Duration.ofSeconds(10),
+            await("completeness OK", Duration.ofSeconds(10),
                     () -> rules.completeness(ds).getFirst().state().equals("OK"));
 
             String lost = names.get(1);
             Files.delete(dest.resolve(lost.substring(1)));
             assertThat(rules.declare("TAPE-DEST-" + tag, List.of(lost), "bad: truncated").recreating()).isEqualTo(1);
-            ReplicationIT.await("lost replica back from tape", Duration.ofSeconds(240),
+            await("lost replica back from tape", Duration.ofSeconds(240),
                     () -> rules.replicas(ds, null, "verified", 0, 10).size() == 3 && Files.exists(dest.resolve(lost.substring(1))));
             assertThat(Files.size(dest.resolve(lost.substring(1)))).isEqualTo(SIZE);
             assertThat(rules.replicas(ds, null, null, 0, 10)).filteredOn(r -> r.file().equals(lost))

@@ -23,23 +23,22 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class AnonymousMoverIT {
 
+    static GridFtpScratch scratch;
     static Path root;
     static GridFtpServer a;
     static GridFtpServer b;
 
     @BeforeAll
     static void servers() throws Exception {
-        root = Files.createTempDirectory("stagehand-gridftp-it");
-        GridFtpServer.openUp(root);
-        a = GridFtpServer.anonymous(root.resolve("a"));
-        b = GridFtpServer.anonymous(root.resolve("b"));
+        scratch = GridFtpScratch.create("stagehand-gridftp-it");
+        root = scratch.root;
+        a = scratch.anonymous("a");
+        b = scratch.anonymous("b");
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (a != null) a.close();
-        if (b != null) b.close();
-        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+        if (scratch != null) scratch.close();
     }
 
     static MoverSettings fast() {

@@ -28,6 +28,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class GsiMoverIT {
 
+    static GridFtpScratch scratch;
     static Path root;
     static GsiFixture gsi;
     static Path userProxy;
@@ -37,20 +38,18 @@ class GsiMoverIT {
 
     @BeforeAll
     static void world() throws Exception {
-        root = Files.createTempDirectory("stagehand-gsi-it");
-        GridFtpServer.openUp(root);
+        scratch = GridFtpScratch.create("stagehand-gsi-it");
+        root = scratch.root;
         gsi = GsiFixture.create(root.resolve("pki"));
         userProxy = gsi.user("Test User", true);
         strangerProxy = gsi.user("Stranger", false);
-        a = GridFtpServer.gsi(root.resolve("a"), gsi.serverEnv());
-        b = GridFtpServer.gsi(root.resolve("b"), gsi.serverEnv());
+        a = scratch.gsi("a", gsi.serverEnv());
+        b = scratch.gsi("b", gsi.serverEnv());
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (a != null) a.close();
-        if (b != null) b.close();
-        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+        if (scratch != null) scratch.close();
     }
 
     static MoverSettings settings(Path proxy, String dcau) {

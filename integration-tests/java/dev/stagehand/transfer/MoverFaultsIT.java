@@ -22,6 +22,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class MoverFaultsIT {
 
+    GridFtpScratch scratch;
     Path root;
     GridFtpServer a;
     GridFtpServer b;
@@ -35,17 +36,16 @@ class MoverFaultsIT {
 
     @BeforeEach
     void servers() throws Exception {
-        root = Files.createTempDirectory("stagehand-gridftp-faults");
+        scratch = GridFtpScratch.create("stagehand-gridftp-faults");
+        root = scratch.root;
         GridFtpServer.openUp(root.resolve("dst"));
-        a = GridFtpServer.anonymous(root.resolve("a"));
-        b = GridFtpServer.anonymous(root.resolve("b"));
+        a = scratch.anonymous("a");
+        b = scratch.anonymous("b");
     }
 
     @AfterEach
     void stop() throws Exception {
-        a.close();
-        b.close();
-        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+        scratch.close();
     }
 
     MoverSettings settings(Duration stall) {

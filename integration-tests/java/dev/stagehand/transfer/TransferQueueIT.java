@@ -22,6 +22,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
         "stagehand.transfer.mover.backoff=100ms"})
 class TransferQueueIT {
 
+    static GridFtpScratch scratch;
     static Path root;
     static GridFtpServer server;
 
@@ -33,15 +34,15 @@ class TransferQueueIT {
 
     @BeforeAll
     static void start() throws Exception {
-        root = Files.createTempDirectory("stagehand-queue-it");
+        scratch = GridFtpScratch.create("stagehand-queue-it");
+        root = scratch.root;
         GridFtpServer.openUp(root.resolve("dst"));
-        server = GridFtpServer.anonymous(root.resolve("server"));
+        server = scratch.anonymous("server");
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (server != null) server.close();
-        new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
+        if (scratch != null) scratch.close();
     }
 
     @Test

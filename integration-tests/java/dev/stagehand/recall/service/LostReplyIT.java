@@ -2,6 +2,7 @@ package dev.stagehand.recall.service;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.stagehand.ItDb;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.cache.ReserveResult;
 import dev.stagehand.platform.VirtualClock;
@@ -44,8 +45,7 @@ class LostReplyIT {
 
     private FileWork file(String name) {
         long size = 100_000;
-        long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, experiment) VALUES (?, ?, ?, 'atlas') RETURNING id",
-                Long.class, name, size, SimulatedContent.adler32Hex(name, size));
+        long id = ItDb.simulatedFile(jdbc, name, size);
         return new FileWork(id, name, size, List.of(new Copy("L1", 0)), "atlas", null, SimulatedContent.adler32Hex(name, size));
     }
 

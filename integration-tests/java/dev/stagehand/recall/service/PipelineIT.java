@@ -2,6 +2,7 @@ package dev.stagehand.recall.service;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.stagehand.ItDb;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.VirtualClock;
 import dev.stagehand.recall.StageRequests;
@@ -12,7 +13,6 @@ import dev.stagehand.tape.FileWrite;
 import dev.stagehand.tape.LibraryLayout;
 import dev.stagehand.tape.ReadBatch;
 import dev.stagehand.tape.SegmentRead;
-import dev.stagehand.tape.SimulatedContent;
 import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
@@ -90,10 +90,7 @@ class PipelineIT {
     /** IT classes run one at a time: work other classes left open must not compete for this test's drives and cache. */
     @org.junit.jupiter.api.BeforeEach
     void closeLeftovers() {
-        jdbc.update("""
-                UPDATE stage_request_file SET state = 'cancelled', finished_at = now() WHERE state IN ('queued', 'staging')
-                   AND request_id IN (SELECT id FROM stage_request WHERE state IN ('submitted', 'active'))""");
-        jdbc.update("UPDATE stage_request SET state = 'cancelled', completed_at = now() WHERE state IN ('submitted', 'active')");
+        ItDb.cancelOpenRequests(jdbc);
     }
 
     @AfterEach
@@ -115,8 +112,7 @@ class PipelineIT {
     /** A file with a segment on each volume (at offsets spread along the tape). */
     String file(String name, String... volumes) {
         String full = "/pipe/" + tag + "/" + name;
-        long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, experiment) VALUES (?, ?, ?, 'atlas') RETURNING id",
-                Long.class, full, SIZE, SimulatedContent.adler32Hex(full, SIZE));
+        long id = ItDb.simulatedFile(jdbc, full, SIZE);
         for (String v : volumes) {
             jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) SELECT ?, id, ? FROM volume WHERE label = ?",
                     id, Math.floorMod(full.hashCode(), 1000) * 10_000_000_000L, v);

@@ -2,16 +2,15 @@ package dev.stagehand.recall.service;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.stagehand.ItDb;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.VirtualClock;
 import dev.stagehand.recall.RecallProperties;
 import dev.stagehand.tape.FaultPlan;
-import dev.stagehand.tape.SimulatedContent;
 import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeModel;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
@@ -54,8 +53,7 @@ class RecallChangesIT {
 
     private long file(String name, long... volumeIds) {
         long size = 1_000_000;
-        long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, experiment) VALUES (?, ?, ?, 'atlas') RETURNING id",
-                Long.class, name, size, SimulatedContent.adler32Hex(name, size));
+        long id = ItDb.simulatedFile(jdbc, name, size);
         for (long v : volumeIds) jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, 0)", id, v);
         return id;
     }

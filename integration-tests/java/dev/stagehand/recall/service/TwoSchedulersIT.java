@@ -2,6 +2,7 @@ package dev.stagehand.recall.service;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.stagehand.ItDb;
 import dev.stagehand.platform.VirtualClock;
 import dev.stagehand.recall.RecallProperties;
 import dev.stagehand.tape.DriveStatus;
@@ -9,7 +10,6 @@ import dev.stagehand.tape.FileWrite;
 import dev.stagehand.tape.LibraryLayout;
 import dev.stagehand.tape.ReadBatch;
 import dev.stagehand.tape.SegmentRead;
-import dev.stagehand.tape.SimulatedContent;
 import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
@@ -77,8 +77,7 @@ class TwoSchedulersIT {
             for (int k = 0; k < 20; k++) {
                 String name = "/it/" + tag + "/v" + v + "/f" + k;
                 long size = 1_000_000 + k * 1000L;
-                long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, experiment) VALUES (?, ?, ?, 'atlas') RETURNING id",
-                        Long.class, name, size, SimulatedContent.adler32Hex(name, size));
+                long id = ItDb.simulatedFile(jdbc, name, size);
                 jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, ?)", id, vol, (k * 37L % 20) * 50_000_000_000L);
                 files.add(id);
             }
