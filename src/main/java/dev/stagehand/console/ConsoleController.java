@@ -10,6 +10,7 @@ import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.transfer.TransferJob;
 import dev.stagehand.transfer.TransferQueue;
+import jakarta.servlet.http.HttpServletRequest;
 import java.security.Principal;
 import java.time.Duration;
 import java.time.Instant;
@@ -69,19 +70,8 @@ class ConsoleController {
 
     // ------------------------------------------------------------------------------------------ overview
 
-    @GetMapping
-    String overview(Model model) {
-        overviewModel(model);
-        return "console/overview";
-    }
-
-    @GetMapping("/overview/live")
-    String overviewLive(Model model) {
-        overviewModel(model);
-        return "console/overview :: live";
-    }
-
-    private void overviewModel(Model model) {
+    @GetMapping({"", "/overview/live"})
+    String overview(Model model, HttpServletRequest http) {
         model.addAttribute("drives", views.drives());
         model.addAttribute("accessors", views.accessors());
         model.addAttribute("queues", views.volumeQueues(20));
@@ -90,23 +80,13 @@ class ConsoleController {
         model.addAttribute("cache", cache.usage());
         model.addAttribute("chart", Svg.throughput(views.throughput()));
         model.addAttribute("now", Instant.now());
+        return LivePart.view("console/overview", http);
     }
 
     // ------------------------------------------------------------------------------------------ timeline
 
-    @GetMapping("/timeline")
-    String timeline(@RequestParam(defaultValue = "15") int minutes, Model model) {
-        timelineModel(minutes, model);
-        return "console/timeline";
-    }
-
-    @GetMapping("/timeline/live")
-    String timelineLive(@RequestParam(defaultValue = "15") int minutes, Model model) {
-        timelineModel(minutes, model);
-        return "console/timeline :: live";
-    }
-
-    private void timelineModel(int minutes, Model model) {
+    @GetMapping({"/timeline", "/timeline/live"})
+    String timeline(@RequestParam(defaultValue = "15") int minutes, Model model, HttpServletRequest http) {
         int m = Math.clamp(minutes, 1, 24 * 60);
         Instant to = Instant.now();
         Instant from = to.minus(Duration.ofMinutes(m));
@@ -114,25 +94,15 @@ class ConsoleController {
         model.addAttribute("minutes", m);
         model.addAttribute("mounts", list.reversed().stream().limit(100).toList());
         model.addAttribute("svg", Svg.timeline(list, Svg.names(views.drives()), from, to));
+        return LivePart.view("console/timeline", http);
     }
 
     // ------------------------------------------------------------------------------------------ requests
 
-    @GetMapping("/requests")
+    @GetMapping({"/requests", "/requests/live"})
     String requestList(@RequestParam(required = false) String state, @RequestParam(required = false) String experiment,
-                       @RequestParam(required = false) String owner, @RequestParam(defaultValue = "0") int offset, Model model) {
-        requestListModel(state, experiment, owner, offset, model);
-        return "console/requests";
-    }
-
-    @GetMapping("/requests/live")
-    String requestListLive(@RequestParam(required = false) String state, @RequestParam(required = false) String experiment,
-                           @RequestParam(required = false) String owner, @RequestParam(defaultValue = "0") int offset, Model model) {
-        requestListModel(state, experiment, owner, offset, model);
-        return "console/requests :: live";
-    }
-
-    private void requestListModel(String state, String experiment, String owner, int offset, Model model) {
+                       @RequestParam(required = false) String owner, @RequestParam(defaultValue = "0") int offset, Model model,
+                       HttpServletRequest http) {
         RequestState s = null;
         if (state != null && !state.isBlank()) {
             try {
@@ -147,26 +117,17 @@ class ConsoleController {
         model.addAttribute("experiment", experiment == null ? "" : experiment);
         model.addAttribute("owner", owner == null ? "" : owner);
         model.addAttribute("states", List.of("submitted", "active", "done", "failed", "cancelled"));
+        return LivePart.view("console/requests", http);
     }
 
-    @GetMapping("/requests/{id}")
-    String request(@PathVariable String id, @RequestParam(defaultValue = "0") int offset, Model model) {
-        requestModel(id, offset, model);
-        return "console/request";
-    }
-
-    @GetMapping("/requests/{id}/live")
-    String requestLive(@PathVariable String id, @RequestParam(defaultValue = "0") int offset, Model model) {
-        requestModel(id, offset, model);
-        return "console/request :: live";
-    }
-
-    private void requestModel(String id, int offset, Model model) {
+    @GetMapping({"/requests/{id}", "/requests/{id}/live"})
+    String request(@PathVariable String id, @RequestParam(defaultValue = "0") int offset, Model model, HttpServletRequest http) {
         var detail = requests.get(uuid(id), Math.max(0, offset), 100)
                 .orElseThrow(() -> new ResponseStatusException(HttpStatus.NOT_FOUND, "no request " + id));
         model.addAttribute("d", detail);
         model.addAttribute("r", detail.request());
         model.addAttribute("eta", views.eta(detail.request().id()));
+        return LivePart.view("console/request", http);
     }
 
     @PostMapping("/requests/{id}/cancel")
@@ -207,19 +168,8 @@ class ConsoleController {
 
     // ------------------------------------------------------------------------------------------ transfers
 
-    @GetMapping("/transfers")
-    String transfers(Model model) {
-        transferModel(model);
-        return "console/transfers";
-    }
-
-    @GetMapping("/transfers/live")
-    String transfersLive(Model model) {
-        transferModel(model);
-        return "console/transfers :: live";
-    }
-
-    private void transferModel(Model model) {
+    @GetMapping({"/transfers", "/transfers/live"})
+    String transfers(Model model, HttpServletRequest http) {
         List<TransferJob> active = transfers.recent(List.of("queued", "active"), 200);
         model.addAttribute("active", active);
         model.addAttribute("failed", transfers.recent(List.of("failed"), 200));
@@ -227,6 +177,7 @@ class ConsoleController {
         model.addAttribute("hosts", transferViews.hosts());
         model.addAttribute("optimizer", transferViews.optimizer());
         model.addAttribute("failureReasons", transferViews.failureReasons());
+        return LivePart.view("console/transfers", http);
     }
 
     @PostMapping("/transfers/{id}/retry")

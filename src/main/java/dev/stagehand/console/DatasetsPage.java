@@ -2,6 +2,7 @@ package dev.stagehand.console;
 
 import dev.stagehand.replication.ReplicationRules;
 import dev.stagehand.replication.ReplicationSchedules;
+import jakarta.servlet.http.HttpServletRequest;
 import org.springframework.stereotype.Controller;
 import org.springframework.ui.Model;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -20,22 +21,11 @@ class DatasetsPage {
         this.schedules = schedules;
     }
 
-
-    @GetMapping
-    String page(Model model) {
-        fill(model);
-        return "console/datasets";
-    }
-
-    @GetMapping("/live")
-    String live(Model model) {
-        fill(model);
-        return "console/datasets :: live";
-    }
-
-    private void fill(Model model) {
+    @GetMapping({"", "/live"})
+    String page(Model model, HttpServletRequest http) {
         model.addAttribute("matrix", rules.completenessAll());
         model.addAttribute("rules", rules.list(null));
         model.addAttribute("schedules", schedules.list());
+        return LivePart.view("console/datasets", http);
     }
 }
