@@ -71,7 +71,7 @@ class ArchiveController {
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = RegisterBody.class))))
     ResponseEntity<RegisterView> register(HttpServletRequest http) throws IOException {
-        JsonNode body = JsonBodies.parse(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()));
+        JsonNode body = JsonBodies.parse(JsonBodies.read(http));
         List<EntryError> errors = new ArrayList<>();
         JsonBodies.unknownFields(body, BODY_FIELDS, errors);
         List<NewArchiveFile> files = files(body, errors);

@@ -2,8 +2,8 @@ package dev.stagehand.api.replication;
 
 import dev.stagehand.api.requests.BadInput;
 import dev.stagehand.api.requests.JsonBodies;
+import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
-import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -20,8 +20,8 @@ final class Body {
         this.node = node;
     }
 
-    static Body read(InputStream in, long length, Set<String> fields) throws IOException {
-        JsonNode n = JsonBodies.parse(JsonBodies.read(in, length));
+    static Body read(HttpServletRequest http, Set<String> fields) throws IOException {
+        JsonNode n = JsonBodies.parse(JsonBodies.read(http));
         for (Map.Entry<String, JsonNode> e : n.properties()) {
             if (!fields.contains(e.getKey()))
                 throw BadInput.field(e.getKey(), "unknown field; expected one of " + new java.util.TreeSet<>(fields));

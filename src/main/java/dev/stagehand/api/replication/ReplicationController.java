@@ -66,7 +66,7 @@ public class ReplicationController {
     /** {@code {"attributes": {"tier": "1", "country": "DE"}, "endpoints": ["gsiftp://host:2811/data"]}}: creates or replaces. */
     @PutMapping(path = "/sites/{name}", consumes = MediaType.ALL_VALUE)
     public Site putSite(@PathVariable String name, HttpServletRequest http) throws IOException {
-        Body b = Body.read(http.getInputStream(), http.getContentLengthLong(), Set.of("attributes", "endpoints"));
+        Body b = Body.read(http, Set.of("attributes", "endpoints"));
         return sites.put(name, b.map("attributes"), b.strings("endpoints", false));
     }
 
@@ -86,7 +86,7 @@ public class ReplicationController {
     /** {@code {"sideA": "region=US", "sideB": "region=EU"}}: at most one copy of a file crosses it. */
     @PutMapping(path = "/replication/links/{name}", consumes = MediaType.ALL_VALUE)
     public BottleneckLink putLink(@PathVariable String name, HttpServletRequest http) throws IOException {
-        Body b = Body.read(http.getInputStream(), http.getContentLengthLong(), Set.of("sideA", "sideB"));
+        Body b = Body.read(http, Set.of("sideA", "sideB"));
         return rules.putLink(name, b.string("sideA", true), b.string("sideB", true));
     }
 
@@ -105,8 +105,7 @@ public class ReplicationController {
     @PostMapping(path = "/replication/rules", consumes = MediaType.ALL_VALUE)
     public ResponseEntity<Rule> createRule(HttpServletRequest http) throws IOException {
         String owner = dev.stagehand.api.security.ApiUser.current().account();
-        Body b = Body.read(http.getInputStream(), http.getContentLengthLong(),
-                Set.of("dataset", "copies", "sites", "source", "lifetime", "schedule"));
+        Body b = Body.read(http, Set.of("dataset", "copies", "sites", "source", "lifetime", "schedule"));
         Long copies = b.integer("copies");
         String lifetime = b.string("lifetime", false);
         Duration life = null;
@@ -160,14 +159,14 @@ public class ReplicationController {
     /** {@code {"files": [...], "reason": "lost"|"bad: ..."}}: those replicas are made again (from another site or tape). */
     @PostMapping(path = "/sites/{site}/replicas/declare", consumes = MediaType.ALL_VALUE)
     public Declared declare(@PathVariable String site, HttpServletRequest http) throws IOException {
-        Body b = Body.read(http.getInputStream(), http.getContentLengthLong(), Set.of("files", "reason"));
+        Body b = Body.read(http, Set.of("files", "reason"));
         return rules.declare(site, b.strings("files", true), b.string("reason", false));
     }
 
     /** {@code {"files": [...]}}: these files already exist at the site (verified replicas, sources for others). */
     @PostMapping(path = "/sites/{site}/replicas/register", consumes = MediaType.ALL_VALUE)
     public Map<String, Integer> register(@PathVariable String site, HttpServletRequest http) throws IOException {
-        Body b = Body.read(http.getInputStream(), http.getContentLengthLong(), Set.of("files"));
+        Body b = Body.read(http, Set.of("files"));
         return Map.of("registered", rules.register(site, b.strings("files", true)));
     }
 

@@ -3,8 +3,8 @@ package dev.stagehand.api.requests;
 import dev.stagehand.platform.EntryError;
 import dev.stagehand.recall.StageRequests;
 import dev.stagehand.recall.StageRequests.NewStageRequest;
+import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
-import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -36,10 +36,11 @@ public final class JsonBodies {
 
     private JsonBodies() {}
 
-    /** The body bytes, at most MAX_BODY_BYTES; empty when there is none. */
-    public static byte[] read(InputStream in, long declaredLength) throws IOException {
+    /** The request's body bytes, at most MAX_BODY_BYTES (a larger declared length is refused unread); empty when there is none. */
+    public static byte[] read(HttpServletRequest http) throws IOException {
+        long declaredLength = http.getContentLengthLong();
         if (declaredLength > MAX_BODY_BYTES) throw tooLarge(declaredLength);
-        byte[] body = in.readNBytes((int) MAX_BODY_BYTES + 1);
+        byte[] body = http.getInputStream().readNBytes((int) MAX_BODY_BYTES + 1);
         if (body.length > MAX_BODY_BYTES) throw tooLarge(body.length);
         return body;
     }

@@ -114,7 +114,7 @@ class RequestsController {
     ResponseEntity<RequestView> submit(HttpServletRequest http) throws IOException {
         ApiUser user = ApiUser.current();
         String who = user.account();
-        var parsed = JsonBodies.submit(JsonBodies.parse(JsonBodies.read(http.getInputStream(), http.getContentLengthLong())));
+        var parsed = JsonBodies.submit(JsonBodies.parse(JsonBodies.read(http)));
         if (!parsed.errors().isEmpty()) throw typeErrors(who, parsed);
         NewStageRequest req = parsed.request();
         if (req.files() != null && !req.files().isEmpty() && req.files().size() <= StageRequests.MAX_FILES
@@ -186,7 +186,7 @@ class RequestsController {
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = FilesBody.class))))
     ChangeView cancel(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
         UUID uuid = visible(uuid(id));
-        List<String> files = JsonBodies.fileSelection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()));
+        List<String> files = JsonBodies.fileSelection(JsonBodies.read(http));
         return ChangeView.of(requests.cancel(uuid, files));
     }
 
@@ -197,7 +197,7 @@ class RequestsController {
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = FilesBody.class))))
     ChangeView release(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
         UUID uuid = visible(uuid(id));
-        List<String> files = JsonBodies.fileSelection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()));
+        List<String> files = JsonBodies.fileSelection(JsonBodies.read(http));
         return ChangeView.of(requests.release(uuid, files));
     }
 

@@ -80,7 +80,7 @@ class AdminController {
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = AccountBody.class))))
     AccountView putAccount(@PathVariable("name") String name, HttpServletRequest http) throws IOException {
-        JsonNode body = JsonBodies.parse(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()));
+        JsonNode body = JsonBodies.parse(JsonBodies.read(http));
         List<EntryError> errors = new ArrayList<>();
         JsonBodies.unknownFields(body, Set.of("role", "experiments"), errors);
         JsonNode role = body.get("role");
@@ -131,7 +131,7 @@ class AdminController {
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = TokenBody.class))))
     ResponseEntity<NewTokenView> createToken(HttpServletRequest http) throws IOException {
-        JsonNode body = JsonBodies.parse(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()));
+        JsonNode body = JsonBodies.parse(JsonBodies.read(http));
         List<EntryError> errors = new ArrayList<>();
         JsonBodies.unknownFields(body, Set.of("account", "label", "expiresInSeconds"), errors);
         JsonNode account = body.get("account");

@@ -98,7 +98,7 @@ class TapeRestController {
     ResponseEntity<Created> stage(HttpServletRequest http) throws IOException {
         ApiUser user = ApiUser.current();
         String who = user.account();
-        JsonNode body = JsonBodies.parse(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()));
+        JsonNode body = JsonBodies.parse(JsonBodies.read(http));
         List<EntryError> errors = new ArrayList<>();
         JsonBodies.unknownFields(body, Set.of("files"), errors);
         JsonNode files = body.get("files");
@@ -209,7 +209,7 @@ class TapeRestController {
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = PathsBody.class))))
     ResponseEntity<Void> cancel(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
         UUID uuid = visible(uuid(id), id);
-        requests.cancel(uuid, JsonBodies.selection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()), "paths", true));
+        requests.cancel(uuid, JsonBodies.selection(JsonBodies.read(http), "paths", true));
         return ResponseEntity.ok().build();
     }
 
@@ -226,7 +226,7 @@ class TapeRestController {
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = PathsBody.class))))
     ResponseEntity<Void> release(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
         UUID uuid = visible(uuid(id), id);
-        requests.release(uuid, JsonBodies.selection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()), "paths", true));
+        requests.release(uuid, JsonBodies.selection(JsonBodies.read(http), "paths", true));
         return ResponseEntity.ok().build();
     }
 
@@ -235,7 +235,7 @@ class TapeRestController {
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = PathsBody.class))))
     List<Map<String, Object>> archiveInfo(HttpServletRequest http) throws IOException {
-        List<String> paths = JsonBodies.selection(JsonBodies.read(http.getInputStream(), http.getContentLengthLong()), "paths", true);
+        List<String> paths = JsonBodies.selection(JsonBodies.read(http), "paths", true);
         List<Map<String, Object>> out = new ArrayList<>(paths.size());
         Set<String> hidden = access.hidden(ApiUser.current(), paths);
         for (FileLocality.Info i : locality.locality(paths)) {
