@@ -1,5 +1,6 @@
 package dev.stagehand.api;
 
+import static dev.stagehand.api.Problems.assertProblem;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.ItCatalog;
@@ -177,13 +178,6 @@ class ApiCertificateIT {
         assertThat(a.json().get("role").stringValue()).isEqualTo("operator");
         assertThat(a.json().get("authenticatedBy").stringValue()).isEqualTo("x509");
         assertThat(a.json().get("dn").stringValue()).isEqualTo(ORG + "/CN=jane"); // the proxy CNs are not part of it
-    }
-
-    static void assertProblem(Answer a, int status, String... detailParts) {
-        assertThat(a.status()).as(a.body()).isEqualTo(status);
-        assertThat(a.contentType()).startsWith("application/problem+json");
-        assertThat(a.json().get("detail").stringValue()).isNotBlank();
-        if (detailParts.length > 0) assertThat(a.json().get("detail").stringValue()).contains(detailParts);
     }
 
     // ---- tests ----

@@ -1,5 +1,6 @@
 package dev.stagehand.api;
 
+import static dev.stagehand.api.Problems.assertProblem;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.ItCatalog;
@@ -62,13 +63,6 @@ class ApiSecurityIT {
 
     static String files(List<String> f) {
         return ApiClient.json(Map.of("files", f));
-    }
-
-    static void assertProblem(Answer a, int status) {
-        assertThat(a.status()).as(a.body()).isEqualTo(status);
-        assertThat(a.contentType()).startsWith("application/problem+json");
-        assertThat(a.json().get("status").intValue()).isEqualTo(status);
-        assertThat(a.json().get("detail").stringValue()).isNotBlank();
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.stagehand.api;
 
+import static dev.stagehand.api.Problems.assertProblem;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.ItCatalog;
@@ -152,10 +153,7 @@ class MalformedRequestsIT {
         ApiClient api = admin;
         Answer a = c.method().equals("GET") ? api.get(fill(c.path())) : api.post(fill(c.path()), fill(c.body()));
 
-        assertThat(a.status()).as(a.body()).isEqualTo(c.status());
-        assertThat(a.contentType()).startsWith("application/problem+json");
-        assertThat(a.json().get("status").intValue()).isEqualTo(c.status());
-        assertThat(a.json().get("detail").stringValue()).isNotBlank();
+        assertProblem(a, c.status());
         JsonNode errors = a.json().get("errors");
         assertThat(errors.isArray() && !errors.isEmpty()).as(a.body()).isTrue();
         List<JsonNode> named = new ArrayList<>();

@@ -1,11 +1,8 @@
 package dev.stagehand.api;
 
+import static dev.stagehand.api.Problems.assertFieldProblem;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.util.UUID;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -35,14 +32,6 @@ class ReplicationApiIT {
         return api.put(path, body);
     }
 
-    static void problem(ApiClient.Answer a, int status, String field, String reason) {
-        assertThat(a.status()).as(a.body()).isEqualTo(status);
-        assertThat(a.contentType()).startsWith("application/problem+json");
-        JsonNode e = a.json().get("errors").get(0);
-        assertThat(e.get("field").asString()).isEqualTo(field);
-        assertThat(e.get("reason").asString()).contains(reason);
-    }
-
     @Test
     void sitesRulesSchedulesAndCompleteness() throws Exception {
         String site = "API-" + tag;
@@ -50,22 +39,22 @@ class ReplicationApiIT {
         assertThat(s.status()).as(s.body()).isEqualTo(200);
         assertThat(s.json().get("attributes").get("tier").asString()).isEqualTo("1");
         assertThat(api.get("/api/v1/sites/" + site).json().get("endpoints").get(0).asString()).isEqualTo("gsiftp://se.example.org:2811/data");
-        problem(put("/api/v1/sites/" + site, "{\"endpoints\": [\"http://x/y\"]}"), 400, "endpoints", "ftp:// or gsiftp://");
-        problem(put("/api/v1/sites/" + site, "{\"color\": \"red\"}"), 400, "color", "unknown field");
-        problem(put("/api/v1/sites/bad%20name", "{}"), 400, "name", "site name");
-        problem(api.get("/api/v1/sites/NOSUCH-" + tag), 404, "site", "no site");
+        assertFieldProblem(put("/api/v1/sites/" + site, "{\"endpoints\": [\"http://x/y\"]}"), 400, "endpoints", "ftp:// or gsiftp://");
+        assertFieldProblem(put("/api/v1/sites/" + site, "{\"color\": \"red\"}"), 400, "color", "unknown field");
+        assertFieldProblem(put("/api/v1/sites/bad%20name", "{}"), 400, "name", "site name");
+        assertFieldProblem(api.get("/api/v1/sites/NOSUCH-" + tag), 404, "site", "no site");
 
         String ds = "api-ds-" + tag;
         jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
-        problem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"copies\": 1, \"sites\": \"tier=\"}"),
+        assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"copies\": 1, \"sites\": \"tier=\"}"),
                 400, "sites", "expected a value after 'tier='");
-        problem(api.post("/api/v1/replication/rules", "{\"dataset\": \"nosuch-" + tag + "\", \"sites\": \"tier=1\"}"),
+        assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"nosuch-" + tag + "\", \"sites\": \"tier=1\"}"),
                 404, "dataset", "no dataset");
-        problem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"tier=1\", \"schedule\": \"every night\"}"),
+        assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"tier=1\", \"schedule\": \"every night\"}"),
                 400, "schedule", "cron");
-        problem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"tier=1\", \"copies\": 0}"),
+        assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"tier=1\", \"copies\": 0}"),
                 400, "copies", "between 1 and 100");
-        problem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"tier=1\", \"lifetime\": \"30 days\"}"),
+        assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"tier=1\", \"lifetime\": \"30 days\"}"),
                 400, "lifetime", "ISO-8601");
         assertThat(jdbc.queryForObject("SELECT count(*) FROM replication_rule r JOIN dataset d ON d.id = r.dataset_id WHERE d.name = ?",
                 Long.class, ds)).as("refused calls store nothing").isZero();
@@ -101,9 +90,9 @@ class ReplicationApiIT {
                     .isEqualTo("only 0 of 1 sites match 'NOSUCH-" + tag + "'");
             assertThat(api.get("/api/v1/replication/rules?dataset=" + ds).json()).hasSize(1);
             assertThat(api.get("/api/v1/datasets/" + ds + "/completeness").status()).isEqualTo(200);
-            problem(api.get("/api/v1/datasets/nosuch-" + tag + "/completeness"), 404, "dataset", "no dataset");
-            problem(api.post("/api/v1/sites/NOSUCH-" + tag + "/replicas/declare", "{\"files\": [\"/a\"]}"), 404, "site", "no site");
-            problem(api.post("/api/v1/replication/schedules/999999999/pause", null), 404, "rule", "no schedule");
+            assertFieldProblem(api.get("/api/v1/datasets/nosuch-" + tag + "/completeness"), 404, "dataset", "no dataset");
+            assertFieldProblem(api.post("/api/v1/sites/NOSUCH-" + tag + "/replicas/declare", "{\"files\": [\"/a\"]}"), 404, "site", "no site");
+            assertFieldProblem(api.post("/api/v1/replication/schedules/999999999/pause", null), 404, "rule", "no schedule");
         } finally {
             assertThat(api.delete("/api/v1/replication/rules/" + rule).status()).isEqualTo(204);
         }

@@ -1,5 +1,6 @@
 package dev.stagehand.api;
 
+import static dev.stagehand.api.Problems.assertFieldProblem;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.ItCatalog;
@@ -108,9 +109,7 @@ class RequestApiIT {
         assertThat(retry.json().get("id").stringValue()).isEqualTo(first.json().get("id").stringValue());
 
         Answer other = submit(catalog.files.subList(0, 6), cid, "bob");
-        assertThat(other.status()).isEqualTo(409);
-        assertThat(other.contentType()).startsWith("application/problem+json");
-        assertThat(other.json().get("errors").get(0).get("field").stringValue()).isEqualTo("clientRequestId");
+        assertFieldProblem(other, 409, "clientRequestId", "already used for request");
         assertThat(count("stage_request")).isEqualTo(requests);
         assertThat(count("stage_request_file")).isEqualTo(rows);
 

@@ -1,5 +1,6 @@
 package dev.stagehand.api;
 
+import static dev.stagehand.api.Problems.assertProblem;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.ItDb;
@@ -168,8 +169,7 @@ class TapeRestApiIT {
         // delete: gone, pins released
         assertThat(api.delete("/api/v1/stage/" + id).status()).isEqualTo(200);
         ApiClient.Answer gone = api.get("/api/v1/stage/" + id);
-        assertThat(gone.status()).isEqualTo(404);
-        assertThat(gone.contentType()).startsWith("application/problem+json");
+        assertProblem(gone, 404);
         assertThat(jdbc.queryForObject("SELECT count(*) FROM cache_pin WHERE owner = ?", Long.class, id)).isZero();
     }
 
@@ -184,8 +184,7 @@ class TapeRestApiIT {
                 Map.of("diskLifetime", "P1D"),
                 Map.of("path", "/wlcg/" + tag + "/unknown"),
                 Map.of("path", ok + "2", "colour", "red")))));
-        assertThat(bad.status()).isEqualTo(400);
-        assertThat(bad.contentType()).startsWith("application/problem+json");
+        assertProblem(bad, 400);
         List<String> errs = new ArrayList<>();
         for (JsonNode e : bad.json().get("errors")) errs.add(e.get("index") + " " + (e.has("field") ? e.get("field").stringValue() : ""));
         assertThat(errs).contains("0 diskLifetime", "1 path", "3 colour");
@@ -212,8 +211,7 @@ class TapeRestApiIT {
         }
         String fourth = ApiClient.json(Map.of("files", List.of(Map.of("path", file("t3", vol, "ok")))));
         ApiClient.Answer refused = api.post("/api/v1/stage", fourth);
-        assertThat(refused.status()).isEqualTo(429);
-        assertThat(refused.contentType()).startsWith("application/problem+json");
+        assertProblem(refused, 429);
         assertThat(api.retryAfter("/api/v1/stage", fourth)).isEqualTo("42");
         // space frees as requests end: admitted again
         assertThat(api.delete("/api/v1/stage/" + ids.getFirst()).status()).isEqualTo(200);
