@@ -6,6 +6,8 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -57,6 +59,10 @@ public class DiskCache {
     private static final Logger log = LoggerFactory.getLogger(DiskCache.class);
     private static final int EVICTION_BATCH = 500;
     private static final String LIVE = "('reserved', 'writing', 'verified')";
+    /** Open reservations with their copies; a caller adds the WHERE clause. Rows read by {@link #reservationRow}. */
+    private static final String RESERVATIONS = """
+            SELECT r.id, cf.file_id, cf.id AS copy_id, cf.path, r.bytes, r.node, r.created_at
+            FROM cache_reservation r JOIN cache_file cf ON cf.id = r.cache_file_id""";
 
     private final JdbcClient db;
     private final TransactionTemplate tx;
@@ -271,14 +277,13 @@ public class DiskCache {
 
     /** The open reservation with this id, or null. */
     public Reservation reservation(long reservationId) {
-        return db.sql("""
-                SELECT r.id, cf.file_id, cf.id AS copy_id, cf.path, r.bytes, r.node, r.created_at
-                FROM cache_reservation r JOIN cache_file cf ON cf.id = r.cache_file_id WHERE r.id = :r""")
-                .param("r", reservationId)
-                .query((rs, n) -> new Reservation(rs.getLong("id"), rs.getLong("file_id"), rs.getLong("copy_id"),
-                        Path.of(rs.getString("path")), rs.getLong("bytes"), rs.getString("node"),
-                        rs.getObject("created_at", OffsetDateTime.class).toInstant()))
+        return db.sql(RESERVATIONS + " WHERE r.id = :r").param("r", reservationId).query(DiskCache::reservationRow)
                 .optional().orElse(null);
+    }
+
+    private static Reservation reservationRow(ResultSet rs, int row) throws SQLException {
+        return new Reservation(rs.getLong("id"), rs.getLong("file_id"), rs.getLong("copy_id"), Path.of(rs.getString("path")),
+                rs.getLong("bytes"), rs.getString("node"), rs.getObject("created_at", OffsetDateTime.class).toInstant());
     }
 
     /** @see #commit(long, String) */
@@ -564,14 +569,7 @@ public class DiskCache {
      * @return copies discarded
      */
     public int recoverNode(String node) {
-        List<Reservation> mine = db.sql("""
-                SELECT r.id, cf.file_id, cf.id AS copy_id, cf.path, r.bytes, r.node, r.created_at
-                FROM cache_reservation r JOIN cache_file cf ON cf.id = r.cache_file_id WHERE r.node = :n""")
-                .param("n", node)
-                .query((rs, n) -> new Reservation(rs.getLong("id"), rs.getLong("file_id"), rs.getLong("copy_id"),
-                        Path.of(rs.getString("path")), rs.getLong("bytes"), rs.getString("node"),
-                        rs.getObject("created_at", OffsetDateTime.class).toInstant()))
-                .list();
+        List<Reservation> mine = db.sql(RESERVATIONS + " WHERE r.node = :n").param("n", node).query(DiskCache::reservationRow).list();
         List<Long> files = new ArrayList<>();
         for (Reservation r : mine) {
             if (Boolean.TRUE.equals(inTransaction(() -> discardOpen(r.copyId(), "discarded on restart of node " + node)))) {

@@ -151,7 +151,7 @@ public final class ScriptLibrary implements TapeLibrary {
         DriveStatus before;
         synchronized (this) {
             before = drive(drive);
-            if (before.state() == DriveState.FAILED || before.state() == DriveState.DISABLED)
+            if (unusable(before))
                 return CompletableFuture.failedFuture(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume,
                         "drive is " + before.state()));
             if (before.state() != DriveState.EMPTY)
@@ -245,7 +245,7 @@ public final class ScriptLibrary implements TapeLibrary {
         return batch.asRead();
     }
 
-    /** A failed or disabled drive takes no read or write list; every entry fails with DRIVE_FAILURE. */
+    /** A failed or disabled drive takes no mount, list or dismount: each fails with DRIVE_FAILURE. */
     private static boolean unusable(DriveStatus s) {
         return s.state() == DriveState.FAILED || s.state() == DriveState.DISABLED;
     }
@@ -319,9 +319,7 @@ public final class ScriptLibrary implements TapeLibrary {
         DriveStatus before = claim(drive, DriveState.UNLOADING, DriveState.MOUNTED_IDLE);
         if (before == null) {
             DriveStatus s = drive(drive);
-            if (s.state() == DriveState.FAILED || s.state() == DriveState.DISABLED)
-                return CompletableFuture.failedFuture(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, s.volume(),
-                        "drive is " + s.state()));
+            if (unusable(s)) return CompletableFuture.failedFuture(driveUnusable(drive, s));
             throw new IllegalStateException("drive " + drive + " is " + s.state() + "; only an idle mounted drive can dismount");
         }
         events.driveChanged(layout.name(), drive(drive), Instant.now());
