@@ -1,14 +1,12 @@
 package dev.stagehand.archive.internal;
 
-import dev.stagehand.archive.ArchiveBuffer;
 import dev.stagehand.archive.ArchiveProperties;
 import dev.stagehand.archive.EvictionHold;
+import dev.stagehand.platform.InstanceId;
 import dev.stagehand.tape.DriveRoles;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
 import dev.stagehand.tape.TapeProperties;
-import java.lang.management.ManagementFactory;
-import java.net.InetAddress;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Executors;
@@ -42,17 +40,6 @@ class ArchiveConfiguration {
         return m.capacityBytes();
     }
 
-    static String instanceId(ArchiveProperties props) {
-        if (props.instanceId() != null && !props.instanceId().isBlank()) return props.instanceId();
-        String host;
-        try {
-            host = InetAddress.getLocalHost().getHostName();
-        } catch (Exception e) {
-            host = "localhost";
-        }
-        return host + ":" + ManagementFactory.getRuntimeMXBean().getPid();
-    }
-
     @Bean
     JdbcArchiveBuffer archiveBuffer(JdbcTemplate jdbc, TransactionTemplate tx, ArchiveProperties props,
                                     ObjectProvider<TapeProperties> tape, ObjectProvider<EvictionHold> holds) {
@@ -80,7 +67,7 @@ class ArchiveConfiguration {
             if (drives.isEmpty()) log.warn("archive: no drive reserved for writing (stagehand.tape.roles.write-drives); "
                     + "registered files wait in the buffer");
             else flusher = new ArchiveFlusher(jdbc, tx, lib, drives, props, volumeCapacity(props, tape.getIfAvailable()),
-                    publisher::publishEvent, instanceId(props));
+                    publisher::publishEvent, InstanceId.orHostAndPid(props.instanceId()));
         }
         return new ArchiveLifecycle(props, buffer, flusher);
     }

@@ -4,6 +4,7 @@ import dev.stagehand.cache.CacheEntry;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.DatabaseRetry;
 import dev.stagehand.platform.EventClock;
+import dev.stagehand.platform.InstanceId;
 import dev.stagehand.platform.ScaledClock;
 import dev.stagehand.recall.RecallProperties;
 import dev.stagehand.recall.request.RecallMetrics;
@@ -17,8 +18,6 @@ import dev.stagehand.recall.scheduler.TapeModelCosts;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
 import dev.stagehand.transfer.TransferQueue;
-import java.lang.management.ManagementFactory;
-import java.net.InetAddress;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
@@ -87,17 +86,7 @@ public final class RecallService {
         this.clock = clock;
         this.model = model;
         this.props = props;
-        this.instance = props.instanceId() == null || props.instanceId().isBlank() ? defaultInstanceId() : props.instanceId();
-    }
-
-    static String defaultInstanceId() {
-        String host;
-        try {
-            host = InetAddress.getLocalHost().getHostName();
-        } catch (Exception e) {
-            host = "localhost";
-        }
-        return host + ":" + ManagementFactory.getRuntimeMXBean().getPid();
+        this.instance = InstanceId.orHostAndPid(props.instanceId());
     }
 
     public static SchedulerConfig schedulerConfig(RecallProperties p) {
