@@ -221,13 +221,9 @@ class RequestsController {
     }
 
     private static UUID uuid(String id) {
-        try {
-            if (id.length() == 36) return UUID.fromString(id);
-        } catch (IllegalArgumentException ignored) {
-            // answered below
-        }
-        throw BadInput.field("id", "not a request id (a UUID such as 123e4567-e89b-12d3-a456-426614174000): '"
-                + (id.length() > 60 ? id.substring(0, 60) + "..." : id) + "'");
+        return RequestIds.parse(id).orElseThrow(() -> BadInput.field("id",
+                "not a request id (a UUID such as 123e4567-e89b-12d3-a456-426614174000): '"
+                        + (id.length() > 60 ? id.substring(0, 60) + "..." : id) + "'"));
     }
 
     private static int intParam(String name, String value, int dflt, int min, int max) {

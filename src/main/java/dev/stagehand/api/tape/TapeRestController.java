@@ -2,6 +2,7 @@ package dev.stagehand.api.tape;
 
 import dev.stagehand.api.requests.BadInput;
 import dev.stagehand.api.requests.JsonBodies;
+import dev.stagehand.api.requests.RequestIds;
 import dev.stagehand.api.security.ApiUser;
 import dev.stagehand.api.security.ExperimentAccess;
 import dev.stagehand.recall.FileLocality;
@@ -276,12 +277,7 @@ class TapeRestController {
 
     /** Unknown ids, well-formed or not, are simply not found (WLCG clients only echo ids they were given). */
     private static UUID uuid(String id) {
-        try {
-            if (id.length() == 36) return UUID.fromString(id);
-        } catch (IllegalArgumentException ignored) {
-            // answered below
-        }
-        throw notFound(id);
+        return RequestIds.parse(id).orElseThrow(() -> notFound(id));
     }
 
     private static BadInput notFound(String id) {
