@@ -21,7 +21,10 @@ import org.springframework.boot.webmvc.test.autoconfigure.AutoConfigureMockMvc;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.test.web.servlet.MockMvc;
 
-/** Role rules and CSRF of the console, and that the API stays outside the console's security. */
+/**
+ * Role rules and CSRF of the console, that the API stays outside the console's security, and that each
+ * page's URL serves the whole page while its /live URL serves only the part htmx polls.
+ */
 @SpringBootTest(properties = {
         "stagehand.recall.enabled=false",
         "stagehand.console.admin-password=test-admin-pw",
@@ -75,6 +78,20 @@ class ConsoleSecurityTest {
         mvc.perform(post("/console/requests/" + UUID.randomUUID() + "/cancel").with(viewer).with(csrf())).andExpect(status().isForbidden());
         mvc.perform(post("/console/transfers/1/retry").with(viewer).with(csrf())).andExpect(status().isForbidden());
         mvc.perform(post("/console/volumes/X/state").param("state", "broken").with(viewer).with(csrf())).andExpect(status().isForbidden());
+    }
+
+    @Test
+    void aPageIsWholeAndItsLiveUrlIsOnlyThePolledPart() throws Exception {
+        var viewer = user("vic").roles("VIEWER");
+        String[][] pages = {{"/console", "/console/overview/live"}, {"/console/timeline", "/console/timeline/live"},
+                {"/console/requests", "/console/requests/live"}, {"/console/transfers", "/console/transfers/live"},
+                {"/console/datasets", "/console/datasets/live"}};
+        for (String[] p : pages) {
+            String page = mvc.perform(get(p[0]).with(viewer)).andExpect(status().isOk()).andReturn().getResponse().getContentAsString();
+            String live = mvc.perform(get(p[1]).with(viewer)).andExpect(status().isOk()).andReturn().getResponse().getContentAsString();
+            assertThat(page).as(p[0]).contains("<html").contains("id=\"live\"");
+            assertThat(live.strip()).as(p[1]).startsWith("<div id=\"live\"").doesNotContain("<html");
+        }
     }
 
     @Test
