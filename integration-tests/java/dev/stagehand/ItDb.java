@@ -1,6 +1,10 @@
 package dev.stagehand;
 
 import dev.stagehand.tape.SimulatedContent;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.zip.Adler32;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
@@ -29,5 +33,16 @@ public final class ItDb {
     public static long simulatedFile(JdbcTemplate jdbc, String name, long size) {
         return jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, experiment) VALUES (?, ?, ?, 'atlas') RETURNING id",
                 Long.class, name, size, SimulatedContent.adler32Hex(name, size));
+    }
+
+    /** Writes {@code data} as file {@code name} under {@code dir} and catalogs it (its Adler32, the dataset, experiment phenix). */
+    public static void writtenFile(JdbcTemplate jdbc, Path dir, String name, byte[] data, long datasetId) throws IOException {
+        Path p = dir.resolve(name.substring(1));
+        Files.createDirectories(p.getParent());
+        Files.write(p, data);
+        Adler32 a = new Adler32();
+        a.update(data);
+        jdbc.update("INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, ?, ?, ?, 'phenix')",
+                name, data.length, String.format("%08x", a.getValue()), datasetId);
     }
 }

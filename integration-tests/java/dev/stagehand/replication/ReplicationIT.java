@@ -3,6 +3,7 @@ package dev.stagehand.replication;
 import static dev.stagehand.ItWait.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.stagehand.ItDb;
 import dev.stagehand.replication.ReplicationRules.Completeness;
 import dev.stagehand.replication.ReplicationRules.NewRule;
 import dev.stagehand.replication.ReplicationRules.Replica;
@@ -16,7 +17,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.UUID;
-import java.util.zip.Adler32;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -91,13 +91,7 @@ class ReplicationIT {
             String name = "/repl/" + dataset + "/run" + (i % 2) + "/f" + i + ".prdf";
             byte[] data = new byte[100_000 + i * 7919];
             new Random(i + dataset.hashCode()).nextBytes(data);
-            Path p = originDir.resolve(name.substring(1));
-            Files.createDirectories(p.getParent());
-            Files.write(p, data);
-            Adler32 a = new Adler32();
-            a.update(data);
-            jdbc.update("INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, ?, ?, ?, 'phenix')",
-                    name, data.length, String.format("%08x", a.getValue()), ds);
+            ItDb.writtenFile(jdbc, originDir, name, data, ds);
             names.add(name);
         }
         assertThat(rules.register(originSite, names)).isEqualTo(n);

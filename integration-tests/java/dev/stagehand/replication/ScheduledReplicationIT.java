@@ -3,6 +3,7 @@ package dev.stagehand.replication;
 import static dev.stagehand.ItWait.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.stagehand.ItDb;
 import dev.stagehand.replication.ReplicationRules.NewRule;
 import dev.stagehand.replication.ReplicationSchedules.Run;
 import dev.stagehand.replication.ReplicationSchedules.Schedule;
@@ -20,7 +21,6 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.TimeZone;
 import java.util.UUID;
-import java.util.zip.Adler32;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -300,13 +300,7 @@ class ScheduledReplicationIT {
         String name = "/nightly/" + ds + "/f" + i;
         byte[] data = new byte[50_000 + i];
         new java.util.Random(i).nextBytes(data);
-        Path p = origin.resolve(name.substring(1));
-        Files.createDirectories(p.getParent());
-        Files.write(p, data);
-        Adler32 a = new Adler32();
-        a.update(data);
-        jdbc.update("INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, ?, ?, ?, 'phenix')",
-                name, data.length, String.format("%08x", a.getValue()), dsId);
+        ItDb.writtenFile(jdbc, origin, name, data, dsId);
         return name;
     }
 }
