@@ -143,6 +143,7 @@ final class FaultRig implements AutoCloseable {
         p.put("stagehand.transfer.mover.host-quarantine", "1s");
         p.put("stagehand.transfer.mover.concurrency", "2");
         p.put("stagehand.console.admin-password", "fault-injection");
+        p.put("logging.level.dev.stagehand.tape.SimulatedLibrary", "DEBUG"); // each read list, for a duplicate read's post-mortem
         p.putAll(extra);
         ServiceProcess s = new ServiceProcess(instance, dir, p);
         services.add(s);

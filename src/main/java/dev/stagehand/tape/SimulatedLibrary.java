@@ -253,6 +253,11 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
     @Override
     public ReadBatch read(String drive, List<SegmentRead> segments) {
         SimReadBatch batch = new SimReadBatch(List.copyOf(segments));
+        if (log.isDebugEnabled()) { // what the scheduler asked for, to tell a file read twice from a list that held it twice
+            StringBuilder ids = new StringBuilder();
+            for (SegmentRead s : segments) ids.append(ids.isEmpty() ? "" : ",").append(s.fileId() < 0 ? "gap" : s.fileId());
+            log.debug("library {}: read list on {}: {}", layout.name(), drive, ids);
+        }
         locked(() -> {
             Drive d = drive0(drive);
             for (SegmentRead s : batch.segments)
