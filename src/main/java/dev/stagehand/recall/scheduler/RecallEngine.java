@@ -358,7 +358,7 @@ public final class RecallEngine {
      */
     private int reserveForLongWork(List<VolumeQueue> cands, int i, double now) {
         VolumeQueue head = cands.get(i);
-        if (now - head.oldestArrival() >= config.agingLimitSeconds()) return i;
+        if (now - head.oldestArrival() >= mountPlanner.startsAging()) return i;
         int holding = 0, usable = 0;
         for (Drive d : drives.values()) {
             if (d.state == DState.FAILED) continue;
@@ -776,7 +776,7 @@ public final class RecallEngine {
         Map<RequestWork, List<FileWork>> completing = new LinkedHashMap<>();
         for (FileWork f : tour) {
             for (RequestWork r : f.requests) {
-                if (now - r.arrival >= config.agingLimitSeconds()) return tour;
+                if (now - r.arrival >= mountPlanner.startsAging()) return tour;
                 if (r.queuedPerVolume.size() == 1 && r.queuedPerVolume.containsKey(volume)) {
                     completing.computeIfAbsent(r, k -> new ArrayList<>()).add(f);
                 }

@@ -53,6 +53,21 @@ class RecallEngineTest {
     }
 
     @Test
+    void agingActsEarlyEnoughForTheOldRequestToEndWithinTheLimit() {
+        // the stream of the test above; acting only at the limit, the old request would end after it (a tape
+        // being read ahead of it, its unload, then its own mount and read)
+        double aging = 3600;
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(aging));
+        h.submitAt(0, "old", 0, "exp", List.of(file(1, "LOW", 100 * GB, GB)));
+        for (int i = 0; i < 120; i++) {
+            h.submitAt(i * 60.0, "urgent-" + i, 5, "exp", List.of(file(100 + i, "HI" + i, 500 * GB, 20 * GB)));
+        }
+        h.run();
+        RequestWork old = h.engine.model().request("old");
+        assertThat(old.completedAt() - old.arrival()).isBetween(aging * 0.9, aging);
+    }
+
+    @Test
     void withoutAgingTheStreamWouldStarveIt() { // the control for the test above
         Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(1e9));
         h.submitAt(0, "old", 0, "exp", List.of(file(1, "LOW", 100 * GB, GB)));
