@@ -761,14 +761,15 @@ public final class RecallEngine {
 
     /**
      * The tour along the tape reads the files of every request waiting for the volume in one pass, so a short
-     * request arriving after a long one waits for most of the long one's files: at 16 drives / 1 accessor such
-     * requests made a third of the p95 tail of random-user. Here the files of a request that completes on this
+     * request arriving after a long one waits for most of the long one's files (at 16 drives / 1 accessor, waits
+     * for a busy or unloading tape pushed 11 of the 36 requests of random-user seed 213 past 0.8 x greedy's p95,
+     * most of them small requests behind a large one on the same tape). Here the files of a request that completes on this
      * volume go first (in their own best tour from the head, the rest in its best tour from where they end)
      * when that lowers, in order: the number of requests that would finish later than the recent p95 latency
      * (the tail this is about), then the sum of the completion times of the requests this volume completes,
      * plus the plan's whole length times the requests waiting for a mount (drive time spent on detours is
-     * taken from them). Repeated from the new head position for the next request. A request past the aging
-     * limit is never delayed: then the tour stays as it is.
+     * taken from them). Repeated from the new head position for the next request. A request already aging
+     * ({@link MountPlanner#startsAging}) is never delayed: then the tour stays as it is.
      */
     List<FileWork> shortRequestsFirst(String volume, List<FileWork> tour, long head) {
         if (tour.size() < 2 || tour.size() > SHORT_FIRST_MAX_FILES) return tour;
