@@ -114,6 +114,7 @@ final class FakeLibrary implements TapeLibrary {
             boolean bad = badSegments.contains(vol + ":" + s.fileId());
             long end = h;
             at(t).thenRun(() -> {
+                if (f.isCancelled()) return; // dropped before it started: the head never went there
                 head.put(drive, end);
                 moved.merge(drive, s.sizeBytes(), Long::sum);
                 if (bad) {

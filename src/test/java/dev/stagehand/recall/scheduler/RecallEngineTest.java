@@ -53,6 +53,21 @@ class RecallEngineTest {
     }
 
     @Test
+    void agingActsEarlyEnoughForTheOldRequestToEndWithinTheLimit() {
+        // the stream of the test above; acting only at the limit, the old request would end after it (a tape
+        // being read ahead of it, its unload, then its own mount and read)
+        double aging = 3600;
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(aging));
+        h.submitAt(0, "old", 0, "exp", List.of(file(1, "LOW", 100 * GB, GB)));
+        for (int i = 0; i < 120; i++) {
+            h.submitAt(i * 60.0, "urgent-" + i, 5, "exp", List.of(file(100 + i, "HI" + i, 500 * GB, 20 * GB)));
+        }
+        h.run();
+        RequestWork old = h.engine.model().request("old");
+        assertThat(old.completedAt() - old.arrival()).isBetween(aging * 0.9, aging);
+    }
+
+    @Test
     void withoutAgingTheStreamWouldStarveIt() { // the control for the test above
         Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(1e9));
         h.submitAt(0, "old", 0, "exp", List.of(file(1, "LOW", 100 * GB, GB)));
@@ -329,14 +344,51 @@ class RecallEngineTest {
             h.submitAt(60, "second", 0, "exp", List.of(file(9, "V", (long) (TestCosts.CW * 0.8), GB)));
             h.run();
             List<Long> order = h.library.reads.stream().map(SegmentRead::fileId).toList();
-            if (batch == 50) {
-                // the second request's file lies between the 4th and 5th: read on the way, one pass
-                assertThat(order).containsExactly(0L, 1L, 2L, 3L, 9L, 4L);
-            } else {
-                // one read list for the whole first queue: the late file needs a locate back afterwards
-                assertThat(order).containsExactly(0L, 1L, 2L, 3L, 4L, 9L);
-            }
+            // the second request's file lies between the 4th and 5th: read on the way, one pass. With short
+            // lists it joins at the next list; with one list for the whole first queue, that list is cut
+            // after the file under way when the request arrives (it completes on V), and the file joins too.
+            assertThat(order).containsExactly(0L, 1L, 2L, 3L, 9L, 4L);
             assertThat(h.library.mounts).containsExactly("V");
         }
+    }
+
+    /** 30 files of 4 GB spread over the whole of tape V1, about ten minutes of locates and reads. */
+    private static List<QueueModel.FileSpec> longRequest() {
+        List<QueueModel.FileSpec> files = new ArrayList<>();
+        for (int i = 0; i < 30; i++) files.add(file(100 + i, "V1", (i * 37 % 30) * 590 * GB, 4 * GB));
+        return files;
+    }
+
+    @Test
+    void aShortRequestForTheTapeBeingReadIsReadBeforeTheRestOfALongOne() {
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.submitAt(0, "long", 0, "exp", longRequest());
+        // arrives while the first read list (150 s of the long request's files) is under way
+        h.submitAt(60, "short", 0, "exp", List.of(file(1, "V1", 500 * GB, 4 * GB)));
+        h.run();
+        RequestWork lng = h.engine.model().request("long"), shrt = h.engine.model().request("short");
+        assertThat(lng.finished()).isTrue();
+        assertThat(shrt.finished()).isTrue();
+        // the list is cut after the file under way, the short request's file goes first: one file and two
+        // locates (at most ~80 s each) after its arrival, not after the list or the long request's tour
+        assertThat(shrt.completedAt() - shrt.arrival()).isLessThan(150);
+        assertThat(lng.completedAt() - shrt.completedAt()).isGreaterThan(300);
+        // every file read once: the dropped part of the list was read later, not twice
+        assertThat(h.library.reads).hasSize(31);
+        assertThat(h.library.mounts).hasSize(1);
+    }
+
+    @Test
+    void aRequestPastTheAgingLimitIsNotDelayedForAShortOne() {
+        // the same two requests, but the long one is already older than the aging limit: it keeps its tour
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(30));
+        h.submitAt(0, "long", 0, "exp", longRequest());
+        h.submitAt(60, "short", 0, "exp", List.of(file(1, "V1", 500 * GB, 4 * GB)));
+        h.run();
+        RequestWork lng = h.engine.model().request("long"), shrt = h.engine.model().request("short");
+        assertThat(lng.finished()).isTrue();
+        assertThat(shrt.finished()).isTrue();
+        // in the tour along the tape its file comes near the end, over ten minutes later
+        assertThat(shrt.completedAt() - shrt.arrival()).isGreaterThan(600);
     }
 }
