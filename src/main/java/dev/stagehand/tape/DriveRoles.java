@@ -59,6 +59,7 @@ public record DriveRoles(@DefaultValue("1") int writeDrives) {
             public CompletableFuture<Void> mount(String drive, String volume) { return library.mount(drive, volume); }
             public ReadBatch read(String drive, List<SegmentRead> segments) { return library.read(drive, segments); }
             public boolean readsWithoutTarget() { return library.readsWithoutTarget(); }
+            public boolean dropsCancelledReads() { return library.dropsCancelledReads(); }
             public WriteBatch write(String drive, List<FileWrite> files) { return library.write(drive, files); }
             public CompletableFuture<Void> dismount(String drive) { return library.dismount(drive); }
         };

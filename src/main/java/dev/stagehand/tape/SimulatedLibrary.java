@@ -276,6 +276,12 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         return true;
     }
 
+    /** A cancelled segment not yet started is skipped; one under way is broken off where the head is. */
+    @Override
+    public boolean dropsCancelledReads() {
+        return true;
+    }
+
     @Override
     public WriteBatch write(String drive, List<FileWrite> files) {
         SimWriteBatch batch = new SimWriteBatch(List.copyOf(files));

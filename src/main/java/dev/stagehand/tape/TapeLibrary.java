@@ -43,6 +43,15 @@ public interface TapeLibrary {
         return false;
     }
 
+    /**
+     * Whether {@link ReadBatch#cancel} really drops a segment not yet started (the drive skips it). A site's
+     * script reads its whole list whatever is cancelled, so cutting a list short there would read the dropped
+     * files twice; the recall scheduler only cuts lists where this holds. Off unless the driver says so.
+     */
+    default boolean dropsCancelledReads() {
+        return false;
+    }
+
     /** Appends {@code files} to the volume mounted on {@code drive}, in order (the archive path). */
     WriteBatch write(String drive, List<FileWrite> files);
 

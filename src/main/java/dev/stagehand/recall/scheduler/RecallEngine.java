@@ -166,6 +166,7 @@ public final class RecallEngine {
      * not moved for them, so nothing is lost.
      */
     private void cutForShortRequest(String volume, double t) {
+        if (!library.dropsCancelledReads()) return; // the drive would read the dropped files anyway, then again
         for (Drive d : drives.values()) {
             if (d.state == DState.READING && volume.equals(d.volume) && d.reading != null && d.busyUntil - t > CUT_MIN_LEFT_S
                     && model.queue(volume).fileCount() + d.reading.open <= SHORT_FIRST_MAX_FILES) {

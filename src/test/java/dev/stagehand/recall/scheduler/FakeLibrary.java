@@ -98,6 +98,17 @@ final class FakeLibrary implements TapeLibrary {
         return at(in + 17);
     }
 
+    /** Segments the engine cancelled, in order. */
+    final List<SegmentRead> cancelled = new ArrayList<>();
+
+    /** Whether a cancelled segment not yet started is skipped (as the simulated library does). */
+    boolean dropsCancelled = true;
+
+    @Override
+    public boolean dropsCancelledReads() {
+        return dropsCancelled;
+    }
+
     @Override
     public ReadBatch read(String drive, List<SegmentRead> segments) {
         String vol = mounted.get(drive);
@@ -129,7 +140,7 @@ final class FakeLibrary implements TapeLibrary {
                 .map(f -> f.handle((r, e) -> null)).toArray(CompletableFuture[]::new));
         return new ReadBatch() {
             @Override public CompletableFuture<ReadResult> result(SegmentRead s) { return fs.get(s); }
-            @Override public void cancel(SegmentRead s) { fs.get(s).cancel(false); }
+            @Override public void cancel(SegmentRead s) { cancelled.add(s); fs.get(s).cancel(false); }
             @Override public void cancelAll() { fs.values().forEach(f -> f.cancel(false)); }
             @Override public CompletableFuture<Void> done() { return done; }
         };

@@ -379,6 +379,22 @@ class RecallEngineTest {
     }
 
     @Test
+    void aListIsNotCutOnALibraryThatReadsCancelledSegmentsAnyway() {
+        // a site script reads its whole list whatever is cancelled: cutting it would read the rest twice
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.library.dropsCancelled = false;
+        h.submitAt(0, "long", 0, "exp", longRequest());
+        h.submitAt(60, "short", 0, "exp", List.of(file(1, "V1", 500 * GB, 4 * GB)));
+        h.run();
+        RequestWork shrt = h.engine.model().request("short");
+        assertThat(shrt.finished()).isTrue();
+        assertThat(h.library.cancelled).isEmpty();
+        // it waits for the list under way (up to max-batch-time), then goes first in the next one
+        assertThat(shrt.completedAt() - shrt.arrival()).isGreaterThan(60);
+        assertThat(h.library.reads).hasSize(31);
+    }
+
+    @Test
     void aRequestPastTheAgingLimitIsNotDelayedForAShortOne() {
         // the same two requests, but the long one is already older than the aging limit: it keeps its tour
         Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(30));
