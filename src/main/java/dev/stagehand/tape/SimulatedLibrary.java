@@ -418,9 +418,12 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
             // Nested (a future completed synchronously inside a locked body): the outermost call runs what
             // was queued once the lock is really free; running it here, still holding the lock, would call
             // back into the scheduler under the library's lock (a lock-order deadlock with mount/read).
-            if (lock.getHoldCount() == 1) {
+            // Only a non-empty list is taken: an empty one stays the shared list, and another thread may
+            // queue into it and drain it as soon as the lock is free; taken too, it was drained twice here
+            // (a read told twice: the fault suite counted a file read twice by one process).
+            if (lock.getHoldCount() == 1 && !after.isEmpty()) {
                 todo = after;
-                after = todo.isEmpty() ? todo : new ArrayList<>();
+                after = new ArrayList<>();
             }
             lock.unlock();
         }
