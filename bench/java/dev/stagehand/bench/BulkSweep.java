@@ -132,6 +132,7 @@ public final class BulkSweep {
             }
             @Override public void requestFinished(dev.stagehand.recall.scheduler.RequestWork q, double t) {
                 latencies.add(Math.max(0, q.completedAt() - q.arrival()));
+                if (trace) System.out.printf(Locale.ROOT, "%9.1f request %s done, latency %.0f s%n", t, q.id(), q.completedAt() - q.arrival());
             }
             @Override public void dismounted(String drive, double t) {
                 DriveLog g = logs.get(drive);

@@ -42,4 +42,16 @@ class MountPlannerTest {
                 new double[] {800, 700, 900, 600}, new double[] {0, 0, 0, 0}, 0, 0, 0);
         assertThat(ends).containsExactly(5_000, 1_700, 1_600);
     }
+
+    @Test
+    void theVolumeMountedNowPaysItsDismountWhenAnotherFollowsOnTheSameDrive() {
+        // drive 1 reads until 5,000 s, so both volumes go to drive 0: small S (300 s, 140 s dismount) and
+        // big B (600 s, 195 s). S now, B last: 900 - 195 = 705 s; B now, S last: 900 - 140 = 760 s.
+        double[] free = {0, 5_200}, readEnds = {0, 5_000}, w = {300, 600}, u = {140, 195};
+        double[] smallNow = MountPlanner.plan(free, readEnds, w, u, 0, 0, 0);
+        double[] bigNow = MountPlanner.plan(free, readEnds, w, u, 0, 0, 1);
+        assertThat(smallNow).containsExactly(5_000, 705);
+        assertThat(bigNow).containsExactly(5_000, 760);
+        assertThat(MountPlanner.earlier(smallNow, bigNow)).isTrue();
+    }
 }

@@ -167,6 +167,19 @@ class RecallEngineTest {
     }
 
     @Test
+    void aDriveReadsTheSmallTapeBeforeTheBigOneWhoseLongerRewindThenComesAfterTheEnd() {
+        // one drive, one request on two tapes. The rewind grows with the bytes a mount moved: 110 s after
+        // SMALL's 10 GB, 165 s after BIG's 60 GB. Only the first tape's dismount is waited for, so SMALL first
+        // ends the recall 55 s sooner than longest first.
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.submitAt(0, "r", 0, "exp", List.of(file(1, "BIG", 0, 60 * GB), file(2, "SMALL", 0, 10 * GB)));
+        h.run();
+        assertThat(h.mountOrder).containsExactly("SMALL", "BIG");
+        // 23.7 + 25 (SMALL) + 146.7 (its dismount) + 23.7 + 150 (BIG) = 369.1 s; BIG first: 424.1 s
+        assertThat(h.engine.model().request("r").completedAt()).isCloseTo(369.1, org.assertj.core.data.Offset.offset(1.0));
+    }
+
+    @Test
     void sixteenDrivesOnOneAccessorDoNotStartMoreExchangesThanItCanServe() {
         SchedulerConfig cfg = SchedulerConfig.defaults(Policy.TAPE_AWARE);
         Harness h = new Harness(16, 1, cfg);
