@@ -241,11 +241,13 @@ public final class MountPlanner {
             at[k] = best;
             sum[best] += w[k];
         }
+        Ends e = new Ends(at, u, w, sum, readEnds, c, m);
         double[] end = new double[m];
         Integer[] byEnd = new Integer[m];
         for (int iter = 0; iter < 200; iter++) {
+            e.refresh();
             for (int d = 0; d < m; d++) {
-                end[d] = Double.isInfinite(free[d]) ? Double.NEGATIVE_INFINITY : endWith(at, u, sum, readEnds, w, c, d, -1, -1);
+                end[d] = Double.isInfinite(free[d]) ? Double.NEGATIVE_INFINITY : e.with(d, -1, -1);
                 byEnd[d] = d;
             }
             java.util.Arrays.sort(byEnd, (x, y) -> Double.compare(end[y], end[x]));
@@ -255,18 +257,16 @@ public final class MountPlanner {
                 if (Double.isInfinite(end[top])) break;
                 for (int k = 0; k < n && !moved; k++) {
                     if (at[k] != top || k == c) continue;
-                    double topWithout = endWith(at, u, sum, readEnds, w, c, top, k, -1);
+                    double topWithout = e.with(top, k, -1);
                     for (int d = 0; d < m && !moved; d++) {
                         if (d == top || Double.isInfinite(free[d])) continue;
-                        if (Math.max(endWith(at, u, sum, readEnds, w, c, d, -1, k), topWithout) < end[top] - 1e-6) {
+                        if (Math.max(e.with(d, -1, k), topWithout) < end[top] - 1e-6) {
                             sum[d] += w[k]; sum[top] -= w[k]; at[k] = d; moved = true;
                             continue;
                         }
                         for (int j = 0; j < n && !moved; j++) {
                             if (at[j] != d || j == c || w[j] >= w[k]) continue;
-                            double dSwap = endWith(at, u, sum, readEnds, w, c, d, j, k);
-                            double topSwap = endWith(at, u, sum, readEnds, w, c, top, k, j);
-                            if (Math.max(dSwap, topSwap) < end[top] - 1e-6) {
+                            if (Math.max(e.with(d, j, k), e.with(top, k, j)) < end[top] - 1e-6) {
                                 double delta = w[k] - w[j];
                                 sum[d] += delta; sum[top] -= delta; at[k] = d; at[j] = top; moved = true;
                             }
@@ -276,28 +276,59 @@ public final class MountPlanner {
             }
             if (!moved) break;
         }
+        e.refresh();
         double[] ends = new double[m];
-        for (int d = 0; d < m; d++) ends[d] = Double.isInfinite(free[d]) ? 0 : endWith(at, u, sum, readEnds, w, c, d, -1, -1);
+        for (int d = 0; d < m; d++) ends[d] = Double.isInfinite(free[d]) ? 0 : e.with(d, -1, -1);
         java.util.Arrays.sort(ends);
         for (int l = 0, r = m - 1; l < r; l++, r--) { double x = ends[l]; ends[l] = ends[r]; ends[r] = x; }
         return ends;
     }
 
     /**
-     * End of drive {@code d}'s last read with volume {@code out} taken off it and {@code in} added (-1: none):
-     * its time to its last dismount less the longest dismount among its volumes, which goes last — except
-     * volume {@code c}, mounted now and so first: its dismount is waited for unless it is alone — or the end
-     * of the reads it holds when it is given nothing. (Rewinds grow with the bytes a mount moved: a drive
-     * that reads a small tape before a big one waits 55 s less than the other way round.)
+     * Ends of drives' last reads in a plan ({@code at}: volume to drive; {@code sum}: per drive, time to its
+     * last dismount). A drive's end is that time less the longest dismount among its volumes, which goes
+     * last — except volume {@code c}, mounted now and so first: its dismount is waited for unless it is
+     * alone — or the end of the reads it holds when it is given nothing. (Rewinds grow with the bytes a mount
+     * moved: a drive that reads a small tape before a big one waits 55 s less than the other way round.)
+     * The longest and second longest dismount per drive are kept so that each end is O(1).
      */
-    private static double endWith(int[] at, double[] u, double[] sum, double[] readEnds, double[] w, int c, int d, int out, int in) {
-        double maxU = in >= 0 ? u[in] : -1;
-        for (int k = 0; k < at.length; k++) if (at[k] == d && k != out && k != c) maxU = Math.max(maxU, u[k]);
-        if (maxU < 0) {
-            if (at[c] != d) return readEnds[d];
-            maxU = u[c];
+    private static final class Ends {
+        final int[] at;
+        final double[] u, w, sum, readEnds, max1, max2;
+        final int[] max1Count;
+        final int c;
+
+        Ends(int[] at, double[] u, double[] w, double[] sum, double[] readEnds, int c, int m) {
+            this.at = at; this.u = u; this.w = w; this.sum = sum; this.readEnds = readEnds; this.c = c;
+            max1 = new double[m];
+            max2 = new double[m];
+            max1Count = new int[m];
         }
-        return sum[d] + (in >= 0 ? w[in] : 0) - (out >= 0 ? w[out] : 0) - maxU;
+
+        /** Recomputes the per-drive longest dismounts after the plan changed. */
+        void refresh() {
+            java.util.Arrays.fill(max1, -1);
+            java.util.Arrays.fill(max2, -1);
+            java.util.Arrays.fill(max1Count, 0);
+            for (int k = 0; k < at.length; k++) {
+                if (k == c) continue;
+                int d = at[k];
+                if (u[k] > max1[d]) { max2[d] = max1[d]; max1[d] = u[k]; max1Count[d] = 1; }
+                else if (u[k] == max1[d]) max1Count[d]++;
+                else if (u[k] > max2[d]) max2[d] = u[k];
+            }
+        }
+
+        /** End of drive {@code d} with volume {@code out} taken off it and {@code in} added (-1: none). */
+        double with(int d, int out, int in) {
+            double maxU = out >= 0 && out != c && at[out] == d && u[out] == max1[d] && max1Count[d] == 1 ? max2[d] : max1[d];
+            if (in >= 0) maxU = Math.max(maxU, u[in]);
+            if (maxU < 0) {
+                if (at[c] != d) return readEnds[d];
+                maxU = u[c];
+            }
+            return sum[d] + (in >= 0 ? w[in] : 0) - (out >= 0 ? w[out] : 0) - maxU;
+        }
     }
 
     /** CTA's test: enough bytes or files queued, or the oldest request old enough. */
