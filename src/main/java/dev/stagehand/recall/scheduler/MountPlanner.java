@@ -23,19 +23,48 @@ public final class MountPlanner {
     private final CostModel cost;
 
     private final RunPlanner runPlanner;
+    private final RunPlanner tourPlanner;
 
     /** Queues with at most this many runs get their locate time planned exactly (cached); bigger ones estimated. */
     static final int PLANNED_RUNS_LIMIT = 200;
 
     public MountPlanner(SchedulerConfig config, CostModel cost) {
+        this(config, cost, new RunPlanner(cost, 0));
+    }
+
+    /**
+     * @param tourPlanner the planner whose order the drives follow: balancing estimates a queue's locates
+     *                    along its tour from BOT ({@link #balanceSeconds})
+     */
+    public MountPlanner(SchedulerConfig config, CostModel cost, RunPlanner tourPlanner) {
         this.config = config;
         this.cost = cost;
         this.runPlanner = new RunPlanner(cost, 0);
+        this.tourPlanner = tourPlanner;
     }
 
-    /** Estimated drive seconds to serve {@code q} from a mount to its dismount. */
+    /** Estimated drive seconds to serve {@code q} from a mount to its dismount (SLTF locates: ranking, ETAs). */
     public double serviceSeconds(VolumeQueue q) {
         return cost.mountSeconds() + locateSeconds(q) + cost.readSeconds(q.bytes()) + cost.dismountSeconds(q.bytes());
+    }
+
+    /**
+     * Drive seconds from a mount to the end of the dismount as the drive will read {@code q}, along the
+     * planner's tour: what balancing plans finishing times with. SLTF from BOT overestimates the locates of
+     * climate tapes by up to 50 s (a third), and drives balanced on such estimates end unevenly.
+     */
+    public double balanceSeconds(VolumeQueue q) {
+        double locate;
+        if (q.runs() > PLANNED_RUNS_LIMIT) {
+            locate = locateSeconds(q);
+        } else {
+            if (q.cachedTourVersion != q.version) {
+                q.cachedTourSeconds = tourPlanner.locateSeconds(q.label, tourPlanner.order(q.label, new ArrayList<>(q.files.values()), 0), 0);
+                q.cachedTourVersion = q.version;
+            }
+            locate = q.cachedTourSeconds;
+        }
+        return cost.mountSeconds() + locate + cost.readSeconds(q.bytes()) + cost.dismountSeconds(q.bytes());
     }
 
     /** Locate seconds of reading {@code q} from BOT: planned (SLTF, cached per queue version) or estimated. */
@@ -97,10 +126,11 @@ public final class MountPlanner {
     /**
      * Balancing for multi-tape work: among the candidates from {@code i} on that belong to the same tier as
      * {@code ranked.get(i)} (nothing completes yet, same priority, not starving), plans which drive reads
-     * which volume so that the drives finish as evenly as possible — longest-first assignment to the drive
-     * free earliest, then moves and swaps of volumes between drives while the latest finish drops — and
-     * returns the index of the biggest volume the plan gives to drive {@code drive} (free now). Plain
-     * longest-first leaves drives finishing at uneven times at the end of a bulk recall.
+     * which volume so that the drives' reads end as early and evenly as possible ({@link #plan}) and returns
+     * the index of the volume which, started on drive {@code drive} (free now), gives the best plan: the
+     * latest end earliest, then (bulk tapes) the next latest. Plain longest-first leaves drives finishing at
+     * uneven times at the end of a bulk recall; and when a drive already reading sets the latest end, every
+     * choice ties on it, while the others can still end early or late (16 drives on one accessor).
      *
      * @param free     per drive: predicted time it can start a new mount (after its current dismount)
      * @param readEnds per drive: predicted end of the reads it holds now
@@ -124,19 +154,21 @@ public final class MountPlanner {
         // A queue that completes requests keeps its place (latency) unless this is the last round: every
         // candidate left will start on the next free drive, so their order only decides how evenly drives end.
         if (completing && (end - i > free.length || end < ranked.size())) return i;
-        int n = end - i, m = free.length;
+        int n = end - i;
         if (n <= 1) return i;
-        double[] w = new double[n];
-        for (int k = 0; k < n; k++) w[k] = serviceSeconds(ranked.get(i + k)); // read + dismount after it
-        double base = 0;
-        for (int d = 0; d < m; d++) if (d != drive) base = Math.max(base, readEnds[d]);
+        double[] w = new double[n], u = new double[n];
+        for (int k = 0; k < n; k++) {
+            VolumeQueue q = ranked.get(i + k);
+            w[k] = balanceSeconds(q); // mount, read, and the dismount before the drive's next mount
+            u[k] = cost.dismountSeconds(q.bytes());
+        }
         int best = 0;
-        double bestMk = Double.POSITIVE_INFINITY;
-        double[] load = new double[m];
+        double[] bestEnds = null;
         for (int c = 0; c < Math.min(n, 24); c++) {
-            for (int d = 0; d < m; d++) load[d] = d == drive ? now + w[c] : free[d];
-            double mk = Math.max(base, plan(load, w, c));
-            if (mk < bestMk - 1e-6) { bestMk = mk; best = c; }
+            double[] ends = plan(free, readEnds, w, u, drive, now, c);
+            // Among queues that complete requests the ranking (latency) decides unless the latest end moves;
+            // among bulk tapes the next latest ends decide too.
+            if (bestEnds == null || (completing ? ends[0] < bestEnds[0] - 1e-6 : earlier(ends, bestEnds))) { bestEnds = ends; best = c; }
         }
         return i + best;
     }
@@ -169,48 +201,134 @@ public final class MountPlanner {
     }
 
     /**
-     * Predicted latest finish when the volumes (except {@code skip}) go to drives with the given loads:
-     * longest first to the least-loaded drive, then moves and swaps off the latest drive while it helps.
+     * Whether plan ends {@code a} are better than {@code b}: the latest end earlier, or equal (within a
+     * second) and the next latest earlier, and so on. When a drive already committed sets the latest end,
+     * every choice ties on it; the next ends still tell how evenly the rest finishes.
      */
-    static double plan(double[] load, double[] w, int skip) {
-        int n = w.length, m = load.length;
+    static boolean earlier(double[] a, double[] b) {
+        for (int k = 0; k < a.length; k++) {
+            if (a[k] < b[k] - 1.0) return true;
+            if (a[k] > b[k] + 1.0) return false;
+        }
+        return false;
+    }
+
+    /**
+     * Predicted ends of the drives' last reads, latest first, when volume {@code c} starts on {@code drive}
+     * at {@code now} and the others go longest first to the drive free earliest, then move or swap between
+     * drives while a drive's end drops without another's rising to it (latest drives first). A drive ends
+     * when its last read ends: the dismount after its last volume is not waited for (the makespan is the
+     * end of the reads), and a drive given nothing ends with the reads it holds.
+     *
+     * @param free     per drive: when it can start a new mount (infinite: failed)
+     * @param readEnds per drive: when the reads it holds end
+     * @param w        per volume: drive seconds from its mount to the end of its dismount
+     * @param u        per volume: its dismount seconds
+     */
+    static double[] plan(double[] free, double[] readEnds, double[] w, double[] u, int drive, double now, int c) {
+        int n = w.length, m = free.length;
         int[] at = new int[n];
+        double[] sum = free.clone();
+        sum[drive] = now + w[c];
+        at[c] = drive;
         Integer[] byWork = new Integer[n];
         for (int k = 0; k < n; k++) byWork[k] = k;
         java.util.Arrays.sort(byWork, (x, y) -> Double.compare(w[y], w[x]));
         for (int k : byWork) {
-            if (k == skip) { at[k] = -1; continue; }
-            int best = 0;
-            for (int d = 1; d < m; d++) if (load[d] < load[best]) best = d;
+            if (k == c) continue;
+            int best = drive;
+            for (int d = 0; d < m; d++) if (sum[d] < sum[best]) best = d;
             at[k] = best;
-            load[best] += w[k];
+            sum[best] += w[k];
         }
-        for (int iter = 0; iter < 500; iter++) {
-            int top = 0;
-            for (int d = 1; d < m; d++) if (load[d] > load[top]) top = d;
+        Ends e = new Ends(at, u, w, sum, readEnds, c, m);
+        double[] end = new double[m];
+        Integer[] byEnd = new Integer[m];
+        for (int iter = 0; iter < 200; iter++) {
+            e.refresh();
+            for (int d = 0; d < m; d++) {
+                end[d] = Double.isInfinite(free[d]) ? Double.NEGATIVE_INFINITY : e.with(d, -1, -1);
+                byEnd[d] = d;
+            }
+            java.util.Arrays.sort(byEnd, (x, y) -> Double.compare(end[y], end[x]));
             boolean moved = false;
-            for (int k = 0; k < n && !moved; k++) {
-                if (at[k] != top) continue;
-                for (int d = 0; d < m && !moved; d++) {
-                    if (d == top || Double.isInfinite(load[d])) continue;
-                    if (load[d] + w[k] < load[top] - 1e-6) {
-                        load[d] += w[k]; load[top] -= w[k]; at[k] = d; moved = true;
-                        continue;
-                    }
-                    for (int j = 0; j < n && !moved; j++) {
-                        if (at[j] != d || w[j] >= w[k]) continue;
-                        double delta = w[k] - w[j];
-                        if (load[d] + delta < load[top] - 1e-6) {
-                            load[d] += delta; load[top] -= delta; at[k] = d; at[j] = top; moved = true;
+            for (int t = 0; t < m && !moved; t++) {
+                int top = byEnd[t];
+                if (Double.isInfinite(end[top])) break;
+                for (int k = 0; k < n && !moved; k++) {
+                    if (at[k] != top || k == c) continue;
+                    double topWithout = e.with(top, k, -1);
+                    for (int d = 0; d < m && !moved; d++) {
+                        if (d == top || Double.isInfinite(free[d])) continue;
+                        if (Math.max(e.with(d, -1, k), topWithout) < end[top] - 1e-6) {
+                            sum[d] += w[k]; sum[top] -= w[k]; at[k] = d; moved = true;
+                            continue;
+                        }
+                        for (int j = 0; j < n && !moved; j++) {
+                            if (at[j] != d || j == c || w[j] >= w[k]) continue;
+                            if (Math.max(e.with(d, j, k), e.with(top, k, j)) < end[top] - 1e-6) {
+                                double delta = w[k] - w[j];
+                                sum[d] += delta; sum[top] -= delta; at[k] = d; at[j] = top; moved = true;
+                            }
                         }
                     }
                 }
             }
             if (!moved) break;
         }
-        double mk = 0;
-        for (double l : load) if (!Double.isInfinite(l)) mk = Math.max(mk, l);
-        return mk;
+        e.refresh();
+        double[] ends = new double[m];
+        for (int d = 0; d < m; d++) ends[d] = Double.isInfinite(free[d]) ? 0 : e.with(d, -1, -1);
+        java.util.Arrays.sort(ends);
+        for (int l = 0, r = m - 1; l < r; l++, r--) { double x = ends[l]; ends[l] = ends[r]; ends[r] = x; }
+        return ends;
+    }
+
+    /**
+     * Ends of drives' last reads in a plan ({@code at}: volume to drive; {@code sum}: per drive, time to its
+     * last dismount). A drive's end is that time less the longest dismount among its volumes, which goes
+     * last — except volume {@code c}, mounted now and so first: its dismount is waited for unless it is
+     * alone — or the end of the reads it holds when it is given nothing. (Rewinds grow with the bytes a mount
+     * moved: a drive that reads a small tape before a big one waits 55 s less than the other way round.)
+     * The longest and second longest dismount per drive are kept so that each end is O(1).
+     */
+    private static final class Ends {
+        final int[] at;
+        final double[] u, w, sum, readEnds, max1, max2;
+        final int[] max1Count;
+        final int c;
+
+        Ends(int[] at, double[] u, double[] w, double[] sum, double[] readEnds, int c, int m) {
+            this.at = at; this.u = u; this.w = w; this.sum = sum; this.readEnds = readEnds; this.c = c;
+            max1 = new double[m];
+            max2 = new double[m];
+            max1Count = new int[m];
+        }
+
+        /** Recomputes the per-drive longest dismounts after the plan changed. */
+        void refresh() {
+            java.util.Arrays.fill(max1, -1);
+            java.util.Arrays.fill(max2, -1);
+            java.util.Arrays.fill(max1Count, 0);
+            for (int k = 0; k < at.length; k++) {
+                if (k == c) continue;
+                int d = at[k];
+                if (u[k] > max1[d]) { max2[d] = max1[d]; max1[d] = u[k]; max1Count[d] = 1; }
+                else if (u[k] == max1[d]) max1Count[d]++;
+                else if (u[k] > max2[d]) max2[d] = u[k];
+            }
+        }
+
+        /** End of drive {@code d} with volume {@code out} taken off it and {@code in} added (-1: none). */
+        double with(int d, int out, int in) {
+            double maxU = out >= 0 && out != c && at[out] == d && u[out] == max1[d] && max1Count[d] == 1 ? max2[d] : max1[d];
+            if (in >= 0) maxU = Math.max(maxU, u[in]);
+            if (maxU < 0) {
+                if (at[c] != d) return readEnds[d];
+                maxU = u[c];
+            }
+            return sum[d] + (in >= 0 ? w[in] : 0) - (out >= 0 ? w[out] : 0) - maxU;
+        }
     }
 
     /** CTA's test: enough bytes or files queued, or the oldest request old enough. */

@@ -89,9 +89,9 @@ public final class RecallEngine {
         this.store = store;
         this.staging = staging;
         this.listener = listener;
-        this.mountPlanner = new MountPlanner(config, cost);
         this.runPlanner = new RunPlanner(cost, config.orderingBudget(),
                 config.policy() == Policy.TAPE_AWARE && library.readsWithoutTarget());
+        this.mountPlanner = new MountPlanner(config, cost, runPlanner);
         this.accessors = Math.max(1, library.layout().accessors());
         this.epoch = clock.now();
         for (DriveStatus s : library.drives()) {
@@ -296,7 +296,7 @@ public final class RecallEngine {
             String exp = q.experiment();
             Integer cap = config.experimentDriveCaps().get(exp);
             if (config.policy() == Policy.TAPE_AWARE && cap != null && inUse.getOrDefault(exp, 0) >= cap) continue;
-            if (holdLastDrive(q, now, victims)) continue;
+            if (holdLastDrive(q, now, victims, cands, i)) continue;
             // Backpressure: a volume is mounted only when the cache can take a useful batch of it now; the
             // queue waits (nothing fails) and a later pass mounts it as space frees.
             long needed = Math.min(q.bytes(), Math.max(staging.usefulBatchBytes(), 1));
@@ -316,7 +316,7 @@ public final class RecallEngine {
                 busy.add(q.label);
                 if (balance) {
                     int di = dl.indexOf(empty);
-                    double s = mountPlanner.serviceSeconds(q) - cost.dismountSeconds(q.bytes());
+                    double s = mountPlanner.balanceSeconds(q) - cost.dismountSeconds(q.bytes());
                     readEnds[di] = now + s;
                     free[di] = now + s + cost.dismountSeconds(q.bytes());
                 }
@@ -382,9 +382,12 @@ public final class RecallEngine {
      * mount (and not yet old enough) does not take the last drive, which stays free for a worthy queue
      * arriving meanwhile (a bulk recall's next, bigger tapes). A pass runs again once it is old enough.
      */
-    private boolean holdLastDrive(VolumeQueue q, double now, Set<Drive> victims) {
+    private boolean holdLastDrive(VolumeQueue q, double now, Set<Drive> victims, List<VolumeQueue> cands, int i) {
         if (config.policy() != Policy.TAPE_AWARE || drives.size() < 4 || q.completable() != 0
                 || mountPlanner.worthMounting(q, now)) return false;
+        // Balancing may put q ahead of worthy queues (a longer tape of the same bulk recall, arrived later):
+        // holding q would not keep the drive free, the next worthy one would take it instead of q.
+        for (int j = i + 1; j < cands.size(); j++) if (mountPlanner.worthMounting(cands.get(j), now)) return false;
         int free = 0;
         for (Drive d : drives.values()) {
             if (d.state == DState.EMPTY || (d.state == DState.IDLE && !hasWork(d.volume) && !victims.contains(d))) free++;

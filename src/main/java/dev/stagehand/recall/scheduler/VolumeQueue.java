@@ -22,6 +22,8 @@ public final class VolumeQueue {
     int version;
     int cachedVersion = -1;
     double cachedLocateSeconds;
+    int cachedTourVersion = -1;
+    double cachedTourSeconds;
     /** Requests whose every still-queued file is on this volume: a mount here completes them. */
     int completable;
     private final int[] priorityCounts = new int[PRIORITY_SPAN];

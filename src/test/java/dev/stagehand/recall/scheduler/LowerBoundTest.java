@@ -34,6 +34,20 @@ class LowerBoundTest {
     }
 
     @Test
+    void theTightBoundCountsTheDrivesWaitingForTheOneAccessorAtTheStart() {
+        // four one-file tapes at BOT on four drives and one accessor: the first mounts start their moves at
+        // 0, 6.7, 13.4 and 20.1 s, so the drives idle 40.2 s in all before their first mount
+        List<LowerBound.Item> files = new java.util.ArrayList<>();
+        for (int t = 0; t < 4; t++) files.add(new LowerBound.Item("T" + t, 0, 40_000_000_000L, 0)); // p = 23.7 + 100
+        LowerBound.Result model = LowerBound.compute(files, 4, 1, new TestCosts());
+        LowerBound.Result tight = LowerBound.tight(files, 4, 1, new TestCosts());
+        assertThat(model.driveWork()).isCloseTo(123.7, offset(1e-9));
+        assertThat(tight.driveWork()).isCloseTo(123.7 + (0 + 1 + 2 + 3) * 6.7 / 4, offset(1e-9));
+        // with two accessors two moves run at once: 0, 0, 6.7, 6.7
+        assertThat(LowerBound.tight(files, 4, 2, new TestCosts()).driveWork()).isCloseTo(123.7 + 2 * 6.7 / 4, offset(1e-9));
+    }
+
+    @Test
     void exactToursMatchEveryOrderTriedAndTightenTheBound() {
         TestCosts cost = new TestCosts();
         java.util.Random rnd = new java.util.Random(5);

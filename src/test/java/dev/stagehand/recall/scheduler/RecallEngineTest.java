@@ -145,6 +145,41 @@ class RecallEngineTest {
     }
 
     @Test
+    void theLastDriveIsNotHeldForATapeBalancingChoseOverAWorthyOne() {
+        // S1-S3 take three drives; O, too small to be worth a mount, waits for the last one until it is old
+        // enough (300 s). By then L (450 GB, not worth a mount by CTA's bytes either) has arrived: balancing
+        // gives the free drive to L and O to the first drive that frees. Holding the last drive for L would
+        // not keep it free (O, worthy by age, would take it), so L goes there now.
+        Harness h = new Harness(4, 2, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        List<QueueModel.FileSpec> r0 = new ArrayList<>();
+        long id = 1;
+        for (String v : List.of("S1", "S2", "S3")) {
+            for (int k = 0; k < 20; k++) r0.add(file(id++, v, 10 * GB + k * 10 * GB, 10 * GB)); // 200 GB back to back
+        }
+        r0.add(file(id++, "O", 10 * GB, 20 * GB));
+        h.submitAt(0, "r0", 0, "exp", r0);
+        h.submitAt(290, "r1", 0, "exp", List.of(file(id++, "L", 10 * GB, 450 * GB), file(id, "O", 40 * GB, 10 * GB)));
+        h.run();
+        assertThat(h.mountOrder).containsExactly("S1", "S2", "S3", "L", "O");
+        // L from 300 s: about 1,160 s of mount, locate and read. Holding the drive for it put O first and L
+        // after O's dismount, ending about 250 s later.
+        assertThat(h.engine.model().request("r1").completedAt()).isLessThan(1_500);
+    }
+
+    @Test
+    void aDriveReadsTheSmallTapeBeforeTheBigOneWhoseLongerRewindThenComesAfterTheEnd() {
+        // one drive, one request on two tapes. The rewind grows with the bytes a mount moved: 110 s after
+        // SMALL's 10 GB, 165 s after BIG's 60 GB. Only the first tape's dismount is waited for, so SMALL first
+        // ends the recall 55 s sooner than longest first.
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.submitAt(0, "r", 0, "exp", List.of(file(1, "BIG", 0, 60 * GB), file(2, "SMALL", 0, 10 * GB)));
+        h.run();
+        assertThat(h.mountOrder).containsExactly("SMALL", "BIG");
+        // 23.7 + 25 (SMALL) + 146.7 (its dismount) + 23.7 + 150 (BIG) = 369.1 s; BIG first: 424.1 s
+        assertThat(h.engine.model().request("r").completedAt()).isCloseTo(369.1, org.assertj.core.data.Offset.offset(1.0));
+    }
+
+    @Test
     void sixteenDrivesOnOneAccessorDoNotStartMoreExchangesThanItCanServe() {
         SchedulerConfig cfg = SchedulerConfig.defaults(Policy.TAPE_AWARE);
         Harness h = new Harness(16, 1, cfg);
