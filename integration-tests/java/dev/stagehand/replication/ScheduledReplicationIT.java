@@ -124,9 +124,9 @@ class ScheduledReplicationIT {
         p.put("org.quartz.jobStore.driverDelegateClass", "org.quartz.impl.jdbcjobstore.PostgreSQLDelegate");
         p.put("org.quartz.jobStore.tablePrefix", "qrtz_");
         p.put("org.quartz.jobStore.isClustered", "true");
-        // the service's interval: a node silent for the interval plus Quartz's 7.5 s is taken for dead and its
-        // acquired triggers fired again by the other; with 1 s a busy CI machine (load 10) did that once
         p.put("org.quartz.jobStore.clusterCheckinInterval", "5000");
+        // as the service: without it both nodes sometimes ran the first firing (quartz#107's ABA race)
+        p.put("org.quartz.jobStore.acquireTriggersWithinLock", "true");
         p.put("org.quartz.jobStore.misfireThreshold", String.valueOf(misfireMs));
         p.put("org.quartz.threadPool.threadCount", "4");
         SchedulerFactoryBean f = new SchedulerFactoryBean();
