@@ -394,13 +394,22 @@ class RecallEngineTest {
         return files;
     }
 
-    @Test
-    void aShortRequestForTheTapeBeingReadIsReadBeforeTheRestOfALongOne() {
-        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+    /**
+     * The long request at 0 s, then a one-file request for the same tape at 60 s, while the first read list
+     * (150 s of the long request's files) is under way; run to the end.
+     */
+    static Harness longThenShort(SchedulerConfig config, boolean libraryDropsCancelled) {
+        Harness h = new Harness(1, 1, config);
+        h.library.dropsCancelled = libraryDropsCancelled;
         h.submitAt(0, "long", 0, "exp", longRequest());
-        // arrives while the first read list (150 s of the long request's files) is under way
         h.submitAt(60, "short", 0, "exp", List.of(file(1, "V1", 500 * GB, 4 * GB)));
         h.run();
+        return h;
+    }
+
+    @Test
+    void aShortRequestForTheTapeBeingReadIsReadBeforeTheRestOfALongOne() {
+        Harness h = longThenShort(SchedulerConfig.defaults(Policy.TAPE_AWARE), true);
         RequestWork lng = h.engine.model().request("long"), shrt = h.engine.model().request("short");
         assertThat(lng.finished()).isTrue();
         assertThat(shrt.finished()).isTrue();
@@ -416,11 +425,7 @@ class RecallEngineTest {
     @Test
     void aListIsNotCutOnALibraryThatReadsCancelledSegmentsAnyway() {
         // a site script reads its whole list whatever is cancelled: cutting it would read the rest twice
-        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
-        h.library.dropsCancelled = false;
-        h.submitAt(0, "long", 0, "exp", longRequest());
-        h.submitAt(60, "short", 0, "exp", List.of(file(1, "V1", 500 * GB, 4 * GB)));
-        h.run();
+        Harness h = longThenShort(SchedulerConfig.defaults(Policy.TAPE_AWARE), false);
         RequestWork shrt = h.engine.model().request("short");
         assertThat(shrt.finished()).isTrue();
         assertThat(h.library.cancelled).isEmpty();
@@ -432,10 +437,7 @@ class RecallEngineTest {
     @Test
     void aRequestPastTheAgingLimitIsNotDelayedForAShortOne() {
         // the same two requests, but the long one is already older than the aging limit: it keeps its tour
-        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(30));
-        h.submitAt(0, "long", 0, "exp", longRequest());
-        h.submitAt(60, "short", 0, "exp", List.of(file(1, "V1", 500 * GB, 4 * GB)));
-        h.run();
+        Harness h = longThenShort(SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(30), true);
         RequestWork lng = h.engine.model().request("long"), shrt = h.engine.model().request("short");
         assertThat(lng.finished()).isTrue();
         assertThat(shrt.finished()).isTrue();
