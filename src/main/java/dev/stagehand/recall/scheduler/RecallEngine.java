@@ -854,14 +854,9 @@ public final class RecallEngine {
 
     /** Positioning and reading seconds of the files in order from {@code head}. */
     private double workSeconds(String volume, List<FileWork> ordered, long head) {
-        double s = 0;
-        long at = head;
-        for (FileWork f : ordered) {
-            long o = f.offsetOn(volume);
-            s += hop(at, o) + cost.readSeconds(f.sizeBytes);
-            at = o + f.sizeBytes;
-        }
-        return s;
+        long bytes = 0;
+        for (FileWork f : ordered) bytes += f.sizeBytes;
+        return runPlanner.locateSeconds(volume, ordered, head) + cost.readSeconds(bytes);
     }
 
     /** The cost {@link #shortRequestsFirst} minimises, reading {@code a} then {@code b} from {@code head}. */
