@@ -173,7 +173,8 @@ public final class MountPlanner {
         return i + best;
     }
 
-    private boolean starving(VolumeQueue q, double now) {
+    /** Whether {@code q}'s oldest request has reached the age from which it goes before everything else. */
+    boolean starving(VolumeQueue q, double now) {
         return now - q.oldestArrival() >= startsAging();
     }
 

@@ -359,7 +359,7 @@ public final class RecallEngine {
      */
     private int reserveForLongWork(List<VolumeQueue> cands, int i, double now) {
         VolumeQueue head = cands.get(i);
-        if (now - head.oldestArrival() >= mountPlanner.startsAging()) return i;
+        if (mountPlanner.starving(head, now)) return i;
         int holding = 0, usable = 0;
         for (Drive d : drives.values()) {
             if (d.state == DState.FAILED) continue;
