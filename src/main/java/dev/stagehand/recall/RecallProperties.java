@@ -53,6 +53,23 @@ public record RecallProperties(
     public RecallProperties {
     }
 
+    /** The scheduler's settings these properties give. */
+    public dev.stagehand.recall.scheduler.SchedulerConfig schedulerConfig() {
+        dev.stagehand.recall.scheduler.SchedulerConfig.Policy p;
+        try {
+            p = dev.stagehand.recall.scheduler.SchedulerConfig.Policy.parse(policy);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("stagehand.recall.policy: " + e.getMessage(), e);
+        }
+        return new dev.stagehand.recall.scheduler.SchedulerConfig(p, minMountBytes, minMountFiles, seconds(minMountAge),
+                seconds(agingLimit), seconds(idleDismount), maxBatchBytes, maxBatchFiles, seconds(maxBatchTime),
+                exchangesPerAccessor, 3_000_000, experimentDriveCaps, experimentShares);
+    }
+
+    private static double seconds(Duration d) {
+        return d.toMillis() / 1000.0;
+    }
+
     /** Without {@code maxBatchTime}: its default, 150 s. */
     public RecallProperties(boolean enabled, String policy, long cacheBatchBytes, Duration pollInterval, Duration lease,
                             String instanceId, long minMountBytes, int minMountFiles, Duration minMountAge,

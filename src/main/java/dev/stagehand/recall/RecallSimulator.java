@@ -1,7 +1,6 @@
 package dev.stagehand.recall;
 
 import dev.stagehand.recall.scheduler.SchedulerConfig;
-import dev.stagehand.recall.service.RecallService;
 import dev.stagehand.recall.simulation.SimulationRun;
 import dev.stagehand.recall.simulation.Workload;
 import dev.stagehand.tape.TapeModel;
@@ -22,9 +21,6 @@ import org.springframework.core.io.FileSystemResource;
  * (no Spring, no database): what {@code stagehand simulate} runs.
  */
 public final class RecallSimulator {
-
-    /** The policies {@code --policy} accepts. */
-    public static final String POLICIES = "tape-aware, greedy, fifo";
 
     private RecallSimulator() {}
 
@@ -74,7 +70,7 @@ public final class RecallSimulator {
             try {
                 RecallProperties recall = binder.bindOrCreate("stagehand.recall", RecallProperties.class);
                 TapeModel model = binder.bindOrCreate("stagehand.tape.sim.model", TapeModel.class);
-                return new Settings(RecallService.schedulerConfig(recall), model);
+                return new Settings(recall.schedulerConfig(), model);
             } catch (BindException e) {
                 Throwable cause = e.getCause() != null ? e.getCause() : e;
                 throw new IllegalArgumentException(yaml + ": " + e.getMessage() + " (" + cause.getMessage() + ")", e);
@@ -85,16 +81,8 @@ public final class RecallSimulator {
 
         /** These settings with {@code policy} instead of theirs ({@code null}: keep theirs). */
         public Settings withPolicy(String policy) {
-            return policy == null ? this : new Settings(scheduler.withPolicy(parsePolicy(policy)), model);
+            return policy == null ? this : new Settings(scheduler.withPolicy(SchedulerConfig.Policy.parse(policy)), model);
         }
     }
 
-    static SchedulerConfig.Policy parsePolicy(String policy) {
-        return switch (policy.toLowerCase(Locale.ROOT)) {
-            case "tape-aware" -> SchedulerConfig.Policy.TAPE_AWARE;
-            case "greedy" -> SchedulerConfig.Policy.GREEDY;
-            case "fifo" -> SchedulerConfig.Policy.FIFO;
-            default -> throw new IllegalArgumentException("unknown policy '" + policy + "'; choose one of " + POLICIES);
-        };
-    }
 }

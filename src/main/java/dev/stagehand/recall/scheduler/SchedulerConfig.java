@@ -42,7 +42,17 @@ public record SchedulerConfig(
         /** Baseline: biggest queue first, shortest-locate-first inside a tape. */
         GREEDY,
         /** Baseline: files handed to the library one at a time in arrival order (a plain HSM queue). */
-        FIFO
+        FIFO;
+
+        /** The policy named {@code tape-aware}, {@code greedy} or {@code fifo} (any case). */
+        public static Policy parse(String name) {
+            return switch (name.toLowerCase(java.util.Locale.ROOT)) {
+                case "tape-aware" -> TAPE_AWARE;
+                case "greedy" -> GREEDY;
+                case "fifo" -> FIFO;
+                default -> throw new IllegalArgumentException("unknown policy '" + name + "'; choose one of tape-aware, greedy, fifo");
+            };
+        }
     }
 
     public SchedulerConfig {

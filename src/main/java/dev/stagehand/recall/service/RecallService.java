@@ -26,7 +26,6 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Executors;
@@ -89,19 +88,6 @@ public final class RecallService {
         this.instance = InstanceId.orHostAndPid(props.instanceId());
     }
 
-    public static SchedulerConfig schedulerConfig(RecallProperties p) {
-        SchedulerConfig.Policy policy = switch (p.policy().toLowerCase(Locale.ROOT)) {
-            case "tape-aware" -> SchedulerConfig.Policy.TAPE_AWARE;
-            case "greedy" -> SchedulerConfig.Policy.GREEDY;
-            case "fifo" -> SchedulerConfig.Policy.FIFO;
-            default -> throw new IllegalArgumentException("stagehand.recall.policy: unknown policy '" + p.policy()
-                    + "' (tape-aware, greedy, fifo)");
-        };
-        return new SchedulerConfig(policy, p.minMountBytes(), p.minMountFiles(), p.minMountAge().toMillis() / 1000.0,
-                p.agingLimit().toMillis() / 1000.0, p.idleDismount().toMillis() / 1000.0, p.maxBatchBytes(),
-                p.maxBatchFiles(), p.maxBatchTime().toMillis() / 1000.0, p.exchangesPerAccessor(), 3_000_000, p.experimentDriveCaps(), p.experimentShares());
-    }
-
     public String instanceId() {
         return instance;
     }
@@ -112,7 +98,7 @@ public final class RecallService {
 
     /** Creates the engine and starts polling (no-op polling when {@code pollInterval} is zero: tests call {@link #poll}). */
     public synchronized void start() {
-        SchedulerConfig config = schedulerConfig(props);
+        SchedulerConfig config = props.schedulerConfig();
         engine = null;
         store = new JdbcQueueStore(jdbc, instance, props.lease(), this::wallClock, ids -> pin(ids, null), metrics, this::pipelineChanged);
         store.releaseOwnStaleClaims(); // before the engine: it takes back the volumes still in its drives
