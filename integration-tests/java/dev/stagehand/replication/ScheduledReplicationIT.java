@@ -125,7 +125,7 @@ class ScheduledReplicationIT {
         p.put("org.quartz.jobStore.tablePrefix", "qrtz_");
         p.put("org.quartz.jobStore.isClustered", "true");
         p.put("org.quartz.jobStore.clusterCheckinInterval", "5000");
-        // as the service: without it both nodes sometimes ran the first firing (quartz#107's ABA race)
+        // unlike the service (see README): without it both nodes sometimes ran the first firing (quartz#107)
         p.put("org.quartz.jobStore.acquireTriggersWithinLock", "true");
         p.put("org.quartz.jobStore.misfireThreshold", String.valueOf(misfireMs));
         p.put("org.quartz.threadPool.threadCount", "4");
