@@ -71,6 +71,7 @@ public final class RecallEngine {
     private final QueueModel model = new QueueModel();
     private final MountPlanner mountPlanner;
     private final RunPlanner runPlanner;
+    private final ShortRequestsFirst shortRequestsFirst;
     private final Map<String, Drive> drives = new LinkedHashMap<>();
     private final int accessors;
     private final Instant epoch;
@@ -92,6 +93,7 @@ public final class RecallEngine {
         this.runPlanner = new RunPlanner(cost, config.orderingBudget(),
                 config.policy() == Policy.TAPE_AWARE && library.readsWithoutTarget());
         this.mountPlanner = new MountPlanner(config, cost, runPlanner);
+        this.shortRequestsFirst = new ShortRequestsFirst(cost, runPlanner, mountPlanner);
         this.accessors = Math.max(1, library.layout().accessors());
         this.epoch = clock.now();
         for (DriveStatus s : library.drives()) {
@@ -161,7 +163,7 @@ public final class RecallEngine {
 
     /**
      * A request that completes on a volume being read arrived: the drive's read list ends after the file under
-     * way, so the request's files are planned with the rest at once (see {@link #shortRequestsFirst}) instead
+     * way, so the request's files are planned with the rest at once (see {@link ShortRequestsFirst}) instead
      * of after the list (up to {@code max-batch-time}). The dropped files go back to the queue; the head has
      * not moved for them, so nothing is lost.
      */
@@ -169,7 +171,7 @@ public final class RecallEngine {
         if (!library.dropsCancelledReads()) return; // the drive would read the dropped files anyway, then again
         for (Drive d : drives.values()) {
             if (d.state == DState.READING && volume.equals(d.volume) && d.reading != null && d.busyUntil - t > CUT_MIN_LEFT_S
-                    && model.queue(volume).fileCount() + d.reading.open <= SHORT_FIRST_MAX_FILES) {
+                    && model.queue(volume).fileCount() + d.reading.open <= ShortRequestsFirst.MAX_FILES) {
                 d.reading.cutAfterCurrent();
             }
         }
@@ -633,7 +635,8 @@ public final class RecallEngine {
                 List<FileWork> queued = new ArrayList<>(q.files.values());
                 ordered = config.policy() == Policy.GREEDY
                         ? runPlanner.orderSltf(volume, queued, d.head)
-                        : shortRequestsFirst(volume, runPlanner.order(volume, queued, d.head), d.head);
+                        : shortRequestsFirst.order(volume, runPlanner.order(volume, queued, d.head), d.head, now(),
+                                this::waitingForMounts);
             }
         }
         d.plan = null;
@@ -650,7 +653,7 @@ public final class RecallEngine {
             batch.add(f);
             bytes += f.sizeBytes;
             long o = f.offsetOn(volume);
-            seconds += hop(at, o) + cost.readSeconds(f.sizeBytes);
+            seconds += runPlanner.hopSeconds(at, o) + cost.readSeconds(f.sizeBytes);
             at = o + f.sizeBytes;
         }
         List<FileWork> claimed = store.claim(volume, batch);
@@ -670,7 +673,7 @@ public final class RecallEngine {
                 for (int i = next; i < ordered.size(); i++) {
                     FileWork f = ordered.get(i);
                     long o = f.offsetOn(volume);
-                    planned += hop(at, o) + cost.readSeconds(f.sizeBytes);
+                    planned += runPlanner.hopSeconds(at, o) + cost.readSeconds(f.sizeBytes);
                     at = o + f.sizeBytes;
                 }
             }
@@ -718,7 +721,7 @@ public final class RecallEngine {
             return;
         }
         d.state = DState.READING;
-        d.busyUntil = t + runPlanner.locateSeconds(volume, mine, d.head) + cost.readSeconds(bytes);
+        d.busyUntil = t + runPlanner.workSeconds(volume, mine, d.head);
         List<SegmentRead> segments = new ArrayList<>(mine.size());
         List<FileWork> owners = new ArrayList<>(mine.size());
         List<Staging.Slot> ownerSlots = new ArrayList<>(mine.size());
@@ -756,88 +759,6 @@ public final class RecallEngine {
         }
     }
 
-    /** Requests whose own tour is planned per pass of {@link #shortRequestsFirst}, candidates tried, passes. */
-    static final int SHORT_FIRST_PLANNED = 32, SHORT_FIRST_CANDIDATES = 4, SHORT_FIRST_ROUNDS = 4;
-    /** Queues larger than this keep the plain tour (bulk tapes: few requests, costly to plan again and again). */
-    static final int SHORT_FIRST_MAX_FILES = 400;
-    /** Weight, in seconds of completion time, of one request finishing later than the recent p95 latency. */
-    static final double OVER_RECENT_P95_S = 1e6;
-
-    /**
-     * The tour along the tape reads the files of every request waiting for the volume in one pass, so a short
-     * request arriving after a long one waits for most of the long one's files (at 16 drives / 1 accessor, waits
-     * for a busy or unloading tape pushed 11 of the 36 requests of random-user seed 213 past 0.8 x greedy's p95,
-     * most of them small requests behind a large one on the same tape). Here the files of a request that completes on this
-     * volume go first (in their own best tour from the head, the rest in its best tour from where they end)
-     * when that lowers, in order: the number of requests that would finish later than the recent p95 latency
-     * (the tail this is about), then the sum of the completion times of the requests this volume completes,
-     * plus the plan's whole length times the requests waiting for a mount (drive time spent on detours is
-     * taken from them). Repeated from the new head position for the next request. A request already aging
-     * ({@link MountPlanner#startsAging}) is never delayed: then the tour stays as it is.
-     */
-    List<FileWork> shortRequestsFirst(String volume, List<FileWork> tour, long head) {
-        if (tour.size() < 2 || tour.size() > SHORT_FIRST_MAX_FILES) return tour;
-        double now = now();
-        Map<RequestWork, List<FileWork>> completing = new LinkedHashMap<>();
-        for (FileWork f : tour) {
-            for (RequestWork r : f.requests) {
-                if (now - r.arrival >= mountPlanner.startsAging()) return tour;
-                if (r.queuedPerVolume.size() == 1 && r.queuedPerVolume.containsKey(volume)) {
-                    completing.computeIfAbsent(r, k -> new ArrayList<>()).add(f);
-                }
-            }
-        }
-        if (completing.size() < 2) return tour;
-        int waiting = waitingForMounts();
-        List<FileWork> prefix = new ArrayList<>();
-        List<FileWork> rest = tour;
-        long at = head;
-        double best = planCost(volume, prefix, rest, head, completing.keySet(), now, waiting);
-        for (int round = 0; round < SHORT_FIRST_ROUNDS; round++) {
-            Set<FileWork> left = new HashSet<>(rest);
-            List<List<FileWork>> theirs = new ArrayList<>();
-            for (List<FileWork> files : completing.values()) {
-                List<FileWork> mine = new ArrayList<>();
-                for (FileWork f : files) if (left.contains(f)) mine.add(f);
-                if (!mine.isEmpty() && mine.size() < left.size()) theirs.add(mine);
-            }
-            // the requests with the least work of their own left from here are the candidates
-            theirs.sort(java.util.Comparator.comparingInt(List::size));
-            List<Map.Entry<List<FileWork>, Double>> own = new ArrayList<>();
-            for (List<FileWork> mine : theirs.subList(0, Math.min(SHORT_FIRST_PLANNED, theirs.size()))) {
-                List<FileWork> first = runPlanner.order(volume, mine, at);
-                own.add(Map.entry(first, workSeconds(volume, first, at)));
-            }
-            own.sort(Map.Entry.comparingByValue());
-            List<FileWork> bestPrefix = null, bestRest = null;
-            for (int k = 0; k < Math.min(SHORT_FIRST_CANDIDATES, own.size()); k++) {
-                List<FileWork> first = own.get(k).getKey();
-                FileWork last = first.get(first.size() - 1);
-                Set<FileWork> taken = new HashSet<>(first);
-                List<FileWork> others = new ArrayList<>(rest.size());
-                for (FileWork f : rest) if (!taken.contains(f)) others.add(f);
-                List<FileWork> p = new ArrayList<>(prefix);
-                p.addAll(first);
-                List<FileWork> r = runPlanner.order(volume, others, last.offsetOn(volume) + last.sizeBytes);
-                double c = planCost(volume, p, r, head, completing.keySet(), now, waiting);
-                if (c < best - 1e-6) {
-                    best = c;
-                    bestPrefix = p;
-                    bestRest = r;
-                }
-            }
-            if (bestPrefix == null) break;
-            prefix = bestPrefix;
-            rest = bestRest;
-            FileWork last = prefix.get(prefix.size() - 1);
-            at = last.offsetOn(volume) + last.sizeBytes;
-        }
-        if (prefix.isEmpty()) return tour;
-        List<FileWork> out = new ArrayList<>(prefix);
-        out.addAll(rest);
-        return out;
-    }
-
     /** Open requests with files queued for a volume no drive holds: they wait for a mount. */
     private int waitingForMounts() {
         int n = 0;
@@ -850,50 +771,6 @@ public final class RecallEngine {
             }
         }
         return n;
-    }
-
-    /** Positioning and reading seconds of the files in order from {@code head}. */
-    private double workSeconds(String volume, List<FileWork> ordered, long head) {
-        long bytes = 0;
-        for (FileWork f : ordered) bytes += f.sizeBytes;
-        return runPlanner.locateSeconds(volume, ordered, head) + cost.readSeconds(bytes);
-    }
-
-    /** The cost {@link #shortRequestsFirst} minimises, reading {@code a} then {@code b} from {@code head}. */
-    private double planCost(String volume, List<FileWork> a, List<FileWork> b, long head, Set<RequestWork> reqs,
-                            double now, int waiting) {
-        Map<RequestWork, Double> done = new HashMap<>();
-        double t = 0;
-        long at = head;
-        for (List<FileWork> part : List.of(a, b)) {
-            for (FileWork f : part) {
-                long o = f.offsetOn(volume);
-                t += hop(at, o) + cost.readSeconds(f.sizeBytes);
-                at = o + f.sizeBytes;
-                for (RequestWork r : f.requests) if (reqs.contains(r)) done.put(r, t);
-            }
-        }
-        double sum = waiting * t;
-        for (var e : done.entrySet()) {
-            sum += e.getValue();
-            if (now - e.getKey().arrival + e.getValue() > recentP95) sum += OVER_RECENT_P95_S;
-        }
-        return sum;
-    }
-
-    /** Latencies of the requests completed last (the window of {@link #recentP95}). */
-    static final int RECENT_REQUESTS = 200;
-    private final ArrayDeque<Double> recentLatencies = new ArrayDeque<>();
-    /** p95 latency of the last {@link #RECENT_REQUESTS} completed requests (infinite until 20 have). */
-    private double recentP95 = Double.POSITIVE_INFINITY;
-
-    private void completed(RequestWork r, double t) {
-        recentLatencies.addLast(t - r.arrival);
-        if (recentLatencies.size() > RECENT_REQUESTS) recentLatencies.removeFirst();
-        if (recentLatencies.size() >= 20) {
-            double[] v = recentLatencies.stream().mapToDouble(Double::doubleValue).sorted().toArray();
-            recentP95 = v[(int) Math.ceil(0.95 * v.length) - 1];
-        }
     }
 
     /** A read list under way on a drive: segments whose outcome this engine has not recorded yet. */
@@ -936,11 +813,6 @@ public final class RecallEngine {
                 batchDone(drive);
             }
         }
-    }
-
-    /** Seconds from the head at {@code from} to {@code to}: a locate, or streaming over the gap where the plan may. */
-    private double hop(long from, long to) {
-        return runPlanner.readThrough() ? cost.positionSeconds(from, to) : cost.locateSeconds(from, to);
     }
 
     /**
@@ -1073,7 +945,7 @@ public final class RecallEngine {
     private void finish(FileWork f, List<RequestWork> ended, double t) {
         if (f.state == FileWork.State.FAILED && ended.isEmpty()) listener.fileFailed(f, t);
         for (RequestWork r : ended) {
-            completed(r, t);
+            shortRequestsFirst.completed(t - r.arrival);
             open.remove(r);
             store.requestFinished(r);
             listener.requestFinished(r, t);

@@ -37,7 +37,7 @@ public final class RunPlanner {
     public boolean readThrough() { return readThrough; }
 
     /** Positioning cost the tape-aware order plans with: a locate, or a read-through when allowed and cheaper. */
-    private double pos(long from, long to) {
+    double hopSeconds(long from, long to) {
         return readThrough ? cost.positionSeconds(from, to) : cost.locateSeconds(from, to);
     }
 
@@ -122,10 +122,17 @@ public final class RunPlanner {
         long h = head;
         for (FileWork f : ordered) {
             long o = f.offsetOn(volume);
-            s += pos(h, o);
+            s += hopSeconds(h, o);
             h = o + f.sizeBytes;
         }
         return s;
+    }
+
+    /** Positioning and reading seconds of visiting {@code ordered} from {@code head}. */
+    double workSeconds(String volume, List<FileWork> ordered, long head) {
+        long bytes = 0;
+        for (FileWork f : ordered) bytes += f.sizeBytes;
+        return locateSeconds(volume, ordered, head) + cost.readSeconds(bytes);
     }
 
     private static List<FileWork> flatten(List<Run> runs, int[] tour) {
@@ -163,7 +170,7 @@ public final class RunPlanner {
     private double c(List<Run> runs, long head, int i, int j) {
         if (j < 0) return 0;
         long from = i < 0 ? head : runs.get(i).end();
-        return pos(from, runs.get(j).start());
+        return hopSeconds(from, runs.get(j).start());
     }
 
     private void improve(List<Run> runs, int[] t, long head, long budget) {
