@@ -91,6 +91,51 @@ class CatalogImportIT {
                 + "WHERE f.name = ?", String.class, p + "/b")).isEqualTo("atlas:200");
     }
 
+    /**
+     * On a shared database the service's account is no superuser: the import cannot switch off the per-row
+     * foreign-key checks (that needs {@code session_replication_role}, a superuser setting) and must take the
+     * ordinary path, with the same result. The test imports as a role holding only the rights the service needs.
+     */
+    @Test
+    void anAccountWithoutSuperuserRightsImportsByTheOrdinaryPath() throws Exception {
+        String role = "importer_" + v.toLowerCase();
+        String password = UUID.randomUUID().toString();
+        String database = jdbc.queryForObject("SELECT current_database()", String.class);
+        jdbc.execute("CREATE ROLE " + role + " LOGIN NOSUPERUSER PASSWORD '" + password + "'");
+        try {
+            jdbc.execute("GRANT TEMPORARY ON DATABASE \"" + database + "\" TO " + role);
+            jdbc.execute("GRANT USAGE ON SCHEMA public TO " + role);
+            jdbc.execute("GRANT SELECT, INSERT, UPDATE ON dataset, file, volume, segment TO " + role);
+            jdbc.execute("GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO " + role);
+            String url;
+            try (var c = jdbc.getDataSource().getConnection()) {
+                url = c.getMetaData().getURL();
+            }
+            var asRole = new org.springframework.jdbc.datasource.DriverManagerDataSource(url, role, password);
+            assertThat(new JdbcTemplate(asRole).queryForObject(
+                    "SELECT rolsuper FROM pg_roles WHERE rolname = current_user", Boolean.class)).isFalse();
+
+            ImportSummary s = new CatalogImporter(asRole)
+                    .importStream(new ByteArrayInputStream(workload().getBytes(StandardCharsets.UTF_8)), "test");
+
+            assertThat(s.newFiles()).isEqualTo(3);
+            assertThat(s.newSegments()).isEqualTo(4);
+            assertThat(files()).isEqualTo(3);
+            assertThat(segments()).isEqualTo(4);
+            assertThat(jdbc.queryForList("SELECT v.label || '@' || s.offset_bytes FROM segment s JOIN volume v ON v.id = s.volume_id "
+                    + "JOIN file f ON f.id = s.file_id WHERE f.name = ? ORDER BY v.label", String.class, p + "/c"))
+                    .containsExactly(v + "B@5000", v + "C@0");
+            // a contradiction is still refused whole on this path
+            assertThatThrownBy(() -> new CatalogImporter(asRole).importStream(new ByteArrayInputStream(
+                    workload().replace(",300,", ",301,").getBytes(StandardCharsets.UTF_8)), "test"))
+                    .isInstanceOf(CatalogImportRejected.class);
+            assertThat(files()).isEqualTo(3);
+        } finally {
+            jdbc.execute("DROP OWNED BY " + role);
+            jdbc.execute("DROP ROLE " + role);
+        }
+    }
+
     @Test
     void reImportChangesNothing() {
         load(workload());
