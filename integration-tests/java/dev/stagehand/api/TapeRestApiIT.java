@@ -40,7 +40,7 @@ import tools.jackson.databind.JsonNode;
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
         "stagehand.recall.enabled=false", "stagehand.api.wlcg.sitename=it-site", "stagehand.api.wlcg.max-active-requests=3",
-        "stagehand.api.wlcg.retry-after=42s"})
+        "stagehand.api.wlcg.max-active-requests-per-account=2", "stagehand.api.wlcg.retry-after=42s"})
 class TapeRestApiIT {
 
     static final long SIZE = 1_000_000;
@@ -51,6 +51,7 @@ class TapeRestApiIT {
     @Autowired TransactionTemplate tx;
     @TempDir Path tmp;
     @Autowired dev.stagehand.api.security.ApiTokens tokens;
+    @Autowired dev.stagehand.api.security.ApiAccounts accounts;
 
     ApiClient api;
     final String tag = UUID.randomUUID().toString().substring(0, 8);
@@ -204,18 +205,44 @@ class TapeRestApiIT {
         String vol = "Y" + tag;
         jdbc.update("INSERT INTO volume (label) VALUES (?)", vol);
         List<String> ids = new ArrayList<>();
+        ApiClient other = otherAccount();
         for (int i = 0; i < 3; i++) {
-            ApiClient.Answer a = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(Map.of("path", file("t" + i, vol, "ok"))))));
+            // two of ours (the limit per account) and one of another account's: the service's limit of 3
+            ApiClient.Answer a = (i < 2 ? api : other).post("/api/v1/stage",
+                    ApiClient.json(Map.of("files", List.of(Map.of("path", file("t" + i, vol, "ok"))))));
             assertThat(a.status()).isEqualTo(201);
             ids.add(a.json().get("requestId").stringValue());
         }
         String fourth = ApiClient.json(Map.of("files", List.of(Map.of("path", file("t3", vol, "ok")))));
-        ApiClient.Answer refused = api.post("/api/v1/stage", fourth);
+        ApiClient.Answer refused = other.post("/api/v1/stage", fourth);
         assertProblem(refused, 429);
-        assertThat(api.retryAfter("/api/v1/stage", fourth)).isEqualTo("42");
+        assertThat(refused.json().get("detail").stringValue()).contains("the service holds 3 open requests");
+        assertThat(other.retryAfter("/api/v1/stage", fourth)).isEqualTo("42");
         // space frees as requests end: admitted again
         assertThat(api.delete("/api/v1/stage/" + ids.getFirst()).status()).isEqualTo(200);
-        assertThat(api.post("/api/v1/stage", fourth).status()).isEqualTo(201);
+        assertThat(other.post("/api/v1/stage", fourth).status()).isEqualTo(201);
+    }
+
+    @Test
+    void oneAccountCannotTakeTheWholeQueue() {
+        String vol = "Z" + tag;
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", vol);
+        for (int i = 0; i < 2; i++) {
+            assertThat(api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(Map.of("path", file("a" + i, vol, "ok"))))))
+                    .status()).isEqualTo(201);
+        }
+        String third = ApiClient.json(Map.of("files", List.of(Map.of("path", file("a2", vol, "ok")))));
+        ApiClient.Answer refused = api.post("/api/v1/stage", third);
+        assertProblem(refused, 429);
+        assertThat(refused.json().get("detail").stringValue()).contains("account " + dev.stagehand.api.security.ApiAccounts.ADMIN)
+                .contains("limits per account 2");
+        assertThat(api.retryAfter("/api/v1/stage", third)).isEqualTo("42");
+        // the service still has room: another account is admitted
+        assertThat(otherAccount().post("/api/v1/stage", third).status()).isEqualTo(201);
+    }
+
+    ApiClient otherAccount() {
+        return ApiClient.as(port, accounts, tokens, "fts-" + tag, dev.stagehand.api.security.ApiRole.ADMIN);
     }
 
     @Test

@@ -79,10 +79,10 @@ public interface StageRequests {
      */
     void delete(UUID id);
 
-    /** Open requests (submitted or active) and their open files, for admission control. */
-    Load load();
+    /** Open requests (submitted or active) and their open files, in all and of {@code owner}, for admission control. */
+    Load load(String owner);
 
-    record Load(long openRequests, long openFiles) {}
+    record Load(long openRequests, long openFiles, long ownerRequests, long ownerFiles) {}
 
     /** What a client asks for. Null fields take their defaults. */
     record NewStageRequest(

@@ -158,11 +158,18 @@ class TapeRestController {
             // the request's experiment: the one its files belong to (WLCG clients do not name one)
             req = new NewStageRequest(null, paths, null, lifetime, null, access.experimentFor(user, null, paths));
         }
-        StageRequests.Load load = requests.load();
+        StageRequests.Load load = requests.load(who);
         if (load.openRequests() >= props.maxActiveRequests() || load.openFiles() + paths.size() > props.maxActiveFiles()) {
             throw new TooManyRequests("the service holds " + load.openRequests() + " open requests with " + load.openFiles()
                     + " files waiting (limits " + props.maxActiveRequests() + " and " + props.maxActiveFiles()
                     + "); try again later", props.retryAfter().toSeconds());
+        }
+        // one client (an FTS instance, a user's script) must not fill the whole queue and lock the others out
+        if (load.ownerRequests() >= props.maxActiveRequestsPerAccount()
+                || load.ownerFiles() + paths.size() > props.maxActiveFilesPerAccount()) {
+            throw new TooManyRequests("account " + who + " holds " + load.ownerRequests() + " open requests with "
+                    + load.ownerFiles() + " files waiting (limits per account " + props.maxActiveRequestsPerAccount()
+                    + " and " + props.maxActiveFilesPerAccount() + "); try again later", props.retryAfter().toSeconds());
         }
         UUID id = requests.submit(who, req).request().id();
         return ResponseEntity.created(URI.create("/api/v1/stage/" + id)).body(new Created(id.toString()));

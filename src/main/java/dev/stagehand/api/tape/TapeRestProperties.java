@@ -11,6 +11,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param endpointUri       the API's public base URI for discovery (behind a proxy); empty: from the request
  * @param maxActiveRequests open stage requests (submitted or active) beyond which a new one gets 429
  * @param maxActiveFiles    open files (queued or staging) beyond which a new request gets 429
+ * @param maxActiveRequestsPerAccount the same limit for the requests of one account
+ * @param maxActiveFilesPerAccount    the same limit for the files of one account
  * @param retryAfter        the Retry-After a 429 carries
  */
 @ConfigurationProperties("stagehand.api.wlcg")
@@ -19,11 +21,14 @@ public record TapeRestProperties(
         @DefaultValue("") String endpointUri,
         @DefaultValue("10000") long maxActiveRequests,
         @DefaultValue("2000000") long maxActiveFiles,
+        @DefaultValue("5000") long maxActiveRequestsPerAccount,
+        @DefaultValue("1000000") long maxActiveFilesPerAccount,
         @DefaultValue("60s") Duration retryAfter) {
 
     public TapeRestProperties {
-        if (maxActiveRequests < 1 || maxActiveFiles < 1)
-            throw new IllegalArgumentException("stagehand.api.wlcg.max-active-requests and max-active-files must be at least 1");
+        if (maxActiveRequests < 1 || maxActiveFiles < 1 || maxActiveRequestsPerAccount < 1 || maxActiveFilesPerAccount < 1)
+            throw new IllegalArgumentException("stagehand.api.wlcg.max-active-requests, max-active-files and their "
+                    + "-per-account forms must be at least 1");
         if (retryAfter == null || retryAfter.isNegative())
             throw new IllegalArgumentException("stagehand.api.wlcg.retry-after must not be negative");
     }

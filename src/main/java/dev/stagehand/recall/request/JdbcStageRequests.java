@@ -365,11 +365,14 @@ class JdbcStageRequests implements StageRequests {
     }
 
     @Override
-    public Load load() {
+    public Load load(String owner) {
         return jdbc.queryForObject("""
-                SELECT count(DISTINCT r.id), count(srf.file_id) FILTER (WHERE srf.state IN ('queued', 'staging'))
+                SELECT count(DISTINCT r.id), count(srf.file_id) FILTER (WHERE srf.state IN ('queued', 'staging')),
+                       count(DISTINCT r.id) FILTER (WHERE r.owner = ?),
+                       count(srf.file_id) FILTER (WHERE srf.state IN ('queued', 'staging') AND r.owner = ?)
                   FROM stage_request r LEFT JOIN stage_request_file srf ON srf.request_id = r.id
-                 WHERE r.state IN ('submitted', 'active')""", (rs, i) -> new Load(rs.getLong(1), rs.getLong(2)));
+                 WHERE r.state IN ('submitted', 'active')""",
+                (rs, i) -> new Load(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4)), owner, owner);
     }
 
     /** Locks the request row (cancel, release and the scheduler's settling serialise on it). */
