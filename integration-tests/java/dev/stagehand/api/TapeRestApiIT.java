@@ -167,6 +167,15 @@ class TapeRestApiIT {
                 Long.class, id, a)).isZero();
         assertThat(filesOf(api.get("/api/v1/stage/" + id).json()).get(a).get("onDisk").booleanValue()).isFalse();
 
+        // staged once is not on disk for ever: a copy discarded (found corrupt) or evicted is no longer on disk
+        long bId = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, b);
+        assertThat(filesOf(api.get("/api/v1/stage/" + id).json()).get(b).get("onDisk").booleanValue()).isTrue();
+        assertThat(cache.discardCopy(bId, "test: copy found corrupt")).isTrue();
+        JsonNode bAfter = filesOf(api.get("/api/v1/stage/" + id).json()).get(b);
+        assertThat(bAfter.get("state").stringValue()).isEqualTo("COMPLETED");
+        assertThat(bAfter.get("onDisk").booleanValue()).isFalse();
+        assertThat(api.get("/api/v1/requests/" + id).json().get("files").get(1).get("onDisk").booleanValue()).isFalse();
+
         // delete: gone, pins released
         assertThat(api.delete("/api/v1/stage/" + id).status()).isEqualTo(200);
         ApiClient.Answer gone = api.get("/api/v1/stage/" + id);

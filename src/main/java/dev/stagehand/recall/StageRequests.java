@@ -119,6 +119,11 @@ public interface StageRequests {
             return name().toLowerCase(java.util.Locale.ROOT);
         }
 
+        /** The file was read to disk for the request (it may since have left the cache). */
+        public boolean staged() {
+            return this == ON_DISK || this == TRANSFERRING || this == DONE;
+        }
+
         public static FileState ofDb(String s) {
             return valueOf(s.toUpperCase(java.util.Locale.ROOT));
         }
@@ -129,8 +134,9 @@ public interface StageRequests {
             long diskLifetimeSeconds, RequestState state, int fileCount,
             Instant createdAt, Instant startedAt, Instant completedAt) {}
 
-    /** One file of a request. */
-    record RequestFile(String path, FileState state, String error, boolean released, Instant startedAt, Instant finishedAt) {}
+    /** One file of a request; {@code onDisk}: a verified copy is in the disk cache now (looked up live, for files staged). */
+    record RequestFile(String path, FileState state, String error, boolean released, Instant startedAt, Instant finishedAt,
+                       boolean onDisk) {}
 
     /**
      * A request, the number of its files in each state (every state present, zeros included), how many are

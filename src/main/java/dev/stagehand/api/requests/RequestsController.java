@@ -81,9 +81,11 @@ class RequestsController {
         }
     }
 
-    record FileView(String path, String state, String error, boolean released, Instant startedAt, Instant finishedAt) {
+    record FileView(String path, String state, String error, boolean released, boolean onDisk, Instant startedAt,
+                    Instant finishedAt) {
         static FileView of(RequestFile f) {
-            return new FileView(f.path(), f.state().dbName(), f.error(), f.released(), f.startedAt(), f.finishedAt());
+            return new FileView(f.path(), f.state().dbName(), f.error(), f.released(), f.onDisk(), f.startedAt(),
+                    f.finishedAt());
         }
     }
 

@@ -201,7 +201,7 @@ class TapeRestController {
                 case CANCELLED -> "CANCELLED";
             };
             m.put("state", state);
-            m.put("onDisk", state.equals("COMPLETED") && !f.released());
+            m.put("onDisk", state.equals("COMPLETED") && !f.released() && f.onDisk());
             if (f.error() != null) m.put("error", f.error());
             if (f.startedAt() != null) m.put("startedAt", epoch(f.startedAt()));
             if (f.finishedAt() != null) m.put("finishedAt", epoch(f.finishedAt()));

@@ -1,5 +1,6 @@
 package dev.stagehand.recall.request;
 
+import dev.stagehand.cache.CacheEntry;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.catalog.FileNames;
 import dev.stagehand.recall.StageRequestRejected;
@@ -250,13 +251,23 @@ class JdbcStageRequests implements StageRequests {
                 counts.put(FileState.ofDb(rs.getString(1)), rs.getLong(2));
                 released[0] += rs.getLong(3);
             }, id);
-            List<RequestFile> files = jdbc.query("""
-                    SELECT f.name, srf.state, srf.error, srf.released, srf.started_at, srf.finished_at
+            record Row(long fileId, RequestFile file) {}
+            List<Row> rows = jdbc.query("""
+                    SELECT f.name, srf.state, srf.error, srf.released, srf.started_at, srf.finished_at, f.id
                     FROM stage_request_file srf JOIN file f ON f.id = srf.file_id
                     WHERE srf.request_id = ? ORDER BY srf.ordinal, srf.file_id OFFSET ? LIMIT ?""",
-                    (rs, i) -> new RequestFile(rs.getString(1), FileState.ofDb(rs.getString(2)), rs.getString(3),
-                            rs.getBoolean(4), instant(rs, 5), instant(rs, 6)),
+                    (rs, i) -> new Row(rs.getLong(7), new RequestFile(rs.getString(1), FileState.ofDb(rs.getString(2)),
+                            rs.getString(3), rs.getBoolean(4), instant(rs, 5), instant(rs, 6), false)),
                     id, fileOffset, fileLimit);
+            // staged once is not on disk for ever: a copy may since have been evicted or discarded (corrupt)
+            List<Long> staged = rows.stream().filter(r -> r.file().state().staged()).map(Row::fileId).toList();
+            Map<Long, CacheEntry> live = staged.isEmpty() ? Map.of() : cache.lookup(staged);
+            List<RequestFile> files = rows.stream().map(r -> {
+                CacheEntry e = live.get(r.fileId());
+                RequestFile f = r.file();
+                return e != null && e.cached() ? new RequestFile(f.path(), f.state(), f.error(), f.released(), f.startedAt(),
+                        f.finishedAt(), true) : f;
+            }).toList();
             return new StageRequestDetail(s, counts, released[0], files, fileOffset, fileLimit);
         }));
     }
