@@ -120,4 +120,57 @@ class TapeSourcedReplicationIT {
             rules.delete(rule);
         }
     }
+
+    /**
+     * The recall request and the replicas it serves commit together. Here marking the replicas fails (a trigger
+     * refuses it) for a while: no recall may be left behind by those passes (before, each pass left one request
+     * whose replicas stayed pending, so the files were recalled and sent again by the next). Once marking works,
+     * the files are recalled by exactly one request and replicated.
+     */
+    @Test
+    void aRecallIsNotLeftBehindWhenItsReplicasCannotBeMarked() throws Exception {
+        Path dest = root.resolve("atomic-" + tag);
+        GridFtpServer.openUp(dest);
+        long site = sites.put("ATOMIC-" + tag, Map.of("kind", "a-" + tag), List.of(server.url(dest))).id();
+        String ds = "atomic-" + tag;
+        long dsId = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, ds);
+        String volume = "RA" + tag.substring(0, 4).toUpperCase();
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", volume);
+        List<Long> ids = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            String name = "/atomic/" + tag + "/f" + i;
+            long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, ?, ?, ?, 'phenix') RETURNING id",
+                    Long.class, name, SIZE, SimulatedContent.adler32Hex(name, SIZE), dsId);
+            jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) SELECT ?, id, ? FROM volume WHERE label = ?",
+                    id, (i + 1) * 3_000_000_000L, volume);
+            ids.add(id);
+        }
+        String refuse = "it_refuse_staging_" + tag.replace("-", "_");
+        // a sequence counts the refusals: it is not rolled back with the refused transaction
+        jdbc.execute("CREATE SEQUENCE " + refuse);
+        jdbc.execute("CREATE FUNCTION " + refuse + "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                + "IF NEW.state = 'staging' AND NEW.site_id = " + site + " THEN PERFORM nextval('" + refuse + "'); "
+                + "RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$");
+        jdbc.execute("CREATE TRIGGER " + refuse + " BEFORE UPDATE ON replica FOR EACH ROW EXECUTE FUNCTION " + refuse + "()");
+        long rule = rules.create(new NewRule(ds, 1, "kind=a-" + tag, null, null, null, "it")).id();
+        String recalls = "SELECT count(DISTINCT request_id) FROM stage_request_file WHERE file_id = ANY (?::bigint[])";
+        Long[] fileIds = ids.toArray(Long[]::new);
+        try {
+            // the engine passes every 200 ms: let it be refused a few times
+            await("three refused stagings", Duration.ofSeconds(60), () -> jdbc.queryForObject(
+                    "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM " + refuse, Long.class) >= 3);
+            assertThat(jdbc.queryForObject("SELECT count(*) FROM replica WHERE site_id = ? AND state = 'pending'",
+                    Long.class, site)).isEqualTo(2);
+            assertThat(jdbc.queryForObject(recalls, Long.class, (Object) fileIds)).isZero();
+            jdbc.execute("DROP TRIGGER " + refuse + " ON replica");
+            await("replicated from tape", Duration.ofSeconds(240),
+                    () -> rules.replicas(ds, null, "verified", 0, 10).size() == 2);
+            assertThat(jdbc.queryForObject(recalls, Long.class, (Object) fileIds)).isEqualTo(1);
+        } finally {
+            jdbc.execute("DROP TRIGGER IF EXISTS " + refuse + " ON replica");
+            jdbc.execute("DROP FUNCTION IF EXISTS " + refuse + "()");
+            jdbc.execute("DROP SEQUENCE IF EXISTS " + refuse);
+            rules.delete(rule);
+        }
+    }
 }

@@ -393,19 +393,25 @@ public class ReplicationEngine implements SmartLifecycle {
         return 1;
     }
 
-    /** One recall request per (site, experiment), with the site's endpoint as destination. */
+    /**
+     * One recall request per (site, experiment), with the site's endpoint as destination. The request and the
+     * replicas marked staging commit together: a crash between them would leave the replicas pending, and the
+     * next pass would recall and send the files a second time.
+     */
     private int stage(TapeGroup g, List<Pending> files, String base) {
         List<Pending> ready = files.stream().filter(p -> makeParent(p, url(base, p.name()))).toList();
         if (ready.isEmpty()) return 0;
         try {
-            UUID request = stageRequests.submit(props.owner(), new NewStageRequest(null, ready.stream().map(Pending::name).toList(),
-                    null, null, base, g.experiment())).request().id();
-            for (Pending p : ready) {
-                jdbc.update("""
-                        UPDATE replica SET state = 'staging', source = 'tape', stage_request_id = ?, transfer_job_id = NULL,
-                               waiting_for = NULL, updated_at = now() WHERE file_id = ? AND site_id = ? AND state = 'pending'""",
-                        request, p.file(), p.site());
-            }
+            tx.executeWithoutResult(status -> {
+                UUID request = stageRequests.submit(props.owner(), new NewStageRequest(null,
+                        ready.stream().map(Pending::name).toList(), null, null, base, g.experiment())).request().id();
+                for (Pending p : ready) {
+                    jdbc.update("""
+                            UPDATE replica SET state = 'staging', source = 'tape', stage_request_id = ?, transfer_job_id = NULL,
+                                   waiting_for = NULL, updated_at = now() WHERE file_id = ? AND site_id = ? AND state = 'pending'""",
+                            request, p.file(), p.site());
+                }
+            });
             return ready.size();
         } catch (StageRequestRejected e) {
             for (Pending p : ready) failNow(p, "recall refused: " + e.getMessage());

@@ -13,11 +13,11 @@ import dev.stagehand.tape.TapeProperties;
 import dev.stagehand.transfer.TransferQueue;
 import dev.stagehand.recall.request.RequestSubmitted;
 import org.springframework.beans.factory.ObjectProvider;
-import org.springframework.context.event.EventListener;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.transaction.event.TransactionalEventListener;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /** Runs the recall scheduler in the service when a tape library is configured and {@code stagehand.recall.enabled}. */
@@ -72,7 +72,9 @@ class RecallConfiguration {
             this.lifecycle = lifecycle;
         }
 
-        @EventListener
+        // after the commit of a caller's transaction (the replication engine submits within its own): before it
+        // the scheduler would not see the request; without a transaction, at once
+        @TransactionalEventListener(fallbackExecution = true)
         public void submitted(RequestSubmitted submitted) {
             if (lifecycle.service() != null) lifecycle.service().requestSubmitted();
         }
