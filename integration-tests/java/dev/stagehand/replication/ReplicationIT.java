@@ -37,7 +37,8 @@ import org.springframework.test.annotation.DirtiesContext;
 @SpringBootTest(properties = {"stagehand.replication.pass-interval=200ms", "stagehand.replication.stuck-after=3s",
         "stagehand.replication.max-attempts=2", "stagehand.replication.retry-backoff=200ms",
         "stagehand.transfer.queue.poll-interval=100ms", "stagehand.transfer.mover.stall-timeout=5s",
-        "stagehand.transfer.mover.backoff=100ms", "stagehand.transfer.mover.max-attempts=2"})
+        "stagehand.transfer.mover.backoff=100ms", "stagehand.transfer.mover.max-attempts=2",
+        "stagehand.replication.deletion.grace=1s"})
 class ReplicationIT {
 
     static GridFtpScratch scratch;
@@ -167,6 +168,45 @@ class ReplicationIT {
         assertThat(rules.replicas(ds, "A-" + tag, "verified", 0, 100)).hasSize(6);
         assertThat(jobs(ds)).isEqualTo(13);
         assertThat(holds.mayEvict(ids.get(3))).isTrue();
+    }
+
+    @Test
+    void copiesNoRuleWantsAreDeletedAtTheirSiteButNeverTheLastOne() throws Exception {
+        Path origin = site("O-" + tag, Map.of());
+        Path x = site("X-" + tag, Map.of("del", tag));
+        Path y = site("Y-" + tag, Map.of("del", tag));
+        String ds = "del-" + tag;
+        List<String> files = dataset(ds, 3, "O-" + tag, origin);
+        long both = rule(new NewRule(ds, 2, "del=" + tag, null, null, null, "it"));
+        long onlyX = rule(new NewRule(ds, 1, "X-" + tag, null, null, null, "it"));
+        await("dataset verified at X and Y", Duration.ofSeconds(90), () -> complete(ds, 2));
+        assertThat(rules.get(both).orElseThrow().chosenSites()).containsExactly("X-" + tag, "Y-" + tag);
+
+        // the rule wanting Y goes: Y's copies are deleted there; X's stay (another rule wants them), and so do the
+        // origin's (registered there, not made by replication); a copy already gone there counts as deleted
+        Files.delete(y.resolve(files.getFirst().substring(1)));
+        rules.delete(both);
+        createdRules.remove(both);
+        await("Y's copies deleted", Duration.ofSeconds(30), () -> rules.replicas(ds, "Y-" + tag, null, 0, 10).isEmpty());
+        for (String f : files) {
+            assertThat(y.resolve(f.substring(1))).doesNotExist();
+            assertThat(x.resolve(f.substring(1))).exists();
+            assertThat(origin.resolve(f.substring(1))).exists();
+        }
+        assertThat(rules.replicas(ds, "X-" + tag, "verified", 0, 10)).hasSize(3);
+        assertThat(rules.replicas(ds, "O-" + tag, "verified", 0, 10)).hasSize(3);
+
+        // X's copies become the last ones (the origin's declared lost, no tape copy): no rule wants them, yet they stay
+        rules.declare("O-" + tag, files, "lost");
+        rules.delete(onlyX);
+        createdRules.remove(onlyX);
+        await("X's copies unwanted", Duration.ofSeconds(30), () -> jdbc.queryForObject(
+                "SELECT count(*) FROM replica r JOIN site s ON s.id = r.site_id WHERE s.name = ? AND r.unwanted_since IS NOT NULL",
+                Long.class, "X-" + tag) == 3);
+        Thread.sleep(2_000); // past the grace, several passes
+        for (int i = 0; i < 3; i++) engine.pass();
+        assertThat(rules.replicas(ds, "X-" + tag, "verified", 0, 10)).hasSize(3);
+        for (String f : files) assertThat(x.resolve(f.substring(1))).exists();
     }
 
     @Test

@@ -46,6 +46,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  *   <li>dispatches pending replicas: one transfer_job each (local copy or third-party from a site), or one
  *       recall request per (site, experiment) for copies that must come from tape; the source is chosen by
  *       {@link ReplicaPlanner} (bottleneck links crossed once, then fan-out);</li>
+ *   <li>deletes at their sites the copies no active rule has wanted for {@code deletion.grace};</li>
  *   <li>recomputes the per-site completeness of every dataset a rule covers.</li>
  * </ol>
  * A replica is a single row per (file, site) whatever the number of rules wanting it, so no transfer is
@@ -152,6 +153,7 @@ public class ReplicationEngine implements SmartLifecycle {
             }
             int[] tracked = track();
             int[] sent = dispatch();
+            reap();
             recomputeStatus();
             return new PassReport(true, applied, tracked[0], tracked[1], sent[0], sent[1], sent[2]);
         } finally {
@@ -417,6 +419,87 @@ public class ReplicationEngine implements SmartLifecycle {
             for (Pending p : ready) failNow(p, "recall refused: " + e.getMessage());
             return 0;
         }
+    }
+
+    /**
+     * An active rule wants replica {@code r}: it asked for it, or it chose the site for the file's dataset (a cron
+     * rule before its next run adds the file only then).
+     */
+    private static final String WANTED = """
+            (EXISTS (SELECT 1 FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id
+                      WHERE x.file_id = r.file_id AND x.site_id = r.site_id AND ru.state = 'active')
+             OR EXISTS (SELECT 1 FROM replication_rule ru JOIN replication_rule_site rs ON rs.rule_id = ru.id
+                          JOIN file w ON w.dataset_id = ru.dataset_id
+                         WHERE w.id = r.file_id AND rs.site_id = r.site_id AND ru.state = 'active'))""";
+
+    /**
+     * Deletes the copies no rule wants any more, as Rucio's reaper does: a done or verified replica no active
+     * rule has wanted for {@code deletion.grace} (its rules expired or were deleted) is deleted at its site.
+     * Only copies replication made are deleted: those registered as already at a site (origins) stay. Kept too:
+     * the file's last copy outside tape (no good tape segment and no other verified replica that a rule
+     * wants), and a copy some transfer is reading from. A copy is marked {@code deleting} before the site is
+     * asked, so no transfer starts from it meanwhile; if a rule comes to want it before the row goes, it is
+     * made again (pending). Returns how many copies were deleted.
+     */
+    private int reap() {
+        ReplicationProperties.Deletion del = props.deletion();
+        jdbc.update("UPDATE replica r SET unwanted_since = now() WHERE unwanted_since IS NULL AND state IN ('done', 'verified') "
+                + "AND source IS DISTINCT FROM 'registered' AND NOT " + WANTED);
+        jdbc.update("UPDATE replica r SET unwanted_since = NULL WHERE unwanted_since IS NOT NULL AND state <> 'deleting' AND " + WANTED);
+        if (!del.enabled()) return 0;
+        record Doomed(long file, long site, String name) {}
+        List<Doomed> doomed = jdbc.query("""
+                UPDATE replica r SET state = 'deleting', updated_at = now() FROM file f
+                 WHERE f.id = r.file_id AND (r.file_id, r.site_id) IN (
+                       SELECT c.file_id, c.site_id FROM replica c
+                        WHERE c.state IN ('done', 'verified') AND c.unwanted_since <= now() - make_interval(secs => ?)
+                          AND (c.next_attempt_at IS NULL OR c.next_attempt_at <= now())
+                          AND (EXISTS (SELECT 1 FROM segment g WHERE g.file_id = c.file_id AND g.state = 'ok')
+                               OR EXISTS (SELECT 1 FROM replica o WHERE o.file_id = c.file_id AND o.site_id <> c.site_id
+                                             AND o.state = 'verified' AND o.unwanted_since IS NULL))
+                          AND NOT EXISTS (SELECT 1 FROM replica t JOIN site s ON s.name = t.source
+                                           WHERE t.file_id = c.file_id AND t.state = 'transferring' AND s.id = c.site_id)
+                        ORDER BY c.unwanted_since LIMIT ? FOR UPDATE SKIP LOCKED)
+                RETURNING r.file_id, r.site_id, f.name""",
+                (rs, i) -> new Doomed(rs.getLong(1), rs.getLong(2), rs.getString(3)),
+                del.grace().toMillis() / 1000.0, del.batch());
+        if (doomed.isEmpty()) return 0;
+        Map<Long, String> endpoints = endpoints();
+        Map<URI, Doomed> byUrl = new LinkedHashMap<>();
+        for (Doomed d : doomed) {
+            String base = endpoints.get(d.site());
+            if (base == null) keepForNow(d.file(), d.site(), "deletion waits: the site has no enabled endpoint");
+            else byUrl.put(url(base, d.name()), d);
+        }
+        Map<URI, TransferFailure> failed = byUrl.isEmpty() ? Map.of() : mover.delete(byUrl.keySet());
+        int deleted = 0;
+        for (var e : byUrl.entrySet()) {
+            Doomed d = e.getValue();
+            TransferFailure f = failed.get(e.getKey());
+            if (f != null) {
+                keepForNow(d.file(), d.site(), "deletion failed (" + f.kind() + "): " + f.getMessage());
+                continue;
+            }
+            deleted++;
+            log.info("replica of {} deleted at {}: no rule wants it", d.name(), e.getKey());
+            // gone at the site: the row goes too, unless a rule came to want the copy meanwhile (then it is made again)
+            if (jdbc.update("DELETE FROM replica r WHERE file_id = ? AND site_id = ? AND NOT " + WANTED, d.file(), d.site()) == 0) {
+                jdbc.update("""
+                        UPDATE replica SET state = 'pending', unwanted_since = NULL, attempts = 0, source = NULL, adler32 = NULL,
+                               transfer_job_id = NULL, stage_request_id = NULL, last_error = NULL, next_attempt_at = NULL,
+                               done_at = NULL, updated_at = now() WHERE file_id = ? AND site_id = ?""", d.file(), d.site());
+            }
+        }
+        return deleted;
+    }
+
+    /** A copy whose deletion failed stays as it was and is tried again after the retry backoff. */
+    private void keepForNow(long file, long site, String reason) {
+        jdbc.update("""
+                UPDATE replica SET state = CASE WHEN adler32 IS NULL THEN 'done' ELSE 'verified' END, last_error = ?,
+                       next_attempt_at = now() + make_interval(secs => ?), updated_at = now()
+                 WHERE file_id = ? AND site_id = ? AND state = 'deleting'""",
+                reason, props.retryBackoff().toMillis() / 1000.0, file, site);
     }
 
     /** Makes the destination's directory at its site (once per directory); a refusal counts as a failed attempt. */

@@ -16,13 +16,29 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param homeSite      the site the local disk copy and tape are at (for bottleneck links); empty: none
  * @param owner         owner of the recall requests replication submits for copies that come from tape
  * @param schedule      cron-scheduled rules (Quartz)
+ * @param deletion      deleting the copies no rule wants any more
  */
 @ConfigurationProperties("stagehand.replication")
 public record ReplicationProperties(@DefaultValue("true") boolean enabled, @DefaultValue("2s") Duration passInterval,
                                     @DefaultValue("1h") Duration stuckAfter, @DefaultValue("5") int maxAttempts,
                                     @DefaultValue("30s") Duration retryBackoff, @DefaultValue("2000") int dispatchBatch,
                                     @DefaultValue("") String homeSite, @DefaultValue("replication") String owner,
-                                    @DefaultValue Schedule schedule) {
+                                    @DefaultValue Schedule schedule, @DefaultValue Deletion deletion) {
+
+    public ReplicationProperties {
+        if (deletion.grace().isNegative())
+            throw new IllegalArgumentException("stagehand.replication.deletion.grace must not be negative");
+        if (deletion.batch() < 1) throw new IllegalArgumentException("stagehand.replication.deletion.batch must be at least 1");
+    }
+
+    /**
+     * @param enabled delete, at their site, the done or verified copies no active rule has wanted for {@code grace}
+     *                (a rule expired or deleted), unless the copy is the file's last one outside tape
+     * @param grace   how long an unwanted copy is kept (a new rule wanting it again meanwhile keeps it)
+     * @param batch   copies deleted per pass, at most
+     */
+    public record Deletion(@DefaultValue("true") boolean enabled, @DefaultValue("24h") Duration grace,
+                           @DefaultValue("500") int batch) {}
 
     /**
      * @param timeZone   time zone of cron schedules ("02:00" is 02:00 there)

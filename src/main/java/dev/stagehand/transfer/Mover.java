@@ -1,6 +1,10 @@
 package dev.stagehand.transfer;
 
+import java.net.URI;
+import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The mover SPI, shaped for bulk work like the tape SPI: hand over many files at once; each completes or
@@ -21,6 +25,17 @@ public interface Mover extends AutoCloseable {
      */
     default void makeDirectories(java.net.URI url) {
         throw new TransferFailure(TransferFailure.Kind.BAD_REQUEST, "this mover cannot create directories: " + url);
+    }
+
+    /**
+     * Deletes files at their servers ({@code ftp://} or {@code gsiftp://} URLs), like {@code gfal-rm}:
+     * replication removes the copies no rule wants any more. A file already gone counts as deleted. Returns
+     * the failures by URL (none: all deleted).
+     */
+    default Map<URI, TransferFailure> delete(Collection<URI> urls) {
+        Map<URI, TransferFailure> failed = new LinkedHashMap<>();
+        for (URI u : urls) failed.put(u, new TransferFailure(TransferFailure.Kind.BAD_REQUEST, "this mover cannot delete files: " + u));
+        return failed;
     }
 
     /** Current per-link state (concurrency, throughput, hosts out of rotation). */

@@ -150,6 +150,46 @@ public final class GridFtpMover implements Mover {
     }
 
     @Override
+    public Map<java.net.URI, TransferFailure> delete(java.util.Collection<java.net.URI> urls) {
+        Map<java.net.URI, TransferFailure> failed = new java.util.LinkedHashMap<>();
+        // one control connection per server for all its files
+        Map<String, List<java.net.URI>> byServer = new java.util.LinkedHashMap<>();
+        for (java.net.URI u : urls) {
+            try {
+                Endpoint e = Endpoint.parse(u);
+                byServer.computeIfAbsent(e.scheme() + "://" + e.hosts().getFirst(), k -> new ArrayList<>()).add(u);
+            } catch (IllegalArgumentException e) {
+                failed.put(u, new TransferFailure(Kind.BAD_REQUEST, "bad file URL: " + e.getMessage()));
+            }
+        }
+        for (List<java.net.URI> group : byServer.values()) {
+            Endpoint first = Endpoint.parse(group.getFirst());
+            try {
+                if (first.gsi()) Gsi.prepare(settings);
+                try (GridFtpSession s = GridFtpSession.open(first.hosts().getFirst(), first.gsi(),
+                        first.gsi() ? credential() : null, settings)) {
+                    for (java.net.URI u : group) {
+                        String path = Endpoint.parse(u).path();
+                        try {
+                            s.deleteFile(path);
+                        } catch (Exception e) {
+                            Kind kind = Failures.classify(e);
+                            if (kind != Kind.NO_SUCH_PATH) { // already gone: deleted
+                                failed.put(u, new TransferFailure(kind, "cannot delete " + u + ": " + Failures.message(e), 1, e));
+                            }
+                        }
+                    }
+                }
+            } catch (Exception e) { // no session with that server: all its files fail alike
+                for (java.net.URI u : group) {
+                    failed.put(u, new TransferFailure(Failures.classify(e), "cannot delete " + u + ": " + Failures.message(e), 1, e));
+                }
+            }
+        }
+        return failed;
+    }
+
+    @Override
     public List<LinkStatus> links() {
         return links.values().stream().map(Link::status).toList();
     }

@@ -357,6 +357,10 @@ final class GridFtpSession implements AutoCloseable {
         return client.exists(path);
     }
 
+    void deleteFile(String path) throws Exception {
+        client.deleteFile(path);
+    }
+
     void makeDir(String path) throws Exception {
         client.makeDir(path);
     }
