@@ -13,6 +13,11 @@ public final class ItCatalog {
     public final String prefix = "/it/" + UUID.randomUUID();
     public final List<String> files = new ArrayList<>();
 
+    /** The name of the dataset the files belong to. */
+    public String dataset() {
+        return "ds-" + prefix.substring(4, 12);
+    }
+
     /** Imports {@code n} files of one dataset on two volumes and returns their names (in name order). */
     public static ItCatalog load(CatalogImporter importer, int n) {
         return load(importer, n, "atlas");

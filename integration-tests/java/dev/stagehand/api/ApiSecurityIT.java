@@ -82,6 +82,38 @@ class ApiSecurityIT {
     }
 
     @Test
+    void replicationRulesAndReplicasAreScopedToTheAccountsExperiments() {
+        ApiClient operatorA = user("repl-a", ApiRole.OPERATOR, expA);
+        String dsA = catalogA.dataset(), dsB = catalogB.dataset();
+        String rule = "{\"dataset\": \"%s\", \"sites\": \"tier=none-" + tag + "\"}";
+        Answer mine = operatorA.post("/api/v1/replication/rules", rule.formatted(dsA));
+        assertThat(mine.status()).as(mine.body()).isEqualTo(201);
+        long mineId = mine.json().get("id").longValue();
+        // another experiment's dataset answers like an unknown one, and nothing is made
+        assertProblem(operatorA.post("/api/v1/replication/rules", rule.formatted(dsB)), 404, "no dataset " + dsB);
+        assertThat(count("replication_rule r JOIN dataset d ON d.id = r.dataset_id WHERE d.name = '" + dsB + "'")).isZero();
+        Answer theirs = admin.post("/api/v1/replication/rules", rule.formatted(dsB));
+        assertThat(theirs.status()).isEqualTo(201);
+        long theirsId = theirs.json().get("id").longValue();
+        try {
+            List<Long> listed = new ArrayList<>();
+            operatorA.get("/api/v1/replication/rules").json().forEach(r -> listed.add(r.get("id").longValue()));
+            assertThat(listed).contains(mineId).doesNotContain(theirsId);
+            assertThat(operatorA.get("/api/v1/replication/rules/" + mineId).status()).isEqualTo(200);
+            assertProblem(operatorA.get("/api/v1/replication/rules/" + theirsId), 404);
+            assertProblem(operatorA.delete("/api/v1/replication/rules/" + theirsId), 404);
+            assertProblem(operatorA.get("/api/v1/datasets/" + dsB + "/completeness"), 404);
+            assertProblem(operatorA.get("/api/v1/datasets/" + dsB + "/replicas"), 404);
+            assertProblem(operatorA.post("/api/v1/datasets/" + dsB + "/replicas/retry", ""), 404);
+            assertThat(operatorA.get("/api/v1/datasets/" + dsA + "/completeness").status()).isEqualTo(200);
+            assertThat(admin.get("/api/v1/replication/rules/" + theirsId).status()).isEqualTo(200);
+        } finally {
+            admin.delete("/api/v1/replication/rules/" + theirsId);
+            admin.delete("/api/v1/replication/rules/" + mineId);
+        }
+    }
+
+    @Test
     void wrongMalformedRevokedAndExpiredTokensAre401() throws Exception {
         Answer wrong = admin.withToken("sht_" + "A".repeat(43)).get("/api/v1/whoami");
         assertProblem(wrong, 401);

@@ -101,6 +101,12 @@ public class ReplicationRules {
         }
     }
 
+    /** The experiment of a dataset: empty when the dataset is unknown, an empty string when it has none. */
+    public Optional<String> experimentOf(String dataset) {
+        return jdbc.query("SELECT coalesce(experiment, '') FROM dataset WHERE name = ?", (rs, i) -> rs.getString(1), dataset)
+                .stream().findFirst();
+    }
+
     public Optional<Rule> get(long id) {
         return rules("WHERE r.id = ?", id).stream().findFirst();
     }

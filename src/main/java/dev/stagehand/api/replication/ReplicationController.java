@@ -1,5 +1,6 @@
 package dev.stagehand.api.replication;
 
+import dev.stagehand.api.security.ApiUser;
 import dev.stagehand.api.requests.BadInput;
 import dev.stagehand.replication.ReplicationRules;
 import dev.stagehand.replication.ReplicationRules.BottleneckLink;
@@ -104,7 +105,7 @@ public class ReplicationController {
      */
     @PostMapping(path = "/replication/rules", consumes = MediaType.ALL_VALUE)
     public ResponseEntity<Rule> createRule(HttpServletRequest http) throws IOException {
-        String owner = dev.stagehand.api.security.ApiUser.current().account();
+        String owner = ApiUser.current().account();
         Body b = Body.read(http, Set.of("dataset", "copies", "sites", "source", "lifetime", "schedule"));
         Long copies = b.integer("copies");
         String lifetime = b.string("lifetime", false);
@@ -116,6 +117,7 @@ public class ReplicationController {
                 throw BadInput.field("lifetime", "expected an ISO-8601 duration such as P30D or PT12H");
             }
         }
+        visible(b.string("dataset", true));
         Rule r = rules.create(new NewRule(b.string("dataset", true), copies == null ? 1 : (int) Math.min(Integer.MAX_VALUE, copies),
                 b.string("sites", true), b.string("source", false), life, b.string("schedule", false), owner));
         return ResponseEntity.created(URI.create("/api/v1/replication/rules/" + r.id())).body(r);
@@ -123,12 +125,14 @@ public class ReplicationController {
 
     @GetMapping("/replication/rules")
     public List<Rule> rules(@RequestParam(required = false) String dataset) {
-        return rules.list(dataset);
+        Map<String, Boolean> seen = new java.util.HashMap<>();
+        return rules.list(dataset).stream().filter(r -> seen.computeIfAbsent(r.dataset(), this::sees)).toList();
     }
 
     /** A rule and the completeness of its dataset at each site. */
     @GetMapping("/replication/rules/{id}")
     public Map<String, Object> rule(@PathVariable long id) {
+        visibleRule(id);
         Rule r = rules.get(id).orElseThrow(() -> ReplicationRejected.notFound("rule", "no rule " + id));
         List<Completeness> c = rules.completeness(r.dataset()).stream().filter(x -> r.chosenSites().contains(x.site())).toList();
         return Map.of("rule", r, "completeness", c);
@@ -136,6 +140,7 @@ public class ReplicationController {
 
     @DeleteMapping("/replication/rules/{id}")
     public ResponseEntity<Void> deleteRule(@PathVariable long id) {
+        visibleRule(id);
         if (!rules.delete(id)) throw ReplicationRejected.notFound("rule", "no rule " + id);
         return ResponseEntity.noContent().build();
     }
@@ -144,6 +149,7 @@ public class ReplicationController {
 
     @GetMapping("/datasets/{name}/completeness")
     public List<Completeness> completeness(@PathVariable String name) {
+        visible(name);
         return rules.completeness(name);
     }
 
@@ -153,6 +159,7 @@ public class ReplicationController {
                                   @RequestParam(defaultValue = "1000") int limit) {
         if (offset < 0) throw BadInput.field("offset", "must not be negative");
         if (limit < 1 || limit > 10_000) throw BadInput.field("limit", "must be between 1 and 10000");
+        visible(name);
         return rules.replicas(name, site, state, offset, limit);
     }
 
@@ -172,6 +179,7 @@ public class ReplicationController {
 
     @PostMapping("/datasets/{name}/replicas/retry")
     public Map<String, Integer> retry(@PathVariable String name, @RequestParam(required = false) String site) {
+        visible(name);
         return Map.of("retried", rules.retryFailed(name, site));
     }
 
@@ -179,30 +187,55 @@ public class ReplicationController {
 
     @GetMapping("/replication/schedules")
     public List<Schedule> schedules() {
-        return schedules.list();
+        if (ApiUser.current().allExperiments()) return schedules.list();
+        return schedules.list().stream().filter(s -> rules.get(s.ruleId()).map(r -> sees(r.dataset())).orElse(false)).toList();
     }
 
     @GetMapping("/replication/schedules/{ruleId}")
     public Map<String, Object> schedule(@PathVariable long ruleId) {
+        visibleRule(ruleId);
         Schedule s = schedules.get(ruleId).orElseThrow(() -> ReplicationRejected.notFound("rule", "rule " + ruleId + " has no schedule"));
         return Map.of("schedule", s, "runs", schedules.runs(ruleId, 20));
     }
 
     @PostMapping("/replication/schedules/{ruleId}/pause")
     public ResponseEntity<Void> pause(@PathVariable long ruleId) {
+        visibleRule(ruleId);
         schedules.pause(ruleId);
         return ResponseEntity.status(HttpStatus.NO_CONTENT).build();
     }
 
     @PostMapping("/replication/schedules/{ruleId}/resume")
     public ResponseEntity<Void> resume(@PathVariable long ruleId) {
+        visibleRule(ruleId);
         schedules.resume(ruleId);
         return ResponseEntity.status(HttpStatus.NO_CONTENT).build();
     }
 
     @PostMapping("/replication/schedules/{ruleId}/trigger")
     public ResponseEntity<Void> trigger(@PathVariable long ruleId) {
+        visibleRule(ruleId);
         schedules.triggerNow(ruleId);
         return ResponseEntity.status(HttpStatus.ACCEPTED).build();
+    }
+
+    // ---- experiments: an account sees the rules, replicas and schedules of its experiments' datasets only
+
+    /** Whether the caller sees {@code dataset}'s experiment (an unknown dataset is left to the call: its own 404). */
+    private boolean sees(String dataset) {
+        ApiUser user = ApiUser.current();
+        return user.allExperiments() || rules.experimentOf(dataset).map(e -> user.sees(e.isEmpty() ? null : e)).orElse(true);
+    }
+
+    /** A dataset of another experiment answers like an unknown one. */
+    private void visible(String dataset) {
+        if (dataset != null && !sees(dataset)) throw ReplicationRejected.notFound("dataset", "no dataset " + dataset);
+    }
+
+    /** A rule on another experiment's dataset answers like an unknown one (an unknown rule is left to the call). */
+    private void visibleRule(long id) {
+        if (rules.get(id).filter(r -> !sees(r.dataset())).isPresent()) {
+            throw ReplicationRejected.notFound("rule", "no rule " + id);
+        }
     }
 }
