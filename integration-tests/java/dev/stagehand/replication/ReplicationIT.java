@@ -162,8 +162,9 @@ class ReplicationIT {
         assertThat(d.recreating()).isEqualTo(1);
         assertThat(d.unknown()).containsExactly("/no/such/file");
         assertThat(holds.mayEvict(ids.get(3))).isFalse();
-        await("lost replica back", Duration.ofSeconds(60), () -> complete(ds, 2)
-                && Files.exists(a.resolve(lost.substring(1))));
+        // the file shows at A as soon as its transfer starts: wait for its replica to be verified
+        await("lost replica back", Duration.ofSeconds(60), () -> rules.replicas(ds, "A-" + tag, "verified", 0, 100).size() == 6
+                && complete(ds, 2));
         assertThat(Files.mismatch(origin.resolve(lost.substring(1)), a.resolve(lost.substring(1)))).isEqualTo(-1L);
         assertThat(rules.replicas(ds, "A-" + tag, "verified", 0, 100)).hasSize(6);
         assertThat(jobs(ds)).isEqualTo(13);
@@ -207,6 +208,41 @@ class ReplicationIT {
         for (int i = 0; i < 3; i++) engine.pass();
         assertThat(rules.replicas(ds, "X-" + tag, "verified", 0, 10)).hasSize(3);
         for (String f : files) assertThat(x.resolve(f.substring(1))).exists();
+    }
+
+    /**
+     * Completeness is recomputed for the datasets whose replicas, wants or rules changed (database triggers mark
+     * them, whoever changes them), not for every wanted replica each pass.
+     */
+    @Test
+    void completenessFollowsEveryChangeAndLeavesUnchangedDatasetsAlone() throws Exception {
+        Path s = site("INC-" + tag, Map.of("inc", tag));
+        List<String> datasets = List.of("inc1-" + tag, "inc2-" + tag);
+        for (String ds : datasets) {
+            long dsId = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, ds);
+            // the copies are there already (verified), so the rule has nothing to send
+            jdbc.update("""
+                    WITH f AS (INSERT INTO file (name, size_bytes, dataset_id, experiment)
+                               SELECT '/inc/' || ? || '/f' || i, 1000, ?, 'phenix' FROM generate_series(1, 4) i RETURNING id)
+                    INSERT INTO replica (file_id, site_id, state, source, done_at)
+                    SELECT f.id, (SELECT id FROM site WHERE name = ?), 'verified', 'test', now() FROM f""", ds, dsId, "INC-" + tag);
+            rule(new NewRule(ds, 1, "inc=" + tag, null, null, null, "it"));
+        }
+        await("both complete", Duration.ofSeconds(20), () -> complete(datasets.get(0), 1) && complete(datasets.get(1), 1));
+        String updated = "SELECT s.updated_at::text FROM dataset_site_status s JOIN dataset d ON d.id = s.dataset_id WHERE d.name = ?";
+        String before = jdbc.queryForObject(updated, String.class, datasets.get(1));
+
+        // a change made straight in the database is seen too
+        jdbc.update("""
+                UPDATE replica SET state = 'failed', last_error = 'changed by the test' WHERE file_id =
+                       (SELECT id FROM file WHERE name = ?)""", "/inc/" + datasets.get(0) + "/f1");
+        await("the failure counted", Duration.ofSeconds(20), () -> rules.completeness(datasets.get(0)).getFirst().filesFailed() == 1);
+        Completeness c = rules.completeness(datasets.get(0)).getFirst();
+        assertThat(c.filesDone()).isEqualTo(3);
+        assertThat(c.state()).isNotEqualTo("OK");
+        for (int i = 0; i < 3; i++) engine.pass();
+        assertThat(jdbc.queryForObject(updated, String.class, datasets.get(1))).as("the other dataset was not recomputed")
+                .isEqualTo(before);
     }
 
     @Test

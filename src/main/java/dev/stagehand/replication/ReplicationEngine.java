@@ -46,8 +46,8 @@ import org.springframework.transaction.support.TransactionTemplate;
  *   <li>dispatches pending replicas: one transfer_job each (local copy or third-party from a site), or one
  *       recall request per (site, experiment) for copies that must come from tape; the source is chosen by
  *       {@link ReplicaPlanner} (bottleneck links crossed once, then fan-out);</li>
- *   <li>deletes at their sites the copies no active rule has wanted for {@code deletion.grace};</li>
- *   <li>recomputes the per-site completeness of every dataset a rule covers.</li>
+ *   <li>recomputes the per-site completeness of every dataset a rule covers;</li>
+ *   <li>deletes at their sites the copies no active rule has wanted for {@code deletion.grace}.</li>
  * </ol>
  * A replica is a single row per (file, site) whatever the number of rules wanting it, so no transfer is
  * made twice and none for a replica already done. Everything is in rows: a restart carries on.
@@ -153,8 +153,8 @@ public class ReplicationEngine implements SmartLifecycle {
             }
             int[] tracked = track();
             int[] sent = dispatch();
-            reap();
             recomputeStatus();
+            reap(); // after: its deletions at the sites take time, and what they change is counted next pass
             return new PassReport(true, applied, tracked[0], tracked[1], sent[0], sent[1], sent[2]);
         } finally {
             passLock.unlock();
@@ -526,13 +526,47 @@ public class ReplicationEngine implements SmartLifecycle {
                 props.maxAttempts(), reason, props.retryBackoff().toMillis() / 1000.0, p.file(), p.site());
     }
 
-    /** Recomputes dataset_site_status for every (dataset, site) some active rule wants replicas at. */
+        /** A full recompute now and then, as a safety net for marks a trigger could not make (a file deleted whole). */
+    static final Duration FULL_RECOMPUTE_EVERY = Duration.ofMinutes(10);
+    private volatile long lastFullRecompute = Long.MIN_VALUE;
+
+    /**
+     * Recomputes dataset_site_status for the (dataset, site) pairs active rules want replicas at: of the datasets
+     * marked in {@code dataset_status_dirty} since the last pass (triggers mark them on every change to their
+     * replicas, wants and rules), or of all every {@link #FULL_RECOMPUTE_EVERY} and at the first pass. The
+     * others only turn STUCK when their progress is older than {@code stuck-after}. One transaction: marks taken
+     * are not lost if this fails.
+     */
     public void recomputeStatus() {
+        long now = System.nanoTime();
+        boolean full = lastFullRecompute == Long.MIN_VALUE || now - lastFullRecompute >= FULL_RECOMPUTE_EVERY.toNanos();
+        tx.executeWithoutResult(status -> {
+            Long[] dirty = jdbc.queryForList("DELETE FROM dataset_status_dirty RETURNING dataset_id", Long.class).toArray(Long[]::new);
+            if (full) {
+                recompute("", "");
+            } else if (dirty.length > 0) {
+                recompute(" AND f.dataset_id = ANY (?)", " AND s.dataset_id = ANY (?)", (Object) dirty);
+            }
+            if (!full) {
+                jdbc.update("""
+                        UPDATE dataset_site_status SET state = 'STUCK', updated_at = now()
+                         WHERE state = 'REPLICATING' AND last_progress_at < now() - make_interval(secs => ?)""",
+                        props.stuckAfter().toMillis() / 1000.0);
+            }
+        });
+        if (full) lastFullRecompute = now;
+    }
+
+    /** The aggregation of {@link #recomputeStatus}, for the files and status rows the conditions select. */
+    private void recompute(String files, String statusRows, Object... dirty) {
+        List<Object> args = new ArrayList<>(List.of(dirty));
+        args.add(props.stuckAfter().toMillis() / 1000.0);
         jdbc.update("""
                 WITH want AS (
                     SELECT DISTINCT f.dataset_id, x.file_id, x.site_id
                       FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id AND ru.state = 'active'
-                      JOIN file f ON f.id = x.file_id),
+                      JOIN file f ON f.id = x.file_id WHERE true""" + files + """
+                ),
                 agg AS (
                     SELECT w.dataset_id, w.site_id, count(*) AS total,
                            count(*) FILTER (WHERE r.state IN ('done', 'verified')) AS done,
@@ -563,11 +597,12 @@ public class ReplicationEngine implements SmartLifecycle {
                                     WHEN s.last_progress_at < now() - make_interval(secs => ?)
                                          AND EXCLUDED.files_done <= s.files_done THEN 'STUCK'
                                     ELSE 'REPLICATING' END,
-                       updated_at = now()""", props.stuckAfter().toMillis() / 1000.0);
+                       updated_at = now()""", args.toArray());
         jdbc.update("""
                 DELETE FROM dataset_site_status s WHERE NOT EXISTS (
                     SELECT 1 FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id AND ru.state = 'active'
-                      JOIN file f ON f.id = x.file_id WHERE f.dataset_id = s.dataset_id AND x.site_id = s.site_id)""");
+                      JOIN file f ON f.id = x.file_id WHERE f.dataset_id = s.dataset_id AND x.site_id = s.site_id)""" + statusRows,
+                dirty);
     }
 
     private Map<Long, SiteRef> sites() {
