@@ -199,6 +199,35 @@ class ScheduledReplicationIT {
         }
     }
 
+    /**
+     * Guards that hold whatever the clustered Quartz store does: one firing acquired by two nodes runs once
+     * (quartz#107), and a firing of a paused schedule does not run, while an operator's run does.
+     */
+    @Test
+    void aFiringRunsOnceOnOneNodeAndNotAtAllWhenPaused() {
+        String ds = "guard-" + tag;
+        jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
+        long rule = rules.create(new NewRule(ds, 1, "nosuch=" + tag, null, null, "0 0 3 1 1 ? 2099", "it")).id();
+        try {
+            Instant night = Instant.parse("2099-01-01T03:00:00Z");
+            assertThat(engine.runScheduled(rule, night, "node-a", true)).isTrue();
+            assertThat(engine.runScheduled(rule, night, "node-b", true)).isTrue(); // the same firing, acquired twice
+            assertThat(schedules.runs(rule, 10)).singleElement().satisfies(r -> assertThat(r.instance()).isEqualTo("node-a"));
+
+            schedules.pause(rule);
+            engine.runScheduled(rule, night.plus(Duration.ofDays(1)), "node-a", true);
+            assertThat(schedules.runs(rule, 10)).as("a firing of the paused schedule").hasSize(1);
+            engine.runScheduled(rule, night.plus(Duration.ofDays(1)), "node-a", false);
+            assertThat(schedules.runs(rule, 10)).as("an operator's run while paused").hasSize(2);
+
+            schedules.resume(rule);
+            engine.runScheduled(rule, night.plus(Duration.ofDays(2)), "node-b", true);
+            assertThat(schedules.runs(rule, 10)).hasSize(3);
+        } finally {
+            rules.delete(rule);
+        }
+    }
+
     @Test
     void aMissedCronTriggerFiresOnceOnStartUpNotOncePerMissedFiring() throws Exception {
         String name = "misfire-it-" + tag;

@@ -220,13 +220,36 @@ public class ReplicationEngine implements SmartLifecycle {
      * A scheduled run of a rule (called by {@link ReplicationRunJob} on one instance of the cluster):
      * applies the rule (its dataset's new files), runs a pass, then waits until every replica the rule wants
      * is settled (done, verified or failed for good) or {@code schedule.max-run-time} passed. Recorded in
-     * replication_run. Returns false when the rule no longer exists.
+     * replication_run. A firing of the rule's schedule ({@code bySchedule}) is skipped, with no run recorded,
+     * when the schedule is paused or another instance already runs that firing; an operator's run is not.
+     * Returns false when the rule no longer exists.
      */
-    public boolean runScheduled(long ruleId, Instant scheduledAt, String instance) {
-        List<String> state = jdbc.queryForList("SELECT state FROM replication_rule WHERE id = ?", String.class, ruleId);
-        if (state.isEmpty()) return false;
-        long run = jdbc.queryForObject("INSERT INTO replication_run (rule_id, instance, scheduled_at) VALUES (?, ?, ?) RETURNING id",
-                Long.class, ruleId, instance, scheduledAt == null ? null : java.sql.Timestamp.from(scheduledAt));
+    public boolean runScheduled(long ruleId, Instant scheduledAt, String instance, boolean bySchedule) {
+        // Whether to run, and the run's row, in one transaction holding a share lock on the rule: a pause
+        // (an update of the row) waits for it, so a run either started before the pause returned or sees it.
+        record Start(String state, Long run) {}
+        Start start = tx.execute(status -> {
+            List<Map<String, Object>> rule = jdbc.queryForList(
+                    "SELECT state, schedule_paused FROM replication_rule WHERE id = ? FOR SHARE", ruleId);
+            if (rule.isEmpty()) return null;
+            String state = (String) rule.getFirst().get("state");
+            if (bySchedule && Boolean.TRUE.equals(rule.getFirst().get("schedule_paused"))) {
+                log.info("firing of rule {} at {} skipped: its schedule is paused", ruleId, scheduledAt);
+                return new Start(state, null);
+            }
+            // one run per scheduled firing, even when two nodes of the Quartz cluster acquired it (quartz#107)
+            List<Long> run = jdbc.queryForList("""
+                    INSERT INTO replication_run (rule_id, instance, scheduled_at, fired_by) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (rule_id, scheduled_at) WHERE fired_by = 'schedule' DO NOTHING RETURNING id""",
+                    Long.class, ruleId, instance, scheduledAt == null ? null : java.sql.Timestamp.from(scheduledAt),
+                    bySchedule ? "schedule" : "operator");
+            if (run.isEmpty()) log.info("firing of rule {} at {} skipped: another instance runs it", ruleId, scheduledAt);
+            return new Start(state, run.isEmpty() ? null : run.getFirst());
+        });
+        if (start == null) return false;
+        if (start.run() == null) return true;
+        long run = start.run();
+        List<String> state = List.of(start.state());
         String outcome;
         int added = 0;
         try {

@@ -36,7 +36,9 @@ public class ReplicationRunJob implements Job {
             instance = "unknown";
         }
         java.time.Instant scheduled = context.getScheduledFireTime() == null ? null : context.getScheduledFireTime().toInstant();
-        if (!engine.runScheduled(rule, scheduled, instance)) {
+        // the rule's own cron trigger, or an operator's "run now" (a one-off trigger of the same job)
+        boolean bySchedule = context.getTrigger().getKey().equals(ReplicationSchedules.triggerKey(rule));
+        if (!engine.runScheduled(rule, scheduled, instance, bySchedule)) {
             // the rule is gone: its job goes too
             try {
                 context.getScheduler().deleteJob(context.getJobDetail().getKey());

@@ -141,12 +141,22 @@ public class ReplicationSchedules {
                         (Integer) rs.getObject("files_added"), rs.getString("outcome")), ruleId, limit);
     }
 
+    /**
+     * Pauses the rule's schedule. The rule's row says so first: a run starting checks it under a share lock,
+     * so once this returns no firing of the schedule runs, whatever a node of the Quartz cluster had acquired.
+     */
     public void pause(long ruleId) {
-        act(ruleId, s -> s.pauseJob(jobKey(ruleId)));
+        act(ruleId, s -> {
+            jdbc.update("UPDATE replication_rule SET schedule_paused = true WHERE id = ?", ruleId);
+            s.pauseJob(jobKey(ruleId));
+        });
     }
 
     public void resume(long ruleId) {
-        act(ruleId, s -> s.resumeJob(jobKey(ruleId)));
+        act(ruleId, s -> {
+            jdbc.update("UPDATE replication_rule SET schedule_paused = false WHERE id = ?", ruleId);
+            s.resumeJob(jobKey(ruleId));
+        });
     }
 
     /** Runs the rule now (on whichever instance picks it up), besides its schedule; never alongside a running one. */
