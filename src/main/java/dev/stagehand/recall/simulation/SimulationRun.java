@@ -176,6 +176,7 @@ public final class SimulationRun implements EngineListener {
     public void requestFinished(RequestWork request, double t) {
         double latency = Math.max(0, request.completedAt() - request.arrival());
         latencies.add(latency);
+        if (TRACE) System.err.printf("%9.1f request %s done, arrived %.1f, latency %.1f%n", t, request.id(), request.arrival(), latency);
         Double eta = probedEta.remove(request.id());
         if (eta != null && latency >= ETA_MIN_LATENCY_S) etaErrors.add(Math.abs(eta - request.completedAt()) / latency);
     }
