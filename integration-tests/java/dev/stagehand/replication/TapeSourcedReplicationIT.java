@@ -71,24 +71,30 @@ class TapeSourcedReplicationIT {
         ItDb.cancelOpenRequests(jdbc);
     }
 
+    /** Dataset {@code ds} of {@code n} files on one new volume only (label prefix {@code volumePrefix}): name to id. */
+    Map<String, Long> onTapeOnly(String ds, String volumePrefix, int n) {
+        long dsId = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, ds);
+        String volume = volumePrefix + tag.substring(0, 4).toUpperCase();
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", volume);
+        Map<String, Long> files = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < n; i++) {
+            String name = "/" + ds + "/f" + i;
+            long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, ?, ?, ?, 'phenix') RETURNING id",
+                    Long.class, name, SIZE, SimulatedContent.adler32Hex(name, SIZE), dsId);
+            jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) SELECT ?, id, ? FROM volume WHERE label = ?",
+                    id, (i + 1) * 3_000_000_000L, volume);
+            files.put(name, id);
+        }
+        return files;
+    }
+
     @Test
     void filesOnlyOnTapeAreRecalledAndReplicatedAndALostReplicaComesBackFromTape() throws Exception {
         Path dest = root.resolve("site-" + tag);
         GridFtpServer.openUp(dest);
         sites.put("TAPE-DEST-" + tag, Map.of("kind", "t-" + tag), List.of(server.url(dest)));
         String ds = "taped-" + tag;
-        long dsId = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, ds);
-        String volume = "RT" + tag.substring(0, 4).toUpperCase();
-        jdbc.update("INSERT INTO volume (label) VALUES (?)", volume);
-        List<String> names = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            String name = "/taped/" + tag + "/f" + i;
-            long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, ?, ?, ?, 'phenix') RETURNING id",
-                    Long.class, name, SIZE, SimulatedContent.adler32Hex(name, SIZE), dsId);
-            jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) SELECT ?, id, ? FROM volume WHERE label = ?",
-                    id, (i + 1) * 3_000_000_000L, volume);
-            names.add(name);
-        }
+        List<String> names = new ArrayList<>(onTapeOnly(ds, "RT", 3).keySet());
         long rule = rules.create(new NewRule(ds, 1, "kind=t-" + tag, null, null, null, "it")).id();
         try {
             await("replicated from tape", Duration.ofSeconds(240),
@@ -133,18 +139,7 @@ class TapeSourcedReplicationIT {
         GridFtpServer.openUp(dest);
         long site = sites.put("ATOMIC-" + tag, Map.of("kind", "a-" + tag), List.of(server.url(dest))).id();
         String ds = "atomic-" + tag;
-        long dsId = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, ds);
-        String volume = "RA" + tag.substring(0, 4).toUpperCase();
-        jdbc.update("INSERT INTO volume (label) VALUES (?)", volume);
-        List<Long> ids = new ArrayList<>();
-        for (int i = 0; i < 2; i++) {
-            String name = "/atomic/" + tag + "/f" + i;
-            long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, ?, ?, ?, 'phenix') RETURNING id",
-                    Long.class, name, SIZE, SimulatedContent.adler32Hex(name, SIZE), dsId);
-            jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) SELECT ?, id, ? FROM volume WHERE label = ?",
-                    id, (i + 1) * 3_000_000_000L, volume);
-            ids.add(id);
-        }
+        List<Long> ids = new ArrayList<>(onTapeOnly(ds, "RA", 2).values());
         String refuse = "it_refuse_staging_" + tag.replace("-", "_");
         // a sequence counts the refusals: it is not rolled back with the refused transaction
         jdbc.execute("CREATE SEQUENCE " + refuse);
