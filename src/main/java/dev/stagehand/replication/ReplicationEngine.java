@@ -448,6 +448,10 @@ public class ReplicationEngine implements SmartLifecycle {
      * An active rule wants replica {@code r}: it asked for it, or it chose the site for the file's dataset (a cron
      * rule before its next run adds the file only then).
      */
+    /** How often {@link #reap} looks for unwanted copies, at most (less when the grace is shorter). */
+    static final Duration REAP_EVERY = Duration.ofMinutes(1);
+    private long lastReap = Long.MIN_VALUE;
+
     private static final String WANTED = """
             (EXISTS (SELECT 1 FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id
                       WHERE x.file_id = r.file_id AND x.site_id = r.site_id AND ru.state = 'active')
@@ -466,6 +470,10 @@ public class ReplicationEngine implements SmartLifecycle {
      */
     private int reap() {
         ReplicationProperties.Deletion del = props.deletion();
+        // Its marking scans every done replica: not every pass, but often enough against the grace (hours)
+        long now = System.nanoTime();
+        if (lastReap != Long.MIN_VALUE && now - lastReap < Math.min(REAP_EVERY.toNanos(), del.grace().toNanos())) return 0;
+        lastReap = now;
         jdbc.update("UPDATE replica r SET unwanted_since = now() WHERE unwanted_since IS NULL AND state IN ('done', 'verified') "
                 + "AND source IS DISTINCT FROM 'registered' AND NOT " + WANTED);
         jdbc.update("UPDATE replica r SET unwanted_since = NULL WHERE unwanted_since IS NOT NULL AND state <> 'deleting' AND " + WANTED);
