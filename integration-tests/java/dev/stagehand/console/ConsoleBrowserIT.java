@@ -55,6 +55,9 @@ import org.springframework.test.context.DynamicPropertySource;
         "stagehand.console.admin-password=browser-admin-pw",
         "stagehand.transfer.queue.poll-interval=200ms", "stagehand.transfer.mover.backoff=200ms",
         "stagehand.transfer.mover.max-attempts=2",
+        // the dead link's file fails after the mover's attempts instead of waiting out the outage in the queue;
+        // a database of its own, so no other test context's drainer (which would wait it out) claims it
+        "stagehand.transfer.queue.outage.give-up-after=0s", "stagehand.db.local-database=stagehand_console",
 })
 class ConsoleBrowserIT {
 

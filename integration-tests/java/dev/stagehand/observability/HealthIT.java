@@ -66,9 +66,15 @@ class HealthIT {
             admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'stagehand_health'");
             pool.getHikariPoolMXBean().softEvictConnections();
 
-            // the db check waits for a connection up to the pool's connection timeout (Hikari's default: 30 s)
+            // the db check gives up after stagehand.db.health-timeout (2 s), not the pool's connection timeout
+            // (Hikari's 30 s, which Spring Boot's own check waited for)
+            long asked = System.nanoTime();
             Answer notReady = get("/actuator/health/readiness");
+            long tookMillis = (System.nanoTime() - asked) / 1_000_000;
             assertThat(notReady.status()).isEqualTo(503);
+            assertThat(tookMillis).as("readiness answered DOWN in %d ms", tookMillis).isLessThan(15_000);
+            assertThat(notReady.json().get("components").get("db").get("details").toString()).containsAnyOf(
+                    "no valid connection within 2000 ms", "error"); // timed out, or the pool already said why
             assertThat(notReady.json().get("status").stringValue()).isEqualTo("DOWN");
             assertThat(notReady.json().get("components").get("db").get("status").stringValue()).isEqualTo("DOWN");
             assertThat(notReady.json().get("components").get("tapeLibrary").get("status").stringValue()).isEqualTo("UP");

@@ -13,6 +13,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param localDir     where the embedded default keeps its private cluster
  * @param localDatabase database name created in the private cluster
  * @param poolSize     maximum connections in the pool
+ * @param healthTimeout readiness reports the database DOWN when no connection is valid within this time
+ *                     (rather than after the pool's 30 s connection timeout)
  */
 @ConfigurationProperties("stagehand.db")
 public record DatabaseProperties(
@@ -21,7 +23,8 @@ public record DatabaseProperties(
         String password,
         @DefaultValue("var/pg") Path localDir,
         @DefaultValue("stagehand") String localDatabase,
-        @DefaultValue("20") int poolSize) {
+        @DefaultValue("20") int poolSize,
+        @DefaultValue("2s") java.time.Duration healthTimeout) {
 
     public boolean embedded() {
         return url == null || url.isBlank();

@@ -142,8 +142,15 @@ class TransferDrainer implements SmartLifecycle {
                             Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
                             TransferFailure f = cause instanceof TransferFailure tf ? tf
                                     : new TransferFailure(TransferFailure.Kind.PROTOCOL, String.valueOf(cause), 0, cause);
+                            if (f.kind().unreachable()) {
+                                // an outage is waited out in the queue, not counted against the file
+                                TransferQueue.Outcome o = DatabaseRetry.call("transfer " + id + " put back",
+                                        () -> queue.putBackOrFail(id, owner, f, settings.outage()));
+                                if (o == TransferQueue.Outcome.FAILED) observe(job, c, claimedAt, null, f);
+                                else if (o == TransferQueue.Outcome.PUT_BACK) observer.putBack(c, f);
+                            }
                             // a cancelled row (or one taken over) is not ours to record: the row says what became of it
-                            if (DatabaseRetry.call("transfer " + id + " failed", () -> queue.failed(id, owner, f))
+                            else if (DatabaseRetry.call("transfer " + id + " failed", () -> queue.failed(id, owner, f))
                                     || f.kind() == TransferFailure.Kind.CANCELLED) observe(job, c, claimedAt, null, f);
                         }
                     } catch (RuntimeException dbTrouble) {

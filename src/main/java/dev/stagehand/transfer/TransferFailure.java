@@ -3,14 +3,17 @@ package dev.stagehand.transfer;
 /** A typed transfer failure, so callers and the retry policy can tell transient trouble from final refusals. */
 public final class TransferFailure extends RuntimeException {
 
-    /** What failed; {@link #retryable()} says whether another attempt can help. */
+    /**
+     * What failed; {@link #retryable()} says whether another attempt can help, {@link #unreachable()} whether
+     * the other end could not be reached or stopped answering (an outage: worth waiting out, not a bad file).
+     */
     public enum Kind {
         /** Could not connect (refused, reset, host down). */
-        CONNECTION(true),
+        CONNECTION(true, true),
         /** A command or transfer did not finish in time. */
-        TIMEOUT(true),
+        TIMEOUT(true, true),
         /** No bytes moved for the stall limit; the connection was closed by the watchdog. */
-        STALL(true),
+        STALL(true, true),
         /** The destination's Adler32 differs from the expected one. */
         CHECKSUM_MISMATCH(true),
         /** Any other server or protocol error (retried, as the server may be at fault). */
@@ -29,13 +32,23 @@ public final class TransferFailure extends RuntimeException {
         CANCELLED(false);
 
         private final boolean retryable;
+        private final boolean unreachable;
 
         Kind(boolean retryable) {
+            this(retryable, false);
+        }
+
+        Kind(boolean retryable, boolean unreachable) {
             this.retryable = retryable;
+            this.unreachable = unreachable;
         }
 
         public boolean retryable() {
             return retryable;
+        }
+
+        public boolean unreachable() {
+            return unreachable;
         }
     }
 

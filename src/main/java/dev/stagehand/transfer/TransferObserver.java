@@ -98,6 +98,30 @@ class TransferObserver implements TransferListener {
                 .tags("link", link(copy), "class", failure.kind().name().toLowerCase(Locale.ROOT)).register(registry).increment();
     }
 
+    /** A file whose other end could not be reached went back to the queue to wait the outage out. */
+    void putBack(FileCopy copy, TransferFailure failure) {
+        try {
+            Counter.builder("stagehand.transfer.put.back")
+                    .description("files put back in the queue because their destination or source could not be reached")
+                    .tags("link", link(copy), "class", failure.kind().name().toLowerCase(Locale.ROOT))
+                    .register(registry).increment();
+            // one line per link a minute, not one per file: an outage puts back thousands
+            String link = link(copy);
+            long now = System.nanoTime();
+            Long last = lastPutBackLog.get(link);
+            if (last == null || now - last > 60_000_000_000L) {
+                lastPutBackLog.put(link, now);
+                log.warn("transfer link {} unreachable ({}): its files wait in the queue for the outage to end",
+                        link, failure.getMessage());
+            }
+        } catch (RuntimeException e) {
+            // monitoring only
+        }
+    }
+
+    private static final Logger log = LoggerFactory.getLogger(TransferObserver.class);
+    private final Map<String, Long> lastPutBackLog = new ConcurrentHashMap<>();
+
     /** A claimed job ended: {@code result} (verified) or {@code failure}; {@code claimedAt} when it was handed to the mover. */
     void finished(TransferJob job, FileCopy copy, Instant claimedAt, CopyResult result, TransferFailure failure) {
         String link = link(copy);

@@ -22,8 +22,27 @@ public record TransferProperties(@DefaultValue MoverSettings mover, @DefaultValu
      * @param instanceId   names this instance's claims; a restart under the same name takes its rows back at
      *                     once instead of waiting for their leases. Must differ between running instances.
      *                     Empty: host name and process id (a restart waits for the leases)
+     * @param outage       what happens to files whose destination (or source) cannot be reached
      */
     public record Queue(@DefaultValue("true") boolean enabled, @DefaultValue("1s") Duration pollInterval,
                         @DefaultValue("200") int batchSize, @DefaultValue("2000") int maxInFlight,
-                        @DefaultValue("2m") Duration lease, @DefaultValue("") String instanceId) {}
+                        @DefaultValue("2m") Duration lease, @DefaultValue("") String instanceId,
+                        @DefaultValue Outage outage) {}
+
+    /**
+     * A file whose other end refused, timed out or stalled through all the mover's attempts is put back in
+     * the queue rather than failed, and claimed again after {@code delay}, doubled per put-back up to
+     * {@code maxDelay}; once its outage has lasted {@code giveUpAfter} it fails (an operator can retry it).
+     *
+     * @param delay       wait before the first claim after an outage failure
+     * @param maxDelay    longest wait between claims
+     * @param giveUpAfter how long an outage may last before the file fails; 0: fail at once (no put-back)
+     */
+    public record Outage(@DefaultValue("30s") Duration delay, @DefaultValue("10m") Duration maxDelay,
+                         @DefaultValue("24h") Duration giveUpAfter) {
+        public Outage {
+            if (delay.isNegative() || maxDelay.isNegative() || giveUpAfter.isNegative())
+                throw new IllegalArgumentException("stagehand.transfer.queue.outage durations must not be negative");
+        }
+    }
 }

@@ -129,7 +129,8 @@ public class TransferQueue {
      */
     public boolean retry(long id) {
         boolean again = jdbc.update("""
-                UPDATE transfer_job SET state = 'queued', finished_at = NULL, lease_owner = NULL, lease_until = NULL
+                UPDATE transfer_job SET state = 'queued', finished_at = NULL, lease_owner = NULL, lease_until = NULL,
+                       not_before = now(), outage_since = NULL
                 WHERE id = ? AND state = 'failed'""", id) == 1;
         if (again) afterCommit(this::wakeDrainer);
         return again;
@@ -148,8 +149,8 @@ public class TransferQueue {
                 UPDATE transfer_job SET state = 'active', lease_owner = ?, lease_until = now() + make_interval(secs => ?),
                        attempts = attempts + 1, started_at = coalesce(started_at, now())
                 WHERE id IN (SELECT id FROM transfer_job
-                             WHERE state = 'queued' OR (state = 'active' AND lease_until < now())
-                             ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)
+                             WHERE (state = 'queued' AND not_before <= now()) OR (state = 'active' AND lease_until < now())
+                             ORDER BY not_before, id LIMIT ? FOR UPDATE SKIP LOCKED)
                 RETURNING *""", TransferQueue::row, owner, lease.toMillis() / 1000.0, limit);
     }
 
@@ -192,6 +193,35 @@ public class TransferQueue {
                 f.kind().name(), f.getMessage(), f.attempts(), id, owner));
     }
 
+    /** What became of a row whose destination (or source) could not be reached. */
+    enum Outcome { PUT_BACK, FAILED, NOT_OURS }
+
+    /**
+     * A claimed row failed because the other end could not be reached ({@link TransferFailure.Kind#unreachable()}):
+     * it goes back to the queue, not to be claimed for {@code outage.delay()} doubled per put-back (at most
+     * {@code outage.maxDelay()}), unless its outage has lasted {@code outage.giveUpAfter()}: then it fails.
+     * A site down for an hour thus delays its files rather than failing them (FTS3 and Rucio fail them and
+     * leave the resubmission to someone).
+     */
+    Outcome putBackOrFail(long id, String owner, TransferFailure f, TransferProperties.Outage outage) {
+        List<String> back = jdbc.query("""
+                UPDATE transfer_job SET state = 'queued', lease_owner = NULL, lease_until = NULL,
+                       last_error_class = ?, last_error = ?, mover_attempts = ?, deferrals = deferrals + 1,
+                       outage_since = coalesce(outage_since, now()),
+                       not_before = now() + make_interval(secs => least(?, ? * power(2, least(deferrals, 30))))
+                WHERE id = ? AND state = 'active' AND lease_owner = ?
+                  AND coalesce(outage_since, now()) > now() - make_interval(secs => ?)
+                RETURNING correlation""", (rs, n) -> rs.getString(1),
+                f.kind().name(), f.getMessage(), f.attempts(), seconds(outage.maxDelay()), seconds(outage.delay()),
+                id, owner, seconds(outage.giveUpAfter()));
+        if (!back.isEmpty()) return Outcome.PUT_BACK;
+        return failed(id, owner, f) ? Outcome.FAILED : Outcome.NOT_OURS;
+    }
+
+    private static double seconds(Duration d) {
+        return d.toMillis() / 1000.0;
+    }
+
     /** Whether a row was ended; if so its listeners hear of it once that is committed. */
     private boolean endedBy(List<String> correlations) {
         if (correlations.isEmpty()) return false;
@@ -208,7 +238,7 @@ public class TransferQueue {
                 rs.getString("destination"), rs.getLong("size_bytes"), adler, rs.getString("state"), rs.getInt("attempts"),
                 rs.getString("last_error_class"), rs.getString("last_error"), rs.getLong("bytes_moved"), mbps,
                 instant(rs.getTimestamp("created_at")), instant(rs.getTimestamp("started_at")),
-                instant(rs.getTimestamp("finished_at")));
+                instant(rs.getTimestamp("finished_at")), instant(rs.getTimestamp("not_before")), rs.getInt("deferrals"));
     }
 
     private static Instant instant(Timestamp t) {

@@ -76,6 +76,6 @@ class TransferObserverTest {
 
     static TransferJob job(long id, FileCopy c) {
         return new TransferJob(id, "stage:r:" + id, c.source().toString(), c.destination().toString(), c.sizeBytes(), 1L, "active",
-                1, null, null, 0, null, Instant.now(), Instant.now(), null);
+                1, null, null, 0, null, Instant.now(), Instant.now(), null, Instant.now(), 0);
     }
 }
