@@ -278,6 +278,44 @@ class ApiCertificateIT {
         refused.json().get("errors").forEach(e -> assertThat(e.get("reason").stringValue()).isEqualTo("not in the catalog"));
     }
 
+    @Test
+    void aCertificateOnItsCasRevocationListIsRefused() throws Exception {
+        userCert("mallory");
+        Files.writeString(gridMap, Files.readString(gridMap) + "\"" + ORG + "/CN=mallory\" jane-x509\n");
+        Path malloryCert = gsi.dir.resolve("mallory.pem"), malloryKey = gsi.dir.resolve("mallory.key");
+        // no CRL yet: accepted (crl-mode if-valid)
+        assertThat(get(client(malloryCert, malloryKey), "/api/v1/whoami").status()).isEqualTo(200);
+
+        // the CA revokes mallory's certificate; its CRL is installed as fetch-crl does: written aside, renamed in
+        Path ca = gsi.dir.resolve("revocations");
+        Files.createDirectories(ca);
+        Files.writeString(ca.resolve("ca.cnf"), """
+                [ ca ]
+                default_ca = test_ca
+                [ test_ca ]
+                database = index.txt
+                crlnumber = crlnumber
+                default_md = sha256
+                default_crl_days = 2
+                """);
+        Files.writeString(ca.resolve("index.txt"), "");
+        Files.writeString(ca.resolve("crlnumber"), "01\n");
+        String caKey = gsi.dir.resolve("ca.key").toString(), caCert = gsi.dir.resolve("ca.pem").toString();
+        sh(ca, "openssl", "ca", "-config", "ca.cnf", "-revoke", malloryCert.toString(), "-keyfile", caKey, "-cert", caCert);
+        sh(ca, "openssl", "ca", "-config", "ca.cnf", "-gencrl", "-keyfile", caKey, "-cert", caCert, "-out", "crl.pem");
+        String hash = new String(new ProcessBuilder("openssl", "x509", "-hash", "-noout", "-in", caCert).start()
+                .getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        Path aside = gsi.certDir.resolve(hash + ".r0.tmp-fetch-crl");
+        Files.copy(ca.resolve("crl.pem"), aside);
+        Files.move(aside, gsi.certDir.resolve(hash + ".r0"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+
+        // the certificate and a proxy made from it are refused; another certificate of that CA is not
+        assertProblem(get(client(malloryCert, malloryKey), "/api/v1/whoami"), 401, ORG + "/CN=mallory", "revoked");
+        assertProblem(get(client(gsi.dir.resolve("mallory-proxy-pkcs8.pem")), "/api/v1/whoami"), 401, "revoked");
+        userCert("jane");
+        assertMappedToJane(get(client(gsi.dir.resolve("jane.pem"), gsi.dir.resolve("jane.key")), "/api/v1/whoami"));
+    }
+
     private static void sh(Path dir, String... cmd) throws Exception {
         Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

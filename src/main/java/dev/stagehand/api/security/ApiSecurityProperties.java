@@ -14,6 +14,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param certificates    trusted CA certificates for client certificates: a directory of PEM files (the
  *                        {@code X509_CERT_DIR} layout: {@code *.0}, {@code *.pem}) or one PEM bundle
  * @param limitedProxies  accept limited proxies (they may stage and read; Globus uses them for data movement)
+ * @param crlMode         revocation by the CRLs in {@code certificates} ({@code <hash>.r0}, kept current by
+ *                        fetch-crl): {@code if-valid} (a CA with a current CRL is checked, one without is
+ *                        accepted), {@code require} (every CA must have a current CRL), {@code ignore}
  * @param accounts        accounts declared here, written to the database at every start (the admin API adds more)
  */
 @ConfigurationProperties("stagehand.security")
@@ -22,6 +25,7 @@ public record ApiSecurityProperties(
         @DefaultValue("/etc/grid-security/grid-mapfile") Path gridMapfile,
         @DefaultValue("/etc/grid-security/certificates") Path certificates,
         @DefaultValue("true") boolean limitedProxies,
+        @DefaultValue("if-valid") ProxyChainValidator.CrlMode crlMode,
         @DefaultValue List<Account> accounts) {
 
     /** A declared account: name, role (viewer, operator, admin), experiments ("*": all). */

@@ -9,6 +9,11 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.security.GeneralSecurityException;
 import java.security.cert.CertPathValidator;
+import java.security.cert.CertStore;
+import java.security.cert.CollectionCertStoreParameters;
+import java.security.cert.PKIXRevocationChecker;
+import java.security.cert.X509CRL;
+import java.util.EnumSet;
 import java.security.cert.CertificateException;
 import java.security.cert.CertificateFactory;
 import java.security.cert.PKIXParameters;
@@ -40,7 +45,9 @@ import org.slf4j.LoggerFactory;
  * length respected, policy inheritAll or limited — and the end-entity certificate with the rest of the chain
  * goes through the JDK's PKIX validation against the CA certificates of the trust directory. The identity
  * is the end-entity certificate's subject, in the OpenSSL slash form grid-mapfiles use.
- * <p>Not checked (yet): CRLs, and Globus {@code .signing_policy} namespaces.
+ * <p>Revocation: the CRLs of the trust directory ({@code <hash>.r0}, as fetch-crl keeps them) are checked by
+ * the same PKIX validation, per {@link CrlMode}; no network (no OCSP, no distribution points).
+ * <p>Not checked (yet): Globus {@code .signing_policy} namespaces.
  */
 public final class ProxyChainValidator {
 
@@ -55,18 +62,31 @@ public final class ProxyChainValidator {
             "1.2.840.113549.1.9.1", "emailAddress", "2.5.4.5", "serialNumber", "2.5.4.12", "title",
             "2.5.4.42", "GN", "2.5.4.4", "SN", "0.9.2342.19200300.100.1.1", "UID");
     private static final Pattern ANCHOR_FILE = Pattern.compile(".*\\.(\\d|pem|crt)$");
+    private static final Pattern CRL_FILE = Pattern.compile(".*\\.r\\d+$");
+    /** The trust directory is read again at least this often (fetch-crl may rewrite a CRL in place). */
+    private static final long RELOAD_NANOS = java.util.concurrent.TimeUnit.MINUTES.toNanos(5);
+
+    /**
+     * How CRLs count, as dCache's {@code crl-mode}: REQUIRE a valid CRL for every CA of the chain; check one
+     * IF_VALID (a CA without a current CRL is accepted; the default); IGNORE them.
+     */
+    public enum CrlMode { REQUIRE, IF_VALID, IGNORE }
+
+    /** What the trust directory held when last read. */
+    private record Trust(Set<TrustAnchor> anchors, CertStore crls, int crlCount, FileTime modified, long readAt) {}
 
     /** What a valid chain proves: the end-entity DN, how many proxies led to it, whether one was limited. */
     public record Identity(String dn, int proxies, boolean limited) {}
 
     private final Path trustDir;
     private final boolean acceptLimited;
-    private volatile Set<TrustAnchor> anchors = Set.of();
-    private volatile FileTime loadedAt;
+    private final CrlMode crlMode;
+    private volatile Trust trust;
 
-    public ProxyChainValidator(Path trustDir, boolean acceptLimited) {
+    public ProxyChainValidator(Path trustDir, boolean acceptLimited, CrlMode crlMode) {
         this.trustDir = trustDir;
         this.acceptLimited = acceptLimited;
+        this.crlMode = crlMode;
     }
 
     /** The identity the chain (leaf first) proves; a CertificateException says why it proves none. */
@@ -110,12 +130,24 @@ public final class ProxyChainValidator {
             X509Certificate c = chain[i];
             if (!c.getSubjectX500Principal().equals(c.getIssuerX500Principal())) path.add(c); // a root the client sent is not part of the path
         }
-        Set<TrustAnchor> trusted = anchors();
-        if (trusted.isEmpty()) throw new CertificateException("no trusted CA certificates in " + trustDir);
+        Trust t = trust();
+        if (t.anchors().isEmpty()) throw new CertificateException("no trusted CA certificates in " + trustDir);
         try {
-            PKIXParameters params = new PKIXParameters(trusted);
-            params.setRevocationEnabled(false);
-            CertPathValidator.getInstance("PKIX").validate(CertificateFactory.getInstance("X.509").generateCertPath(path), params);
+            PKIXParameters params = new PKIXParameters(t.anchors());
+            CertPathValidator validator = CertPathValidator.getInstance("PKIX");
+            if (crlMode == CrlMode.IGNORE) {
+                params.setRevocationEnabled(false);
+            } else {
+                params.addCertStore(t.crls());
+                PKIXRevocationChecker revocation = (PKIXRevocationChecker) validator.getRevocationChecker();
+                EnumSet<PKIXRevocationChecker.Option> options = EnumSet.of(PKIXRevocationChecker.Option.PREFER_CRLS,
+                        PKIXRevocationChecker.Option.NO_FALLBACK);
+                // SOFT_FAIL accepts an undetermined status (no current CRL), never a revoked certificate
+                if (crlMode == CrlMode.IF_VALID) options.add(PKIXRevocationChecker.Option.SOFT_FAIL);
+                revocation.setOptions(options);
+                params.addCertPathChecker(revocation);
+            }
+            validator.validate(CertificateFactory.getInstance("X.509").generateCertPath(path), params);
         } catch (GeneralSecurityException e) {
             throw new CertificateException("certificate " + dn(chain[ee].getSubjectX500Principal()) + " is not trusted: " + e.getMessage());
         }
@@ -186,17 +218,26 @@ public final class ProxyChainValidator {
         }
     }
 
-    /** CA certificates of the trust directory (or bundle), read again when it changes. */
-    private Set<TrustAnchor> anchors() {
+    /**
+     * CA certificates and CRLs of the trust directory (or bundle), read again when the directory changes (a
+     * file added or replaced by rename, as fetch-crl does) and at least every 5 minutes.
+     */
+    private Trust trust() {
+        Trust t = trust;
         try {
             FileTime m = Files.getLastModifiedTime(trustDir);
-            if (m.equals(loadedAt)) return anchors;
+            if (t != null && m.equals(t.modified()) && System.nanoTime() - t.readAt() < RELOAD_NANOS) return t;
             Set<TrustAnchor> out = new HashSet<>();
+            List<X509CRL> crls = new ArrayList<>();
             CertificateFactory cf = CertificateFactory.getInstance("X.509");
             List<Path> files = new ArrayList<>();
             if (Files.isDirectory(trustDir)) {
                 try (DirectoryStream<Path> ds = Files.newDirectoryStream(trustDir)) {
-                    for (Path f : ds) if (ANCHOR_FILE.matcher(f.getFileName().toString()).matches()) files.add(f);
+                    for (Path f : ds) {
+                        String name = f.getFileName().toString();
+                        if (ANCHOR_FILE.matcher(name).matches()) files.add(f);
+                        else if (CRL_FILE.matcher(name).matches()) readCrls(cf, f, crls);
+                    }
                 }
             } else {
                 files.add(trustDir);
@@ -211,13 +252,33 @@ public final class ProxyChainValidator {
                     log.warn("trust directory {}: cannot read {}: {}", trustDir, f.getFileName(), e.getMessage());
                 }
             }
-            anchors = Set.copyOf(out);
-            loadedAt = m;
-            log.info("client certificates: {} trusted CA certificates from {}", out.size(), trustDir);
-            return anchors;
-        } catch (IOException | CertificateException e) {
+            Trust read = new Trust(Set.copyOf(out), CertStore.getInstance("Collection", new CollectionCertStoreParameters(crls)),
+                    crls.size(), m, System.nanoTime());
+            if (t == null || t.anchors().size() != read.anchors().size() || t.crlCount() != read.crlCount()) {
+                log.info("client certificates: {} trusted CA certificates and {} CRLs from {} (CRL mode {})",
+                        out.size(), crls.size(), trustDir, crlMode);
+            }
+            trust = read;
+            return read;
+        } catch (IOException | GeneralSecurityException e) {
             log.warn("cannot read the trust directory {}: {}", trustDir, e.toString());
-            return anchors;
+            return t != null ? t : new Trust(Set.of(), emptyStore(), 0, null, System.nanoTime());
+        }
+    }
+
+    private void readCrls(CertificateFactory cf, Path f, List<X509CRL> into) {
+        try (InputStream in = Files.newInputStream(f)) {
+            for (var c : cf.generateCRLs(in)) into.add((X509CRL) c);
+        } catch (IOException | java.security.cert.CRLException e) {
+            log.warn("trust directory {}: cannot read the CRL {}: {}", trustDir, f.getFileName(), e.getMessage());
+        }
+    }
+
+    private static CertStore emptyStore() {
+        try {
+            return CertStore.getInstance("Collection", new CollectionCertStoreParameters(List.of()));
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException(e);
         }
     }
 
