@@ -38,7 +38,8 @@ class ApiSecurityConfiguration {
             throws Exception {
         seedAccounts(props, accounts);
         ApiAuthenticator authenticator = new ApiAuthenticator(adminToken(props), tokens, accounts,
-                new ProxyChainValidator(props.certificates(), props.limitedProxies(), props.crlMode()), new GridMapfile(props.gridMapfile()));
+                new ProxyChainValidator(props.certificates(), props.limitedProxies(), props.crlMode(),
+                        props.namespaceMode()), new GridMapfile(props.gridMapfile()));
         http.securityMatcher("/api/**")
                 .csrf(c -> c.disable())
                 .sessionManagement(s -> s.sessionCreationPolicy(SessionCreationPolicy.STATELESS))

@@ -17,6 +17,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param crlMode         revocation by the CRLs in {@code certificates} ({@code <hash>.r0}, kept current by
  *                        fetch-crl): {@code if-valid} (a CA with a current CRL is checked, one without is
  *                        accepted), {@code require} (every CA must have a current CRL), {@code ignore}
+ * @param namespaceMode   the CAs' {@code <hash>.signing_policy} namespaces in {@code certificates}:
+ *                        {@code if-present} (a CA with a policy may sign only the names it lists), {@code require}
+ *                        (a CA without one is refused), {@code ignore}
  * @param accounts        accounts declared here, written to the database at every start (the admin API adds more)
  */
 @ConfigurationProperties("stagehand.security")
@@ -26,6 +29,7 @@ public record ApiSecurityProperties(
         @DefaultValue("/etc/grid-security/certificates") Path certificates,
         @DefaultValue("true") boolean limitedProxies,
         @DefaultValue("if-valid") ProxyChainValidator.CrlMode crlMode,
+        @DefaultValue("if-present") ProxyChainValidator.NamespaceMode namespaceMode,
         @DefaultValue List<Account> accounts) {
 
     /** A declared account: name, role (viewer, operator, admin), experiments ("*": all). */

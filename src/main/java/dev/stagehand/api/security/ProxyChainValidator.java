@@ -47,7 +47,8 @@ import org.slf4j.LoggerFactory;
  * is the end-entity certificate's subject, in the OpenSSL slash form grid-mapfiles use.
  * <p>Revocation: the CRLs of the trust directory ({@code <hash>.r0}, as fetch-crl keeps them) are checked by
  * the same PKIX validation, per {@link CrlMode}; no network (no OCSP, no distribution points).
- * <p>Not checked (yet): Globus {@code .signing_policy} namespaces.
+ * <p>Namespaces: each certificate of the path must have a subject its issuing CA's
+ * {@code <hash>.signing_policy} allows ({@link SigningPolicies}), per {@link NamespaceMode}.
  */
 public final class ProxyChainValidator {
 
@@ -72,8 +73,15 @@ public final class ProxyChainValidator {
      */
     public enum CrlMode { REQUIRE, IF_VALID, IGNORE }
 
+    /**
+     * How signing policies count, as dCache's {@code namespace-mode}: REQUIRE one for every CA of the chain;
+     * apply one IF_PRESENT (a CA without one may sign any name; the default); IGNORE them.
+     */
+    public enum NamespaceMode { REQUIRE, IF_PRESENT, IGNORE }
+
     /** What the trust directory held when last read. */
-    private record Trust(Set<TrustAnchor> anchors, CertStore crls, int crlCount, FileTime modified, long readAt) {}
+    private record Trust(Set<TrustAnchor> anchors, CertStore crls, int crlCount, SigningPolicies policies,
+                         FileTime modified, long readAt) {}
 
     /** What a valid chain proves: the end-entity DN, how many proxies led to it, whether one was limited. */
     public record Identity(String dn, int proxies, boolean limited) {}
@@ -81,12 +89,14 @@ public final class ProxyChainValidator {
     private final Path trustDir;
     private final boolean acceptLimited;
     private final CrlMode crlMode;
+    private final NamespaceMode namespaceMode;
     private volatile Trust trust;
 
-    public ProxyChainValidator(Path trustDir, boolean acceptLimited, CrlMode crlMode) {
+    public ProxyChainValidator(Path trustDir, boolean acceptLimited, CrlMode crlMode, NamespaceMode namespaceMode) {
         this.trustDir = trustDir;
         this.acceptLimited = acceptLimited;
         this.crlMode = crlMode;
+        this.namespaceMode = namespaceMode;
     }
 
     /** The identity the chain (leaf first) proves; a CertificateException says why it proves none. */
@@ -151,7 +161,24 @@ public final class ProxyChainValidator {
         } catch (GeneralSecurityException e) {
             throw new CertificateException("certificate " + dn(chain[ee].getSubjectX500Principal()) + " is not trusted: " + e.getMessage());
         }
+        checkNamespaces(path, t.policies());
         return new Identity(dn(chain[ee].getSubjectX500Principal()), ee, limited);
+    }
+
+    /** Each certificate's subject is in its issuer's namespace (the path holds the end entity and intermediates). */
+    private void checkNamespaces(List<X509Certificate> path, SigningPolicies policies) throws CertificateException {
+        if (namespaceMode == NamespaceMode.IGNORE) return;
+        for (X509Certificate c : path) {
+            String ca = dn(c.getIssuerX500Principal()), subject = dn(c.getSubjectX500Principal());
+            if (!policies.covers(ca)) {
+                if (namespaceMode == NamespaceMode.REQUIRE)
+                    throw new CertificateException("certificate " + subject + ": its CA " + ca + " has no signing policy");
+                continue;
+            }
+            if (!policies.permits(ca, subject))
+                throw new CertificateException("certificate " + subject + " is outside the namespace its CA " + ca
+                        + " may sign (signing_policy)");
+        }
     }
 
     /** "rfc3820", "draft" or "legacy" when {@code c} is a proxy issued by {@code issuer}; else null. */
@@ -229,6 +256,7 @@ public final class ProxyChainValidator {
             if (t != null && m.equals(t.modified()) && System.nanoTime() - t.readAt() < RELOAD_NANOS) return t;
             Set<TrustAnchor> out = new HashSet<>();
             List<X509CRL> crls = new ArrayList<>();
+            List<Path> policyFiles = new ArrayList<>();
             CertificateFactory cf = CertificateFactory.getInstance("X.509");
             List<Path> files = new ArrayList<>();
             if (Files.isDirectory(trustDir)) {
@@ -237,6 +265,7 @@ public final class ProxyChainValidator {
                         String name = f.getFileName().toString();
                         if (ANCHOR_FILE.matcher(name).matches()) files.add(f);
                         else if (CRL_FILE.matcher(name).matches()) readCrls(cf, f, crls);
+                        else if (name.endsWith(".signing_policy")) policyFiles.add(f);
                     }
                 }
             } else {
@@ -252,17 +281,20 @@ public final class ProxyChainValidator {
                     log.warn("trust directory {}: cannot read {}: {}", trustDir, f.getFileName(), e.getMessage());
                 }
             }
+            SigningPolicies policies = SigningPolicies.read(policyFiles, (f, why) ->
+                    log.warn("trust directory {}: cannot read the signing policy {}: {}", trustDir, f.getFileName(), why));
             Trust read = new Trust(Set.copyOf(out), CertStore.getInstance("Collection", new CollectionCertStoreParameters(crls)),
-                    crls.size(), m, System.nanoTime());
-            if (t == null || t.anchors().size() != read.anchors().size() || t.crlCount() != read.crlCount()) {
-                log.info("client certificates: {} trusted CA certificates and {} CRLs from {} (CRL mode {})",
-                        out.size(), crls.size(), trustDir, crlMode);
+                    crls.size(), policies, m, System.nanoTime());
+            if (t == null || t.anchors().size() != read.anchors().size() || t.crlCount() != read.crlCount()
+                    || t.policies().size() != policies.size()) {
+                log.info("client certificates: {} trusted CA certificates, {} CRLs and {} signing policies from {} "
+                        + "(CRL mode {}, namespace mode {})", out.size(), crls.size(), policies.size(), trustDir, crlMode, namespaceMode);
             }
             trust = read;
             return read;
         } catch (IOException | GeneralSecurityException e) {
             log.warn("cannot read the trust directory {}: {}", trustDir, e.toString());
-            return t != null ? t : new Trust(Set.of(), emptyStore(), 0, null, System.nanoTime());
+            return t != null ? t : new Trust(Set.of(), emptyStore(), 0, SigningPolicies.none(), null, System.nanoTime());
         }
     }
 

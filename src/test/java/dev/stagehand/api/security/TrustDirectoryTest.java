@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.stagehand.api.security.ProxyChainValidator.CrlMode;
+import dev.stagehand.api.security.ProxyChainValidator.NamespaceMode;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -16,14 +17,17 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The three CRL modes on a throwaway CA made with openssl: no CRL, an empty CRL, a CRL revoking one user. */
-class CrlModeTest {
+/**
+ * The CA directory's CRLs and signing policies, on a throwaway CA made with openssl: the three CRL modes with
+ * no CRL, an empty CRL and one revoking a user; the three namespace modes with and without a signing policy.
+ */
+class TrustDirectoryTest {
 
     @TempDir
     static Path dir;
     static Path certs;
     static String hash;
-    static X509Certificate alice, bob;
+    static X509Certificate alice, bob, outsider;
 
     @BeforeAll
     static void ca() throws Exception {
@@ -34,6 +38,13 @@ class CrlModeTest {
         Files.copy(dir.resolve("ca.pem"), certs.resolve(hash + ".0"));
         alice = user("alice");
         bob = user("bob");
+        outsider = user("outsider", "/DC=org/DC=elsewhere/CN=outsider");
+        Files.writeString(dir.resolve("policy"), """
+                # the CA may sign names under /DC=org/DC=test only
+                access_id_CA X509 '/DC=org/DC=test/CN=CRL Test CA'
+                pos_rights globus CA:sign
+                cond_subjects globus '"/DC=org/DC=test/*"'
+                """);
         Files.writeString(dir.resolve("ca.cnf"), """
                 [ ca ]
                 default_ca = test_ca
@@ -51,8 +62,12 @@ class CrlModeTest {
     }
 
     static X509Certificate user(String name) throws Exception {
+        return user(name, "/DC=org/DC=test/CN=" + name);
+    }
+
+    static X509Certificate user(String name, String subject) throws Exception {
         sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-sha256", "-keyout", name + ".key", "-out", name + ".csr",
-                "-subj", "/DC=org/DC=test/CN=" + name);
+                "-subj", subject);
         sh("openssl", "x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
                 "-sha256", "-days", "2", "-out", name + ".pem");
         try (InputStream in = Files.newInputStream(dir.resolve(name + ".pem"))) {
@@ -67,16 +82,40 @@ class CrlModeTest {
         return out;
     }
 
-    /** Installs {@code crl} as the CA's CRL (null: none), in a fresh trust directory so the validator reads it. */
-    static Path trustDirWith(String crl) throws Exception {
+    /** A fresh trust directory with the CA, {@code crl} as its CRL (null: none) and its signing policy or not. */
+    static Path trustDir(String crl, boolean policy) throws Exception {
         Path d = Files.createTempDirectory(dir, "trust");
         Files.copy(certs.resolve(hash + ".0"), d.resolve(hash + ".0"));
         if (crl != null) Files.copy(dir.resolve(crl), d.resolve(hash + ".r0"));
+        if (policy) Files.copy(dir.resolve("policy"), d.resolve(hash + ".signing_policy"));
         return d;
     }
 
+    static Path trustDirWith(String crl) throws Exception {
+        return trustDir(crl, false);
+    }
+
     static String validate(Path trust, CrlMode mode, X509Certificate user) throws CertificateException {
-        return new ProxyChainValidator(trust, true, mode).validate(new X509Certificate[] {user}).dn();
+        return validate(trust, mode, NamespaceMode.IF_PRESENT, user);
+    }
+
+    static String validate(Path trust, CrlMode crl, NamespaceMode namespaces, X509Certificate user) throws CertificateException {
+        return new ProxyChainValidator(trust, true, crl, namespaces).validate(new X509Certificate[] {user}).dn();
+    }
+
+    @Test
+    void aSigningPolicyConfinesItsCaToItsNamespace() throws Exception {
+        Path withPolicy = trustDir(null, true);
+        assertThat(validate(withPolicy, CrlMode.IF_VALID, NamespaceMode.IF_PRESENT, alice)).isEqualTo("/DC=org/DC=test/CN=alice");
+        assertThatThrownBy(() -> validate(withPolicy, CrlMode.IF_VALID, NamespaceMode.IF_PRESENT, outsider))
+                .hasMessageContaining("/DC=org/DC=elsewhere/CN=outsider").hasMessageContaining("outside the namespace");
+        assertThat(validate(withPolicy, CrlMode.IF_VALID, NamespaceMode.IGNORE, outsider)).endsWith("/CN=outsider");
+        // no policy: if-present lets the CA sign any name, require refuses it
+        Path without = trustDir(null, false);
+        assertThat(validate(without, CrlMode.IF_VALID, NamespaceMode.IF_PRESENT, outsider)).endsWith("/CN=outsider");
+        assertThatThrownBy(() -> validate(without, CrlMode.IF_VALID, NamespaceMode.REQUIRE, alice))
+                .hasMessageContaining("has no signing policy");
+        assertThat(validate(withPolicy, CrlMode.IF_VALID, NamespaceMode.REQUIRE, alice)).endsWith("/CN=alice");
     }
 
     @Test
