@@ -13,7 +13,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,11 +26,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.JavascriptExecutor;
-import org.openqa.selenium.OutputType;
 import org.openqa.selenium.WebDriver;
-import org.openqa.selenium.chrome.ChromeDriver;
-import org.openqa.selenium.chrome.ChromeDriverService;
-import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -61,7 +56,6 @@ import org.springframework.test.context.DynamicPropertySource;
 })
 class ConsoleBrowserIT {
 
-    static final Path SHOTS = Path.of("target/screenshots");
     static WebDriver browser;
 
     @LocalServerPort
@@ -82,25 +76,17 @@ class ConsoleBrowserIT {
         registry.add("stagehand.console.users[0].role", () -> "viewer");
     }
 
+    static ConsoleBrowser chromium;
+
     @BeforeAll
     static void startBrowser() throws Exception {
-        Files.createDirectories(SHOTS);
-        Path profile = Files.createTempDirectory("stagehand-chromium-");
-        ChromeOptions options = new ChromeOptions();
-        options.setBinary("/usr/bin/chromium");
-        options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-                "--window-size=1400,1000", "--user-data-dir=" + profile);
-        // the driver path is given, so Selenium Manager is never asked to download anything
-        ChromeDriverService service = new ChromeDriverService.Builder()
-                .usingDriverExecutable(Path.of("/usr/bin/chromedriver").toFile()).usingAnyFreePort().build();
-        browser = new ChromeDriver(service, options);
-        browser.manage().timeouts().pageLoadTimeout(Duration.ofSeconds(30));
+        chromium = ConsoleBrowser.start();
+        browser = chromium.driver;
     }
 
     @AfterAll
     static void stopBrowser() {
-        if (browser != null) browser.quit();
+        if (chromium != null) chromium.close();
     }
 
     String url(String path) {
@@ -108,21 +94,11 @@ class ConsoleBrowserIT {
     }
 
     void logIn(String user, String password) throws Exception {
-        browser.manage().deleteAllCookies();
-        browser.get(url("/console"));
-        assertThat(browser.getCurrentUrl()).endsWith("/console/login");
-        browser.findElement(By.id("username")).sendKeys(user);
-        browser.findElement(By.id("password")).sendKeys(password);
-        shot("login");
-        browser.findElement(By.id("login")).click();
-        // back to the page asked for (Spring Security marks it with ?continue)
-        new WebDriverWait(browser, Duration.ofSeconds(10)).until(d -> !d.findElements(By.id("live")).isEmpty());
-        assertThat(browser.getCurrentUrl()).contains("/console").doesNotContain("/login");
+        chromium.logIn(url(""), user, password);
     }
 
     void shot(String name) throws Exception {
-        Path png = ((org.openqa.selenium.TakesScreenshot) browser).getScreenshotAs(OutputType.FILE).toPath();
-        Files.copy(png, SHOTS.resolve(name + ".png"), StandardCopyOption.REPLACE_EXISTING);
+        chromium.shot(name);
     }
 
     String submit(List<String> files) throws Exception {

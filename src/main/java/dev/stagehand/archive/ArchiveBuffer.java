@@ -41,6 +41,36 @@ public interface ArchiveBuffer {
     /** The volumes written for a file family (all families when null), in the order they were opened. */
     List<FamilyVolume> volumes(String family);
 
+    /** What each family's copy has not yet on tape, with the volume it appends to, oldest waiting first. */
+    List<FamilyQueue> queues();
+
+    /** Copies whose last write attempt failed and that are not written yet, most recent first. */
+    List<WriteFailure> failures(int limit);
+
+    /**
+     * @param family     file family
+     * @param copy       copy number
+     * @param files      copies queued (including those waiting out a retry backoff)
+     * @param bytes      their bytes
+     * @param writing    copies being written now
+     * @param oldest     registration time of the oldest file not yet on tape
+     * @param openVolume volume it appends to, or null (a blank one will be opened)
+     * @param writer     the instance writing that volume now (its lease is current), or null
+     */
+    record FamilyQueue(String family, int copy, long files, long bytes, long writing, Instant oldest, String openVolume,
+                       String writer) {}
+
+    /**
+     * @param fileId      catalog id
+     * @param name        logical name
+     * @param family      file family
+     * @param copy        copy number
+     * @param attempts    failed attempts so far
+     * @param error       the last failure
+     * @param nextAttempt when the copy may be tried again
+     */
+    record WriteFailure(long fileId, String name, String family, int copy, int attempts, String error, Instant nextAttempt) {}
+
     /**
      * A registered file.
      *

@@ -474,6 +474,36 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
                         rs.getLong(6), volumeCapacity), family, family);
     }
 
+    @Override
+    public List<FamilyQueue> queues() {
+        return jdbc.query("""
+                WITH q AS (
+                  SELECT c.family, c.copy_no, count(*) FILTER (WHERE c.state = 'queued') AS files,
+                         coalesce(sum(a.size_bytes) FILTER (WHERE c.state = 'queued'), 0) AS bytes,
+                         count(*) FILTER (WHERE c.state = 'writing') AS writing, min(a.registered_at) AS oldest
+                    FROM archive_copy c JOIN archive_file a ON a.file_id = c.file_id
+                   WHERE c.state IN ('queued', 'writing') GROUP BY c.family, c.copy_no)
+                SELECT q.*, o.label, o.writer
+                  FROM q LEFT JOIN LATERAL (
+                         SELECT v.label, CASE WHEN av.lease_until > now() THEN av.claimed_by END AS writer
+                           FROM archive_volume av JOIN volume v ON v.id = av.volume_id
+                          WHERE av.family = q.family AND av.copy_no = q.copy_no AND av.state = 'open'
+                          ORDER BY av.opened_at DESC LIMIT 1) o ON true
+                 ORDER BY q.oldest, q.family, q.copy_no""",
+                (rs, i) -> new FamilyQueue(rs.getString("family"), rs.getInt("copy_no"), rs.getLong("files"), rs.getLong("bytes"),
+                        rs.getLong("writing"), rs.getTimestamp("oldest").toInstant(), rs.getString("label"), rs.getString("writer")));
+    }
+
+    @Override
+    public List<WriteFailure> failures(int limit) {
+        return jdbc.query("""
+                SELECT c.file_id, f.name, c.family, c.copy_no, c.attempts, c.error, c.not_before
+                  FROM archive_copy c JOIN file f ON f.id = c.file_id
+                 WHERE c.state <> 'done' AND c.attempts > 0 ORDER BY c.not_before DESC, c.file_id LIMIT ?""",
+                (rs, i) -> new WriteFailure(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getInt(4), rs.getInt(5),
+                        rs.getString(6), rs.getTimestamp(7).toInstant()), limit);
+    }
+
     // ------------------------------------------------------------------ eviction
 
     /**
