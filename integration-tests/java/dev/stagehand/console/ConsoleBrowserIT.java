@@ -3,6 +3,7 @@ package dev.stagehand.console;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.ItCatalog;
+import dev.stagehand.api.security.ApiRole;
 import dev.stagehand.catalog.CatalogImporter;
 import dev.stagehand.transfer.GridFtpServer;
 import dev.stagehand.transfer.TransferJob;
@@ -67,6 +68,16 @@ class ConsoleBrowserIT {
     String apiToken;
     @Autowired
     TransferQueue transfers;
+    @Autowired
+    dev.stagehand.api.security.ApiAccounts accounts;
+    @Autowired
+    AuditLog audit;
+    @Autowired
+    dev.stagehand.replication.Sites sites;
+    @Autowired
+    dev.stagehand.replication.ReplicationRules rules;
+    @Autowired
+    org.springframework.jdbc.core.JdbcTemplate jdbc;
 
     @DynamicPropertySource
     static void users(DynamicPropertyRegistry registry) {
@@ -74,6 +85,10 @@ class ConsoleBrowserIT {
         registry.add("stagehand.console.users[0].name", () -> "vera");
         registry.add("stagehand.console.users[0].password-hash", () -> hash);
         registry.add("stagehand.console.users[0].role", () -> "viewer");
+        // a login with no role of its own: it is the API account "olga" (operator of cms only)
+        String olga = new BCryptPasswordEncoder(4).encode("olga-pw");
+        registry.add("stagehand.console.users[1].name", () -> "olga");
+        registry.add("stagehand.console.users[1].password-hash", () -> olga);
     }
 
     static ConsoleBrowser chromium;
@@ -102,8 +117,12 @@ class ConsoleBrowserIT {
     }
 
     String submit(List<String> files) throws Exception {
+        return submit("atlas", files);
+    }
+
+    String submit(String experiment, List<String> files) throws Exception {
         if (apiToken == null) apiToken = tokens.create("admin", "browser test", null, "it").token();
-        StringBuilder body = new StringBuilder("{\"experiment\": \"atlas\", \"files\": [");
+        StringBuilder body = new StringBuilder("{\"experiment\": \"" + experiment + "\", \"files\": [");
         for (int i = 0; i < files.size(); i++) body.append(i == 0 ? "" : ",").append('"').append(files.get(i)).append('"');
         body.append("]}");
         HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url("/api/v1/requests")))
@@ -244,6 +263,59 @@ class ConsoleBrowserIT {
         } finally {
             new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
         }
+    }
+
+    @Test
+    void anExperimentsOperatorSeesAndActsOnItsExperimentsRequestsOnly() throws Exception {
+        accounts.put("olga", ApiRole.OPERATOR, List.of("cms"));
+        ItCatalog atlasFiles = ItCatalog.load(importer, 2), cmsFiles = ItCatalog.load(importer, 2, "cms");
+        String atlas = submit("atlas", atlasFiles.files);
+        String cms = submit("cms", cmsFiles.files);
+        // a rule on each experiment's dataset (a cron far away: nothing replicates during the test)
+        String site = "SITE-" + atlasFiles.prefix.substring(4, 12);
+        sites.put(site, java.util.Map.of(), List.of("ftp://127.0.0.1:1/x"));
+        String atlasDataset = "ds-" + atlasFiles.prefix.substring(4, 12), cmsDataset = "ds-" + cmsFiles.prefix.substring(4, 12);
+        for (String ds : List.of(atlasDataset, cmsDataset))
+            rules.create(new dev.stagehand.replication.ReplicationRules.NewRule(ds, 1, site, null, null, "0 0 0 1 1 ? 2099", "console test"));
+
+        logIn("olga", "olga-pw");
+        // the site's pages are not hers: she starts at the requests, and the navigation shows only hers
+        assertThat(browser.getCurrentUrl()).endsWith("/console/requests");
+        assertThat(browser.findElement(By.tagName("nav")).getText()).contains("Requests", "Datasets")
+                .doesNotContain("Overview", "Transfers", "Volumes", "Archive", "Audit");
+        assertThat(browser.findElements(By.cssSelector("tr[data-request='" + cms + "']"))).hasSize(1);
+        assertThat(browser.findElements(By.cssSelector("tr[data-request='" + atlas + "']"))).isEmpty();
+        browser.get(url("/console/transfers"));
+        assertThat(browser.findElement(By.id("forbidden")).getText()).contains("403");
+        // another experiment's request is not found, like an unknown one
+        browser.get(url("/console/requests/" + atlas));
+        assertThat(browser.findElement(By.id("not-found")).getText()).contains("404");
+        // a cancel posted for it (her own request's form, pointed at the other id) is refused and audited
+        browser.get(url("/console/requests/" + cms));
+        ((JavascriptExecutor) browser).executeScript(
+                "document.getElementById('cancel-request').form.action = '/console/requests/" + atlas + "/cancel';");
+        browser.findElement(By.id("cancel-request")).click();
+        new WebDriverWait(browser, Duration.ofSeconds(10)).until(d -> d.findElements(By.id("flash-error")).size() == 1);
+        assertThat(browser.findElement(By.id("flash-error")).getText()).isEqualTo("No request " + atlas + ".");
+        assertThat(audit.recent(50)).anySatisfy(e -> {
+            assertThat(e.actor()).isEqualTo("olga");
+            assertThat(e.target()).isEqualTo(atlas);
+            assertThat(e.outcome()).isEqualTo("refused");
+        });
+        assertThat(requestState(atlas)).isNotEqualTo("cancelled");
+        // her own request she cancels
+        browser.get(url("/console/requests/" + cms));
+        browser.findElement(By.id("cancel-request")).click();
+        new WebDriverWait(browser, Duration.ofSeconds(10)).until(d -> d.findElements(By.id("flash-message")).size() == 1);
+        assertThat(browser.findElement(By.id("request-state")).getText()).isEqualTo("cancelled");
+        shot("experiment-operator");
+        // the datasets page lists her experiment's rules only
+        browser.get(url("/console/datasets"));
+        assertThat(browser.findElement(By.id("rules")).getText()).contains(cmsDataset).doesNotContain(atlasDataset);
+    }
+
+    String requestState(String id) {
+        return jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?::uuid", String.class, id);
     }
 
     @Test

@@ -71,7 +71,9 @@ class ConsoleController {
     // ------------------------------------------------------------------------------------------ overview
 
     @GetMapping({"", "/overview/live"})
-    String overview(Model model, HttpServletRequest http) {
+    String overview(Model model, HttpServletRequest http, Principal who) {
+        // the overview is the site's; a user of some experiments starts at their requests
+        if (!ConsoleUser.of(who).siteWide()) return "redirect:/console/requests";
         model.addAttribute("drives", views.drives());
         model.addAttribute("accessors", views.accessors());
         model.addAttribute("queues", views.volumeQueues(20));
@@ -102,7 +104,7 @@ class ConsoleController {
     @GetMapping({"/requests", "/requests/live"})
     String requestList(@RequestParam(required = false) String state, @RequestParam(required = false) String experiment,
                        @RequestParam(required = false) String owner, @RequestParam(defaultValue = "0") int offset, Model model,
-                       HttpServletRequest http) {
+                       HttpServletRequest http, Principal who) {
         RequestState s = null;
         if (state != null && !state.isBlank()) {
             try {
@@ -111,7 +113,8 @@ class ConsoleController {
                 throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "unknown state '" + state + "'");
             }
         }
-        var page = requests.list(new RequestQuery(s, blankToNull(experiment), blankToNull(owner), null, Math.max(0, offset), PAGE));
+        var page = requests.list(new RequestQuery(s, blankToNull(experiment), blankToNull(owner), null, Math.max(0, offset), PAGE,
+                ConsoleUser.of(who).scope()));
         model.addAttribute("page", page);
         model.addAttribute("state", state == null ? "" : state);
         model.addAttribute("experiment", experiment == null ? "" : experiment);
@@ -121,8 +124,11 @@ class ConsoleController {
     }
 
     @GetMapping({"/requests/{id}", "/requests/{id}/live"})
-    String request(@PathVariable String id, @RequestParam(defaultValue = "0") int offset, Model model, HttpServletRequest http) {
+    String request(@PathVariable String id, @RequestParam(defaultValue = "0") int offset, Model model, HttpServletRequest http,
+                   Principal who) {
+        // another experiment's request is not found, exactly like an unknown id (as in the API)
         var detail = requests.get(uuid(id), Math.max(0, offset), 100)
+                .filter(d -> ConsoleUser.of(who).sees(d.request().experiment()))
                 .orElseThrow(() -> new ResponseStatusException(HttpStatus.NOT_FOUND, "no request " + id));
         model.addAttribute("d", detail);
         model.addAttribute("r", detail.request());
@@ -133,6 +139,7 @@ class ConsoleController {
     @PostMapping("/requests/{id}/cancel")
     String cancel(@PathVariable String id, Principal who, RedirectAttributes flash) {
         UUID uuid = uuid(id);
+        if (!visible(uuid, who)) return refusedUnknown(who, "request.cancel", id, flash);
         try {
             var change = requests.cancel(uuid, null);
             audit.record(who.getName(), "request.cancel", id, change.changed() + " files cancelled", "ok");
@@ -147,6 +154,7 @@ class ConsoleController {
     @PostMapping("/requests/{id}/priority")
     String priority(@PathVariable String id, @RequestParam String priority, Principal who, RedirectAttributes flash) {
         UUID uuid = uuid(id);
+        if (!visible(uuid, who)) return refusedUnknown(who, "request.priority", id, flash);
         int p;
         try {
             p = Integer.parseInt(priority.trim());
@@ -250,6 +258,18 @@ class ConsoleController {
     String audit(Model model) {
         model.addAttribute("entries", audit.recent(500));
         return "console/audit";
+    }
+
+    /** Whether the request exists and is of one of the user's experiments. */
+    private boolean visible(UUID id, Principal who) {
+        return requests.get(id, 0, 1).map(d -> ConsoleUser.of(who).sees(d.request().experiment())).orElse(false);
+    }
+
+    /** A change to a request the user cannot see: refused and audited as if there were no such request. */
+    private String refusedUnknown(Principal who, String action, String id, RedirectAttributes flash) {
+        audit.record(who.getName(), action, id, "no such request (or another experiment's)", "refused");
+        flash.addFlashAttribute("error", "No request " + id + ".");
+        return "redirect:/console/requests";
     }
 
     private static UUID uuid(String id) {

@@ -3,6 +3,13 @@ package dev.stagehand.console;
 import dev.stagehand.replication.ReplicationRules;
 import dev.stagehand.replication.ReplicationSchedules;
 import jakarta.servlet.http.HttpServletRequest;
+import java.security.Principal;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Predicate;
+import java.util.stream.Collectors;
 import org.springframework.stereotype.Controller;
 import org.springframework.ui.Model;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -22,10 +29,17 @@ class DatasetsPage {
     }
 
     @GetMapping({"", "/live"})
-    String page(Model model, HttpServletRequest http) {
-        model.addAttribute("matrix", rules.completenessAll());
-        model.addAttribute("rules", rules.list(null));
-        model.addAttribute("schedules", schedules.list());
+    String page(Model model, HttpServletRequest http, Principal who) {
+        ConsoleUser user = ConsoleUser.of(who);
+        // a user of some experiments sees their datasets only (a dataset's experiment, looked up once per page)
+        Map<String, Boolean> seen = new HashMap<>();
+        Predicate<String> visible = dataset -> user.siteWide()
+                || seen.computeIfAbsent(dataset, d -> rules.experimentOf(d).map(user::sees).orElse(false));
+        List<ReplicationRules.Rule> ruleList = rules.list(null).stream().filter(r -> visible.test(r.dataset())).toList();
+        Set<Long> ruleIds = ruleList.stream().map(ReplicationRules.Rule::id).collect(Collectors.toSet());
+        model.addAttribute("matrix", rules.completenessAll().stream().filter(c -> visible.test(c.dataset())).toList());
+        model.addAttribute("rules", ruleList);
+        model.addAttribute("schedules", schedules.list().stream().filter(s -> ruleIds.contains(s.ruleId())).toList());
         return LivePart.view("console/datasets", http);
     }
 }

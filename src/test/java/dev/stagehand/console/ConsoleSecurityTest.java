@@ -48,6 +48,28 @@ class ConsoleSecurityTest {
     @Autowired
     dev.stagehand.api.security.ApiTokens tokens;
 
+    /** A console user who sees every experiment, as a form login makes it. */
+    static org.springframework.test.web.servlet.request.RequestPostProcessor as(String name, Role role) {
+        return user(new ConsoleUser(name, "{noop}x", role, java.util.Set.of(ConsoleUser.ALL)));
+    }
+
+    @Test
+    void aUserOfSomeExperimentsIsKeptToTheirRequestsAndDatasets() throws Exception {
+        var cmsViewer = user(new ConsoleUser("cms-vic", "{noop}x", Role.OPERATOR, java.util.Set.of("cms")));
+        mvc.perform(get("/console").with(cmsViewer)).andExpect(status().is3xxRedirection()).andExpect(redirectedUrl("/console/requests"));
+        for (String page : new String[] {"/console/requests", "/console/requests/live", "/console/datasets", "/console/datasets/live"}) {
+            mvc.perform(get(page).with(cmsViewer)).andExpect(status().isOk());
+        }
+        for (String page : new String[] {"/console/overview/live", "/console/timeline", "/console/transfers", "/console/volumes",
+                "/console/archive", "/console/audit"}) {
+            mvc.perform(get(page).with(cmsViewer)).andExpect(status().isForbidden());
+        }
+        mvc.perform(post("/console/transfers/1/retry").with(cmsViewer).with(csrf())).andExpect(status().isForbidden());
+        // an unknown request is not found, like another experiment's
+        mvc.perform(get("/console/requests/" + UUID.randomUUID()).with(cmsViewer)).andExpect(status().isNotFound())
+                .andExpect(content().string(org.hamcrest.Matchers.containsString("404")));
+    }
+
     @Test
     void anonymousIsSentToTheLoginPage() throws Exception {
         mvc.perform(get("/console")).andExpect(status().is3xxRedirection()).andExpect(redirectedUrl("/console/login"));
@@ -56,7 +78,7 @@ class ConsoleSecurityTest {
 
     @Test
     void theAdminFromTheEnvironmentLogsInAndAWrongPasswordDoesNot() throws Exception {
-        mvc.perform(formLogin("/console/login").user("admin").password("test-admin-pw")).andExpect(authenticated().withRoles("ADMIN"));
+        mvc.perform(formLogin("/console/login").user("admin").password("test-admin-pw")).andExpect(authenticated().withRoles("VIEWER", "OPERATOR", "ADMIN"));
         mvc.perform(formLogin("/console/login").user("admin").password("wrong")).andExpect(unauthenticated());
         mvc.perform(formLogin("/console/login").user("vic").password("viewer-pw")).andExpect(authenticated().withRoles("VIEWER"));
     }
@@ -69,7 +91,7 @@ class ConsoleSecurityTest {
 
     @Test
     void aViewerReadsButCannotActOrSeeTheAuditLog() throws Exception {
-        var viewer = user("vic").roles("VIEWER");
+        var viewer = as("vic", Role.VIEWER);
         for (String page : new String[] {"/console", "/console/overview/live", "/console/timeline", "/console/requests",
                 "/console/transfers", "/console/volumes", "/console/datasets"}) {
             mvc.perform(get(page).with(viewer)).andExpect(status().isOk());
@@ -82,7 +104,7 @@ class ConsoleSecurityTest {
 
     @Test
     void aPageIsWholeAndItsLiveUrlIsOnlyThePolledPart() throws Exception {
-        var viewer = user("vic").roles("VIEWER");
+        var viewer = as("vic", Role.VIEWER);
         String[][] pages = {{"/console", "/console/overview/live"}, {"/console/timeline", "/console/timeline/live"},
                 {"/console/requests", "/console/requests/live"}, {"/console/transfers", "/console/transfers/live"},
                 {"/console/datasets", "/console/datasets/live"}};
@@ -96,7 +118,7 @@ class ConsoleSecurityTest {
 
     @Test
     void anOperatorActsOnRequestsAndTransfersButNotOnVolumes() throws Exception {
-        var operator = user("olga").roles("OPERATOR");
+        var operator = as("olga", Role.OPERATOR);
         mvc.perform(post("/console/transfers/999999999/retry").with(operator).with(csrf())).andExpect(status().is3xxRedirection());
         mvc.perform(post("/console/volumes/X/state").param("state", "broken").with(operator).with(csrf())).andExpect(status().isForbidden());
         mvc.perform(post("/console/drives/drive01/enabled").param("enabled", "false").with(operator).with(csrf())).andExpect(status().isForbidden());
@@ -109,7 +131,7 @@ class ConsoleSecurityTest {
     void anAdminChangesAVolumeAndTheActionIsAudited() throws Exception {
         String label = "SEC" + UUID.randomUUID().toString().substring(0, 6).toUpperCase();
         jdbc.update("INSERT INTO volume (label) VALUES (?)", label);
-        var admin = user("root-op").roles("ADMIN");
+        var admin = as("root-op", Role.ADMIN);
         mvc.perform(post("/console/volumes/" + label + "/state").param("state", "broken").param("reason", "torn leader")
                 .with(admin).with(csrf())).andExpect(status().is3xxRedirection());
         assertThat(jdbc.queryForObject("SELECT state || '/' || state_reason FROM volume WHERE label = ?", String.class, label))
@@ -122,13 +144,13 @@ class ConsoleSecurityTest {
 
     @Test
     void aChangeWithoutCsrfTokenIsRefusedEvenForAnAdmin() throws Exception {
-        mvc.perform(post("/console/volumes/X/state").param("state", "broken").with(user("a").roles("ADMIN")))
+        mvc.perform(post("/console/volumes/X/state").param("state", "broken").with(as("a", Role.ADMIN)))
                 .andExpect(status().isForbidden());
     }
 
     @Test
     void pagesCarryTheCsrfTokenForHtmx() throws Exception {
-        mvc.perform(get("/console").with(user("vic").roles("VIEWER")))
+        mvc.perform(get("/console").with(as("vic", Role.VIEWER)))
                 .andExpect(content().string(org.hamcrest.Matchers.containsString("hx-headers=\"{&quot;X-CSRF-TOKEN&quot;")));
     }
 
@@ -143,6 +165,6 @@ class ConsoleSecurityTest {
                         .content("{\"files\": []}"))
                 .andExpect(status().isBadRequest()); // reaches the API's own validation: no console login, no CSRF
         // a console session is no API credential
-        mvc.perform(get("/api/v1/requests").with(user("a").roles("ADMIN"))).andExpect(status().is4xxClientError());
+        mvc.perform(get("/api/v1/requests").with(as("a", Role.ADMIN))).andExpect(status().is4xxClientError());
     }
 }
