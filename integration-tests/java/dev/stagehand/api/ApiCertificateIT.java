@@ -287,26 +287,14 @@ class ApiCertificateIT {
         assertThat(get(client(malloryCert, malloryKey), "/api/v1/whoami").status()).isEqualTo(200);
 
         // the CA revokes mallory's certificate; its CRL is installed as fetch-crl does: written aside, renamed in
-        Path ca = gsi.dir.resolve("revocations");
-        Files.createDirectories(ca);
-        Files.writeString(ca.resolve("ca.cnf"), """
-                [ ca ]
-                default_ca = test_ca
-                [ test_ca ]
-                database = index.txt
-                crlnumber = crlnumber
-                default_md = sha256
-                default_crl_days = 2
-                """);
-        Files.writeString(ca.resolve("index.txt"), "");
-        Files.writeString(ca.resolve("crlnumber"), "01\n");
-        String caKey = gsi.dir.resolve("ca.key").toString(), caCert = gsi.dir.resolve("ca.pem").toString();
-        sh(ca, "openssl", "ca", "-config", "ca.cnf", "-revoke", malloryCert.toString(), "-keyfile", caKey, "-cert", caCert);
-        sh(ca, "openssl", "ca", "-config", "ca.cnf", "-gencrl", "-keyfile", caKey, "-cert", caCert, "-out", "crl.pem");
-        String hash = new String(new ProcessBuilder("openssl", "x509", "-hash", "-noout", "-in", caCert).start()
+        Path caCert = gsi.dir.resolve("ca.pem");
+        var ca = new dev.stagehand.api.security.OpensslCrls(gsi.dir.resolve("revocations"), gsi.dir.resolve("ca.key"), caCert);
+        ca.revoke(malloryCert);
+        Path crl = ca.crl("crl.pem");
+        String hash = new String(new ProcessBuilder("openssl", "x509", "-hash", "-noout", "-in", caCert.toString()).start()
                 .getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
         Path aside = gsi.certDir.resolve(hash + ".r0.tmp-fetch-crl");
-        Files.copy(ca.resolve("crl.pem"), aside);
+        Files.copy(crl, aside);
         Files.move(aside, gsi.certDir.resolve(hash + ".r0"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
 
         // the certificate and a proxy made from it are refused; another certificate of that CA is not

@@ -45,20 +45,10 @@ class TrustDirectoryTest {
                 pos_rights globus CA:sign
                 cond_subjects globus '"/DC=org/DC=test/*"'
                 """);
-        Files.writeString(dir.resolve("ca.cnf"), """
-                [ ca ]
-                default_ca = test_ca
-                [ test_ca ]
-                database = index.txt
-                crlnumber = crlnumber
-                default_md = sha256
-                default_crl_days = 2
-                """);
-        Files.writeString(dir.resolve("index.txt"), "");
-        Files.writeString(dir.resolve("crlnumber"), "01\n");
-        sh("openssl", "ca", "-config", "ca.cnf", "-gencrl", "-keyfile", "ca.key", "-cert", "ca.pem", "-out", "empty-crl.pem");
-        sh("openssl", "ca", "-config", "ca.cnf", "-revoke", "bob.pem", "-keyfile", "ca.key", "-cert", "ca.pem");
-        sh("openssl", "ca", "-config", "ca.cnf", "-gencrl", "-keyfile", "ca.key", "-cert", "ca.pem", "-out", "bob-revoked-crl.pem");
+        OpensslCrls crls = new OpensslCrls(dir, dir.resolve("ca.key"), dir.resolve("ca.pem"));
+        crls.crl("empty-crl.pem");
+        crls.revoke(dir.resolve("bob.pem"));
+        crls.crl("bob-revoked-crl.pem");
     }
 
     static X509Certificate user(String name) throws Exception {
