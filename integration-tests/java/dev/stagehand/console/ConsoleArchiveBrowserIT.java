@@ -168,6 +168,12 @@ class ConsoleArchiveBrowserIT {
         chromium.shot("datasets-incomplete");
         Thread.sleep(3000); // several of the mover's attempts and put-backs while nothing listens
         assertThat(text(browser, completeness)).contains("5 / 6", "REPLICATING", "declared lost in a disk failure");
+        // the transfers page tells the operator why the copy waits
+        browser.get(base + "/console/transfers");
+        wait.until(d -> text(d, "#active-transfers .put-back").startsWith("unreachable (CONNECTION), put back"));
+        chromium.shot("transfers-put-back");
+        browser.get(base + "/console/datasets");
+        ((JavascriptExecutor) browser).executeScript("window.stagehandMarker = 'datasets';");
         GridFtpServer back = GridFtpServer.anonymousOn(scratch.root.resolve("server-again"), sitePort);
         try {
             wait.until(d -> {
