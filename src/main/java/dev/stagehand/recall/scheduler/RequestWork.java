@@ -17,6 +17,9 @@ public final class RequestWork {
     int failedFiles;
     double completedAt = Double.NaN;
     double eta = Double.NaN;
+    /** Scratch mark of {@link MountPlanner#progress}: the last call that counted this request. */
+    long progressVisit;
+    private long bytes = -1;
     /** Files of this request still queued, per home volume: when one volume is left, that volume completes it. */
     final Map<String, Integer> queuedPerVolume = new HashMap<>(4);
     /** Files of this request being read (claimed), per volume: its ETA waits for those volumes too. */
@@ -37,6 +40,15 @@ public final class RequestWork {
     public boolean finished() { return remaining == 0; }
     public boolean failed() { return failedFiles > 0; }
     public int failedFiles() { return failedFiles; }
+    /** Bytes of all its files (its files are fixed once it is added). */
+    public long bytes() {
+        if (bytes < 0) {
+            long b = 0;
+            for (FileWork f : files) b += f.sizeBytes;
+            bytes = b;
+        }
+        return bytes;
+    }
     /** Completion time (seconds on the engine's time line), NaN while open. */
     public double completedAt() { return completedAt; }
     /** Estimated completion (seconds on the engine's time line), NaN before the first estimate. */

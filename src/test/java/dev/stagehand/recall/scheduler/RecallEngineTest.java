@@ -252,6 +252,22 @@ class RecallEngineTest {
     }
 
     @Test
+    void amongTapesThatCompleteNothingThoseBringingARequestNearestToCompletionGoFirst() {
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        // "spread" needs four tapes, "pair" two: no tape completes either, and spread's tapes are the longest
+        List<QueueModel.FileSpec> spread = new ArrayList<>();
+        for (int v = 0; v < 4; v++) spread.add(file(10 + v, "P" + v, 100 * GB, 20 * GB));
+        h.submitAt(0, "spread", 0, "exp", spread);
+        h.submitAt(0, "pair", 0, "exp", List.of(file(1, "Q0", 100 * GB, GB), file(2, "Q1", 100 * GB, GB)));
+        h.run();
+        // longest first would read two or more of spread's tapes before pair could complete
+        assertThat(h.mountOrder.subList(0, 2)).containsExactlyInAnyOrder("Q0", "Q1");
+        assertThat(h.engine.model().request("pair").completedAt())
+                .isLessThan(h.engine.model().request("spread").completedAt() / 2);
+        assertThat(h.engine.model().request("spread").finished()).isTrue();
+    }
+
+    @Test
     void bulkWorkOfLowerPriorityGetsDrivesWhileAStreamOfSmallUrgentRequestsKeepsComing() {
         Harness h = new Harness(4, 2, SchedulerConfig.defaults(Policy.TAPE_AWARE));
         for (int i = 0; i < 100; i++) { // one small urgent file every 30 s, each on its own tape: more than 4 drives serve
