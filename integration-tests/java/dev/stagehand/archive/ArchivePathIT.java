@@ -278,6 +278,30 @@ class ArchivePathIT {
     }
 
     @Test
+    void onlyTheConfiguredPoolOfThisLibraryIsWritten() throws Exception {
+        // a configured label the catalog already knows in another library is left out of the pool
+        jdbc.update("INSERT INTO volume (label, library) VALUES (?, 'elsewhere')", "A" + tag + "01");
+        start(4, 1, 50 * MB, 3, 500 * MB, List.of());
+        // blanks an earlier configuration left: one of this library outside today's pool, one of another
+        // library; both sort before the pool's labels
+        for (String[] v : new String[][] {{"A" + tag + "00", lib.layout().name()}, {"0" + tag, "elsewhere"}}) {
+            jdbc.update("INSERT INTO volume (label, library) VALUES (?, ?)", v[0], v[1]);
+            jdbc.update("INSERT INTO archive_volume (volume_id) SELECT id FROM volume WHERE label = ?", v[0]);
+        }
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 4; i++) files.add(entry(land("pool/f" + i, 2 * MB), "ds-pool-" + tag, "single"));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(ids) == 4 && !flusher.busy());
+        assertThat(segments(ids)).extracting(Seg::volume).containsOnly("A" + tag + "02");
+        assertThat(jdbc.queryForList("""
+                SELECT v.label FROM archive_volume av JOIN volume v ON v.id = av.volume_id
+                 WHERE v.label IN (?, ?, ?) AND av.state = 'blank' ORDER BY v.label""", String.class,
+                "A" + tag + "00", "0" + tag, "A" + tag + "01")).containsExactly("0" + tag, "A" + tag + "00");
+        assertThat(count("SELECT count(*) FROM archive_volume av JOIN volume v ON v.id = av.volume_id WHERE v.label = ?",
+                "A" + tag + "01")).isZero();
+    }
+
+    @Test
     void aTwoCopyStorageClassLandsOnTwoDifferentVolumes() throws Exception {
         start(4, 2, 50 * MB, 6, 500 * MB, List.of());
         List<NewArchiveFile> files = new ArrayList<>();

@@ -55,6 +55,8 @@ public final class ArchiveFlusher {
     private final Consumer<Object> events;
     private final String instance;
     private final Map<String, DriveJob> jobs = new LinkedHashMap<>();
+    /** The configured pool's labels: the only blank volumes this flusher opens. */
+    private final String[] poolLabels;
     /** Volumes this instance's drives are writing now. */
     private final Set<Long> inUse = new HashSet<>();
     private boolean noBlankWarned;
@@ -98,6 +100,7 @@ public final class ArchiveFlusher {
         this.volumeCapacity = volumeCapacity;
         this.events = events;
         this.instance = instance;
+        this.poolLabels = props.pool().labels().toArray(String[]::new);
         for (String d : drives) jobs.put(d, new DriveJob(d));
     }
 
@@ -107,7 +110,7 @@ public final class ArchiveFlusher {
 
     /** Adds the configured pool volumes, takes back this instance's claims left by a crash. */
     public synchronized void start() {
-        ensurePool(props.pool().labels());
+        ensurePool();
         tx.executeWithoutResult(s -> {
             List<Long> files = jdbc.queryForList("""
                     UPDATE archive_copy SET state = 'queued', claimed_by = NULL, lease_until = NULL
@@ -118,10 +121,19 @@ public final class ArchiveFlusher {
         log.info("archive flusher {} started with drives {}", instance, jobs.keySet());
     }
 
-    /** Adds blank volumes to the pool: new labels, or catalog volumes holding no segment yet. */
-    public void ensurePool(List<String> labels) {
-        for (String label : labels) {
-            jdbc.update("INSERT INTO volume (label, library) VALUES (?, ?) ON CONFLICT (label) DO NOTHING", label, library.layout().name());
+    /**
+     * Adds blank volumes to the pool: new labels, or catalog volumes of this library holding no segment yet.
+     * A label the catalog knows in another library is left out (it is not in this library's slots).
+     */
+    private void ensurePool() {
+        String mine = library.layout().name();
+        for (String label : poolLabels) {
+            jdbc.update("INSERT INTO volume (label, library) VALUES (?, ?) ON CONFLICT (label) DO NOTHING", label, mine);
+            String theirs = jdbc.queryForObject("SELECT library FROM volume WHERE label = ?", String.class, label);
+            if (!mine.equals(theirs)) {
+                log.warn("archive: pool volume {} belongs to library {}, not {}: left out of the pool", label, theirs, mine);
+                continue;
+            }
             jdbc.update("""
                     INSERT INTO archive_volume (volume_id) SELECT v.id FROM volume v
                      WHERE v.label = ? AND NOT EXISTS (SELECT 1 FROM segment s WHERE s.volume_id = v.id)
@@ -245,19 +257,24 @@ public final class ArchiveFlusher {
         List<Vol> vols = jdbc.query("""
                 SELECT av.volume_id, v.label, av.end_of_data, av.claimed_by, av.lease_until > now()
                   FROM archive_volume av JOIN volume v ON v.id = av.volume_id
-                 WHERE av.family = ? AND av.copy_no = ? AND av.state = 'open' ORDER BY av.opened_at LIMIT 1 FOR UPDATE OF av""",
+                 WHERE av.family = ? AND av.copy_no = ? AND av.state = 'open' AND v.library = ?
+                 ORDER BY av.opened_at LIMIT 1 FOR UPDATE OF av""",
                 (rs, i) -> new Vol(rs.getLong(1), rs.getString(2), rs.getLong(3), rs.getString(4), rs.getBoolean(5)),
-                q.family(), q.copy());
+                q.family(), q.copy(), library.layout().name());
         Vol vol;
         if (!vols.isEmpty()) {
             vol = vols.get(0);
             if (vol.claimedBy != null && !vol.claimedBy.equals(instance) && vol.leased) return null;
         } else {
+            // only the configured pool of this library: blanks left by an earlier configuration (another
+            // prefix, another library) stay blank
             List<Vol> blank = jdbc.query("""
                     SELECT av.volume_id, v.label, av.end_of_data, av.claimed_by, false FROM archive_volume av
                       JOIN volume v ON v.id = av.volume_id
-                     WHERE av.state = 'blank' AND v.state = 'available' ORDER BY v.label LIMIT 1 FOR UPDATE OF av SKIP LOCKED""",
-                    (rs, i) -> new Vol(rs.getLong(1), rs.getString(2), rs.getLong(3), rs.getString(4), false));
+                     WHERE av.state = 'blank' AND v.state = 'available' AND v.library = ? AND v.label = ANY(?)
+                     ORDER BY v.label LIMIT 1 FOR UPDATE OF av SKIP LOCKED""",
+                    (rs, i) -> new Vol(rs.getLong(1), rs.getString(2), rs.getLong(3), rs.getString(4), false),
+                    library.layout().name(), poolLabels);
             if (blank.isEmpty()) {
                 if (!noBlankWarned) log.warn("archive: no blank volume left in the pool for family {}; its files wait in the buffer "
                         + "(add volumes: stagehand.archive.pool)", q.family());
