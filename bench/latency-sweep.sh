@@ -1,22 +1,11 @@
 #!/usr/bin/env bash
 # Latency sweep for issue 4: generated random-user and multi-experiment workloads at 16/1, 8/2 and 4/2,
 # tape-aware's p95 latency against greedy's and the longest wait against the aging limit (4 h).
-#   bench/latency-sweep.sh            60 cases (about 10-20 minutes on 2 cores)
+#   bench/latency-sweep.sh            60 cases (well under a minute on 2 cores; --wide too)
 #   bench/latency-sweep.sh --quick    the cases closest to the target at 16/1 only
 #   bench/latency-sweep.sh --wide     120 cases: 20 multi-experiment workloads at 12/1, 16/1, 16/2, 24/2, 8/2, 4/2
 set -euo pipefail
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$HERE"
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/jdk.sh"; find_jdk
-W=/work/shared/workloads
-[ -d "$W" ] || W="$HERE/../shared/workloads"
-GEN="$HERE/target/bench-workloads"
-mkdir -p "$GEN"
-gen() { # gen KIND SEED FILES
-  local f="$GEN/$1-s$2-$3.csv"
-  [ -f "$f" ] || python3 "$W/generate.py" "$1" --seed "$2" --files "$3" --out "$f"
-  echo "$f"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/workloads.sh"
 CASES=()
 if [ "${1:-}" = "--quick" ]; then
   for s in 213 228 253; do CASES+=("$(gen random-user $s 3000)@16/1"); done

@@ -5,18 +5,7 @@
 #   bench/recall.sh            everything (several minutes on 2 cores)
 #   bench/recall.sh --quick    samples only, fifo skipped on the 100k workload
 set -euo pipefail
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$HERE"
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/jdk.sh"; find_jdk
-W=/work/shared/workloads
-[ -d "$W" ] || W="$HERE/../shared/workloads"
-GEN="$HERE/target/bench-workloads"
-mkdir -p "$GEN"
-gen() { # gen KIND SEED FILES
-  local f="$GEN/$1-s$2-$3.csv"
-  [ -f "$f" ] || python3 "$W/generate.py" "$1" --seed "$2" --files "$3" --out "$f"
-  echo "$f"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/workloads.sh"
 SPECS=("$W/bulk-hep-5k.csv" "$W/bulk-climate-5k.csv" "$W/random-user-5k.csv" "$W/multi-experiment-5k.csv"
        "$W/duplicates-5k.csv" "$W/bulk-hep-100k.csv.gz")
 EXTRA=()
