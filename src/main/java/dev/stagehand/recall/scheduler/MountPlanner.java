@@ -96,7 +96,9 @@ public final class MountPlanner {
             Integer cap = config.experimentDriveCaps().get(exp);
             if (config.policy() == SchedulerConfig.Policy.TAPE_AWARE && cap != null
                     && drivesInUse.getOrDefault(exp, 0) >= cap) continue;
-            cands.add(new Cand(q, exp, now - q.oldestArrival(), serviceSeconds(q), config.policy() == SchedulerConfig.Policy.TAPE_AWARE && q.completable() == 0 ? progress(q, true) : 0));
+            if (config.policy() == SchedulerConfig.Policy.TAPE_AWARE && q.completable() == 0) progress(q);
+            else q.progress = q.shortProgress = 0;
+            cands.add(new Cand(q, exp, now - q.oldestArrival(), serviceSeconds(q)));
         }
         Comparator<Cand> order = config.policy() == SchedulerConfig.Policy.GREEDY
                 ? Comparator.comparingLong((Cand c) -> c.q.bytes()).reversed()
@@ -107,7 +109,7 @@ public final class MountPlanner {
         return out;
     }
 
-    private record Cand(VolumeQueue q, String experiment, double age, double service, double progress) {}
+    private record Cand(VolumeQueue q, String experiment, double age, double service) {}
 
     /** Marks requests already counted by {@link #progress} (one number per call instead of a set). */
     private long progressVisit;
@@ -118,22 +120,24 @@ public final class MountPlanner {
      * over many tapes completes only when its last tape is read, so among such tapes the ones shared by
      * requests that need few more go first (a weighted set cover). The square favours the nearly complete:
      * on 120 multi-experiment cases (bench/latency-sweep.sh) 1/n left more requests waiting past greedy's
-     * p95 than 1/n² did. With {@code bulkToo} false, bulk requests (reading {@link #LONG_WORK_SECONDS} or
-     * more) do not count: they end with the recall's makespan, which balancing keeps short. O(files of q).
+     * p95 than 1/n² did. Sets {@code q.progress} and {@code q.shortProgress}, the same sum without bulk
+     * requests (reading {@link #LONG_WORK_SECONDS} or more: they end with the recall's makespan, which
+     * balancing keeps short), for this pass's ranking and balancing. O(files of q).
      */
-    double progress(VolumeQueue q, boolean bulkToo) {
+    void progress(VolumeQueue q) {
         long visit = ++progressVisit;
-        double sum = 0;
+        double all = 0, shortOnly = 0;
         for (FileWork f : q.files.values()) {
             for (RequestWork r : f.requests) {
                 if (r.progressVisit == visit) continue;
                 r.progressVisit = visit;
-                if (!bulkToo && cost.readSeconds(r.bytes()) >= LONG_WORK_SECONDS) continue;
                 double n = Math.max(1, r.queuedPerVolume.size());
-                sum += 1 / (n * n);
+                all += 1 / (n * n);
+                if (cost.readSeconds(r.bytes()) < LONG_WORK_SECONDS) shortOnly += 1 / (n * n);
             }
         }
-        return sum;
+        q.progress = all;
+        q.shortProgress = shortOnly;
     }
 
     private Comparator<Cand> tapeAware(Map<String, Integer> drivesInUse) {
@@ -149,7 +153,7 @@ public final class MountPlanner {
                 .thenComparing(c -> c.q.completable() == 0)
                 .thenComparingDouble(c -> c.q.completable() > 0
                         ? -((c.age + c.service) / c.service) * c.q.completable()
-                        : -c.progress)
+                        : -c.q.progress)
                 .thenComparingDouble(c -> -c.service);
     }
 
@@ -176,14 +180,15 @@ public final class MountPlanner {
         boolean completing = first.completable() != 0;
         // Short pieces of short multi-tape requests: which request completes first matters more than how evenly
         // the drives end, so balancing only chooses among those that bring requests as near to completion as
-        // the first (the ranking's order). Among bulk tapes progress only sets which ones balancing weighs.
-        double progressed = !completing && !longWork(first) && progress(first, false) > 0 ? progress(first, true) : Double.NaN;
+        // the first (the ranking's order, from this pass's rank). Among bulk tapes progress only sets which
+        // ones balancing weighs.
+        boolean byProgress = !completing && !longWork(first) && first.shortProgress > 0;
         int end = i;
         while (end < ranked.size() && end - i < 64) {
             VolumeQueue q = ranked.get(end);
             if (q.maxPriority() != prio || starving(q, now) != starving || (starving && !longWork(q))) break;
             if (!completing && q.completable() != 0) break;
-            if (!Double.isNaN(progressed) && Math.abs(progress(q, true) - progressed) > 1e-9) break;
+            if (byProgress && Math.abs(q.progress - first.progress) > 1e-9) break;
             end++;
         }
         // A queue that completes requests keeps its place (latency) unless this is the last round: every

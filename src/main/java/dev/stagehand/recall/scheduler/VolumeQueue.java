@@ -24,6 +24,8 @@ public final class VolumeQueue {
     double cachedLocateSeconds;
     int cachedTourVersion = -1;
     double cachedTourSeconds;
+    /** Set by {@link MountPlanner#progress} in each pass's ranking (0 when the volume completes a request). */
+    double progress, shortProgress;
     /** Requests whose every still-queued file is on this volume: a mount here completes them. */
     int completable;
     private final int[] priorityCounts = new int[PRIORITY_SPAN];
