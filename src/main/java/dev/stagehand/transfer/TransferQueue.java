@@ -204,17 +204,16 @@ public class TransferQueue {
      * leave the resubmission to someone).
      */
     Outcome putBackOrFail(long id, String owner, TransferFailure f, TransferProperties.Outage outage) {
-        List<String> back = jdbc.query("""
+        int back = jdbc.update("""
                 UPDATE transfer_job SET state = 'queued', lease_owner = NULL, lease_until = NULL,
                        last_error_class = ?, last_error = ?, mover_attempts = ?, deferrals = deferrals + 1,
                        outage_since = coalesce(outage_since, now()),
                        not_before = now() + make_interval(secs => least(?, ? * power(2, least(deferrals, 30))))
                 WHERE id = ? AND state = 'active' AND lease_owner = ?
-                  AND coalesce(outage_since, now()) > now() - make_interval(secs => ?)
-                RETURNING correlation""", (rs, n) -> rs.getString(1),
+                  AND coalesce(outage_since, now()) > now() - make_interval(secs => ?)""",
                 f.kind().name(), f.getMessage(), f.attempts(), seconds(outage.maxDelay()), seconds(outage.delay()),
                 id, owner, seconds(outage.giveUpAfter()));
-        if (!back.isEmpty()) return Outcome.PUT_BACK;
+        if (back == 1) return Outcome.PUT_BACK;
         return failed(id, owner, f) ? Outcome.FAILED : Outcome.NOT_OURS;
     }
 
