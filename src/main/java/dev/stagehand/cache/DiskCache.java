@@ -26,8 +26,9 @@ import java.util.Set;
 import java.util.TreeSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import java.util.concurrent.ThreadLocalRandom;
 import org.springframework.context.ApplicationEventPublisher;
+import org.springframework.core.retry.RetryPolicy;
+import org.springframework.core.retry.RetryTemplate;
 import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -652,21 +653,13 @@ public class DiskCache {
      * different directories may insert the same files in different orders, and the loser simply retries.
      */
     private <T> T inTransaction(java.util.function.Supplier<T> work) {
-        for (int attempt = 1; ; attempt++) {
-            try {
-                return tx.execute(status -> work.get());
-            } catch (PessimisticLockingFailureException e) {
-                if (attempt >= 5) throw e;
-                log.debug("cache transaction retried after {}", e.toString());
-                try {
-                    Thread.sleep(ThreadLocalRandom.current().nextInt(5, 20 * attempt));
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    throw e;
-                }
-            }
-        }
+        return ON_DEADLOCK.invoke(() -> tx.execute(status -> work.get()));
     }
+
+    /** Up to five attempts, a few jittered milliseconds apart. */
+    private static final RetryTemplate ON_DEADLOCK = new RetryTemplate(RetryPolicy.builder()
+            .includes(PessimisticLockingFailureException.class).maxRetries(4)
+            .delay(Duration.ofMillis(10)).jitter(Duration.ofMillis(5)).multiplier(2).build());
 
     private Map<Integer, Dir> lockDirectories(Collection<Integer> ids) {
         Map<Integer, Dir> out = new LinkedHashMap<>();
