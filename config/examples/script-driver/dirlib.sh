@@ -32,6 +32,11 @@ case "$verb" in
     ;;
   read)
     if [ ! -d "$mounted" ]; then echo "volume $volume is not mounted in $drive" >&2; exit 3; fi
+    if [ -n "${STAGEHAND_READ_METADATA:-}" ]; then
+      # what clients addressed to this site per file (WLCG targetedMetadata, e.g. an activity a real HSM would
+      # schedule by); this library only logs it
+      while IFS=$'\t' read -r id meta; do echo "$volume $id $meta"; done < "$STAGEHAND_READ_METADATA" >> "$root/read-metadata.log"
+    fi
     while IFS=$'\t' read -r id offset size target name; do
       [ -n "$id" ] || continue
       if [ -f "$root/slow" ]; then sleep "$(cat "$root/slow")"; fi

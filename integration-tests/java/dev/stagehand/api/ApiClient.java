@@ -108,4 +108,8 @@ public final class ApiClient {
     static String json(Object o) {
         return JSON.writeValueAsString(o);
     }
+
+    static JsonNode parse(String json) {
+        return JSON.readTree(json);
+    }
 }

@@ -9,6 +9,9 @@ import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.VirtualClock;
 import dev.stagehand.recall.RecallProperties;
 import dev.stagehand.recall.service.RecallService;
+import dev.stagehand.tape.LibraryEvents;
+import dev.stagehand.tape.ReadResult;
+import dev.stagehand.tape.SegmentRead;
 import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeModel;
 import java.nio.file.Path;
@@ -117,24 +120,9 @@ class TapeRestApiIT {
         assertThat(filesOf(api.get("/api/v1/stage/" + id).json()).get(c).get("state").stringValue()).isEqualTo("CANCELLED");
 
         // the scheduler stages the rest into the cache
-        VirtualClock clock = new VirtualClock();
-        DiskCache cache = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(tmp.resolve("cache"),
-                DataSize.ofMegabytes(100))), "wlcg-" + tag), new Clock() {
-                    @Override public ZoneId getZone() { return ZoneOffset.UTC; }
-                    @Override public Clock withZone(ZoneId zone) { return this; }
-                    @Override public Instant instant() { return clock.now(); }
-                }, null);
-        cache.start();
-        RecallService recall = new RecallService(jdbc, SimulatedLibrary.builder(clock).name("w" + tag).drives(1).accessors(1)
-                .root(tmp.resolve("lib")).build(), clock, TapeModel.lto9(), new RecallProperties(true, "tape-aware", SIZE,
-                Duration.ZERO, Duration.ofMinutes(10), "wlcg-" + tag, 500_000_000_000L, 10_000, Duration.ofMinutes(5),
-                Duration.ofHours(4), Duration.ofMinutes(5), 2_000_000_000_000L, 20_000, 4, Map.of(), Map.of()), cache);
-        recall.start();
-        for (int i = 0; i < 40 && !filesOf(api.get("/api/v1/stage/" + id).json()).get(b).get("state").stringValue().equals("COMPLETED"); i++) {
-            recall.poll();
-            clock.advance(Duration.ofSeconds(30));
-        }
-        recall.stop();
+        Recall recall = recall(LibraryEvents.NONE);
+        recall.until(() -> filesOf(api.get("/api/v1/stage/" + id).json()).get(b).get("state").stringValue().equals("COMPLETED"));
+        DiskCache cache = recall.cache;
         r = api.get("/api/v1/stage/" + id).json();
         Map<String, JsonNode> files = filesOf(r);
         for (String p : List.of(a, b)) {
@@ -183,6 +171,73 @@ class TapeRestApiIT {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM cache_pin WHERE owner = ?", Long.class, id)).isZero();
     }
 
+    /** The scheduler of this test (polled by it) on a virtual clock, one drive, its own cache. */
+    record Recall(RecallService service, DiskCache cache, VirtualClock clock) {
+        void until(java.util.function.BooleanSupplier done) {
+            service.start();
+            for (int i = 0; i < 40 && !done.getAsBoolean(); i++) {
+                service.poll();
+                clock.advance(Duration.ofSeconds(30));
+            }
+            service.stop();
+        }
+    }
+
+    Recall recall(LibraryEvents events) {
+        VirtualClock clock = new VirtualClock();
+        DiskCache cache = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(tmp.resolve("cache"),
+                DataSize.ofMegabytes(100))), "wlcg-" + tag), new Clock() {
+                    @Override public ZoneId getZone() { return ZoneOffset.UTC; }
+                    @Override public Clock withZone(ZoneId zone) { return this; }
+                    @Override public Instant instant() { return clock.now(); }
+                }, null);
+        cache.start();
+        RecallService service = new RecallService(jdbc, SimulatedLibrary.builder(clock).name("w" + tag).drives(1).accessors(1)
+                .root(tmp.resolve("lib")).events(events).build(), clock, TapeModel.lto9(), new RecallProperties(true, "tape-aware", SIZE,
+                Duration.ZERO, Duration.ofMinutes(10), "wlcg-" + tag, 500_000_000_000L, 10_000, Duration.ofMinutes(5),
+                Duration.ofHours(4), Duration.ofMinutes(5), 2_000_000_000_000L, 20_000, 4, Map.of(), Map.of()), cache);
+        return new Recall(service, cache, clock);
+    }
+
+    @Test
+    void metadataAddressedToThisSiteIsKeptAndReachesTheTapeDriverWithTheRead() {
+        String vol = "M" + tag;
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", vol);
+        String a = file("a", vol, "ok"), b = file("b", vol, "ok"), c = file("c", vol, "ok");
+        ApiClient.Answer first = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(
+                Map.of("path", a, "targetedMetadata", Map.of("it-site", Map.of("activity", "reprocessing", "weight", 3),
+                        "other-site", Map.of("activity", "not ours"))),
+                Map.of("path", b),
+                Map.of("path", c, "targetedMetadata", Map.of("default", Map.of("activity", "for whoever")))))));
+        assertThat(first.status()).isEqualTo(201);
+        String id = first.json().get("requestId").stringValue();
+        // a later request for the same file: it is read once, with the first metadata it was given
+        assertThat(api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(
+                Map.of("path", a, "targetedMetadata", Map.of("it-site", Map.of("activity", "later"))))))).status()).isEqualTo(201);
+
+        Map<String, String> stored = new java.util.HashMap<>();
+        jdbc.query("SELECT f.name, x.targeted_metadata::text FROM stage_request_file x JOIN file f ON f.id = x.file_id "
+                + "WHERE x.request_id = ?::uuid", rs -> { stored.put(rs.getString(1), rs.getString(2)); }, id);
+        assertThat(stored).containsEntry(a, "{\"weight\": 3, \"activity\": \"reprocessing\"}")
+                .containsEntry(b, null).containsEntry(c, null);
+
+        Map<String, String> seen = new java.util.concurrent.ConcurrentHashMap<>();
+        List<String> reads = java.util.Collections.synchronizedList(new ArrayList<>());
+        recall(new LibraryEvents() {
+            @Override
+            public void segmentRead(String drive, ReadResult result) {
+                SegmentRead seg = result.segment();
+                reads.add(seg.fileName());
+                if (seg.targetedMetadata() != null) seen.put(seg.fileName(), seg.targetedMetadata());
+            }
+        }).until(() -> reads.containsAll(List.of(a, b, c)));
+        assertThat(reads).filteredOn(n -> n.equals(a)).hasSize(1);
+        assertThat(seen).containsOnlyKeys(a);
+        JsonNode got = ApiClient.parse(seen.get(a));
+        assertThat(got.get("activity").stringValue()).isEqualTo("reprocessing");
+        assertThat(got.get("weight").intValue()).isEqualTo(3);
+    }
+
     @Test
     void badInputIsAProblemDocumentNamingEachEntryAndNothingIsStored() {
         String vol = "X" + tag;
@@ -203,6 +258,20 @@ class TapeRestApiIT {
         assertThat(unknown.status()).isEqualTo(400);
         assertThat(unknown.json().get("errors").get(0).get("reason").stringValue()).contains("not in the catalog");
         assertThat(api.post("/api/v1/stage", "{").status()).isEqualTo(400);
+        // metadata for this site must be an object, and a small one; what other sites get is not checked
+        ApiClient.Answer meta = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(
+                Map.of("path", ok, "targetedMetadata", Map.of("it-site", "fast")),
+                Map.of("path", ok + "-big", "targetedMetadata", Map.of("it-site", Map.of("blob", "x".repeat(5000)))),
+                Map.of("path", ok + "-list", "targetedMetadata", List.of("it-site")),
+                Map.of("path", ok + "-elsewhere", "targetedMetadata", Map.of("other-site", "anything"))))));
+        assertProblem(meta, 400);
+        List<String> metaErrs = new ArrayList<>();
+        for (JsonNode e : meta.json().get("errors")) metaErrs.add(e.get("index") + " " + (e.has("field") ? e.get("field").stringValue() : "")
+                + " " + e.get("reason").stringValue());
+        assertThat(metaErrs).anySatisfy(e -> assertThat(e).startsWith("0 targetedMetadata").contains("(it-site) must be an object"))
+                .anySatisfy(e -> assertThat(e).startsWith("1 targetedMetadata").contains("at most 4096 characters"))
+                .anySatisfy(e -> assertThat(e).startsWith("2 targetedMetadata").contains("expected an object"))
+                .noneSatisfy(e -> assertThat(e).startsWith("3 targetedMetadata"));
         assertThat(api.post("/api/v1/archiveinfo", "{\"files\": []}").status()).isEqualTo(400);
         assertThat(api.get("/api/v1/stage/not-a-uuid").status()).isEqualTo(404);
         assertThat(api.post("/api/v1/stage/" + UUID.randomUUID() + "/cancel", paths(ok)).status()).isEqualTo(404);

@@ -128,6 +128,33 @@ class ScriptLibraryIT {
     }
 
     @Test
+    void clientMetadataReachesTheScriptInASideFileAndTheListKeepsItsFiveColumns() throws Exception {
+        ScriptLibrary lib = library(Duration.ofSeconds(30));
+        get(lib.mount("drive01", "V1"));
+        SegmentRead a = new SegmentRead(1, "/d/a", "V1", 0, 100_000, tmp.resolve("cache/a"),
+                "{\"activity\":\"reprocessing\",\"note\":\"tab\\there\"}");
+        SegmentRead b = new SegmentRead(2, "/d/b", "V1", 100_000, 100_001, tmp.resolve("cache/b"));
+        ReadBatch batch = lib.read("drive01", List.of(a, b));
+        get(batch.done());
+        assertThat(get(batch.result(a)).adler32()).isEqualTo(adler(tmp.resolve("cache/a")));
+        assertThat(get(batch.result(b)).adler32()).isEqualTo(adler(tmp.resolve("cache/b")));
+        // one line for the file with metadata, none for the other; the JSON's escaped tab stays escaped
+        assertThat(Files.readAllLines(root.resolve("read-metadata.log")))
+                .containsExactly("V1 1 {\"activity\":\"reprocessing\",\"note\":\"tab\\there\"}");
+        waitIdle(lib, "drive01");
+        try (var left = Files.list(tmp.resolve("work"))) { // the side file goes with the call
+            assertThat(left.map(p -> p.getFileName().toString())).noneMatch(n -> n.startsWith("read-metadata"));
+        }
+
+        // a list without metadata gets no variable, and the script logs nothing
+        SegmentRead c = new SegmentRead(3, "/d/c", "V1", 200_001, 100_002, tmp.resolve("cache/c"));
+        ReadBatch plain = lib.read("drive01", List.of(c));
+        get(plain.done());
+        get(plain.result(c));
+        assertThat(Files.readAllLines(root.resolve("read-metadata.log"))).hasSize(1);
+    }
+
+    @Test
     void missingVolumeIsUnavailableAndTheDriveStaysEmpty() throws Exception {
         ScriptLibrary lib = library(Duration.ofSeconds(30));
         TapeFailure f = failure(lib.mount("drive01", "NOPE"));

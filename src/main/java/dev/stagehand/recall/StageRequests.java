@@ -21,6 +21,9 @@ public interface StageRequests {
     /** The most files one request may name. */
     int MAX_FILES = 100_000;
 
+    /** Longest targetedMetadata object (as JSON text) kept for one file. */
+    int MAX_TARGETED_METADATA_CHARS = 4096;
+
     /**
      * Submits a request. With a {@code clientRequestId}, a retry with the same content returns the request
      * stored the first time ({@code created == false}); the same id with different content is rejected
@@ -84,14 +87,31 @@ public interface StageRequests {
 
     record Load(long openRequests, long openFiles, long ownerRequests, long ownerFiles) {}
 
-    /** What a client asks for. Null fields take their defaults. */
+    /**
+     * What a client asks for. Null fields take their defaults. {@code targetedMetadata}, when given, holds
+     * for each file (same index) the JSON object the client addressed to this site (WLCG targetedMetadata)
+     * or null; it goes to the tape driver with the file's read.
+     */
     record NewStageRequest(
             String clientRequestId,
             List<String> files,
             Integer priority,
             Long diskLifetimeSeconds,
             String destination,
-            String experiment) {}
+            String experiment,
+            List<String> targetedMetadata) {
+
+        public NewStageRequest(String clientRequestId, List<String> files, Integer priority, Long diskLifetimeSeconds,
+                               String destination, String experiment) {
+            this(clientRequestId, files, priority, diskLifetimeSeconds, destination, experiment, null);
+        }
+
+        /** The same request for another experiment. */
+        public NewStageRequest withExperiment(String experiment) {
+            return new NewStageRequest(clientRequestId, files, priority, diskLifetimeSeconds, destination, experiment,
+                    targetedMetadata);
+        }
+    }
 
     /** The outcome of {@link #submit}: the stored request, and whether this call created it. */
     record Submission(StageRequestSummary request, boolean created) {}

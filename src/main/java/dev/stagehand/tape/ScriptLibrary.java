@@ -38,6 +38,8 @@ import org.slf4j.LoggerFactory;
  *                                    stdout: OK fileId [adler32hex] | ERR fileId KIND message
  * write     DRIVE VOLUME LIST        LIST lines: fileId TAB size TAB source TAB name
  *                                    stdout: OK fileId offset [adler32hex] | ERR fileId KIND message
+ *                                    env STAGEHAND_READ_METADATA (only when a file has any): a file of
+ *                                    lines fileId TAB json, the client's targetedMetadata for this site
  * dismount  DRIVE VOLUME             exit 0 when the volume is back in its slot
  * exit codes: 0 ok, 2 MEDIA_ERROR, 3 DRIVE_FAILURE, 4 VOLUME_UNAVAILABLE, 5 TIMEOUT, other DRIVE_FAILURE
  * </pre>
@@ -48,6 +50,9 @@ import org.slf4j.LoggerFactory;
 public final class ScriptLibrary implements TapeLibrary {
 
     private static final Logger log = LoggerFactory.getLogger(ScriptLibrary.class);
+
+    /** Environment variable naming the read-list's metadata side file. */
+    public static final String METADATA_ENV = "STAGEHAND_READ_METADATA";
 
     private final LibraryLayout layout;
     private final TapeProperties.Script cfg;
@@ -200,17 +205,23 @@ public final class ScriptLibrary implements TapeLibrary {
         }
         Map<Long, SegmentRead> byId = new HashMap<>();
         StringBuilder list = new StringBuilder();
+        StringBuilder metadata = new StringBuilder();
         for (SegmentRead s : segs) {
             if (byId.putIfAbsent(s.fileId(), s) != null) throw new IllegalArgumentException("file id listed twice: " + s.fileId());
             list.append(s.fileId()).append('\t').append(s.offsetBytes()).append('\t').append(s.sizeBytes()).append('\t')
                     .append(s.target().toAbsolutePath()).append('\t').append(s.fileName()).append('\n');
+            // compact JSON has no raw tab or newline: one line per file
+            if (s.targetedMetadata() != null) metadata.append(s.fileId()).append('\t').append(s.targetedMetadata()).append('\n');
         }
         if (claim(drive, DriveState.READING, DriveState.MOUNTED_IDLE) == null)
             throw new IllegalStateException("drive " + drive + " is " + before.state() + ", not mounted and idle");
         events.driveChanged(layout.name(), drive(drive), Instant.now());
         String volume = before.volume();
         Path listFile = writeList("read", list);
-        Call call = new Call("read-list", List.of(drive, volume, listFile.toString()), cfg.readTimeout(), drive, volume);
+        // a side file, so that scripts written for the five-column list keep working
+        Path metadataFile = metadata.isEmpty() ? null : writeList("read-metadata", metadata);
+        Call call = new Call("read-list", List.of(drive, volume, listFile.toString()), cfg.readTimeout(), drive, volume,
+                metadataFile == null ? Map.of() : Map.of(METADATA_ENV, metadataFile.toString()));
         batch.call = call;
         Instant started = Instant.now();
         Thread.ofVirtual().name("tape-read-" + drive).start(() -> {
@@ -241,6 +252,7 @@ public final class ScriptLibrary implements TapeLibrary {
             });
             finishCall(drive, volume, moved[0], o, batch);
             deleteQuietly(listFile);
+            if (metadataFile != null) deleteQuietly(metadataFile);
         });
         return batch.asRead();
     }
@@ -407,7 +419,13 @@ public final class ScriptLibrary implements TapeLibrary {
         private Process process;
         private boolean killed;
 
+        final Map<String, String> env;
+
         Call(String name, List<String> args, Duration timeout, String drive, String volume) {
+            this(name, args, timeout, drive, volume, Map.of());
+        }
+
+        Call(String name, List<String> args, Duration timeout, String drive, String volume, Map<String, String> env) {
             List<String> a = new ArrayList<>(command(name));
             a.addAll(args);
             this.name = name;
@@ -415,6 +433,7 @@ public final class ScriptLibrary implements TapeLibrary {
             this.timeout = timeout;
             this.drive = drive;
             this.volume = volume;
+            this.env = env;
         }
 
         synchronized void kill() {
@@ -441,6 +460,7 @@ public final class ScriptLibrary implements TapeLibrary {
                 Files.createDirectories(cfg.workDir());
                 err = cfg.workDir().resolve(name + "-" + ProcessHandle.current().pid() + "-" + calls.incrementAndGet() + ".err");
                 ProcessBuilder pb = new ProcessBuilder(argv).redirectError(err.toFile());
+                pb.environment().putAll(env);
                 synchronized (this) {
                     if (killed) return new Outcome(-1, new TapeFailure(TapeFailure.Kind.TIMEOUT, drive, volume, name + " cancelled"));
                     process = pb.start();

@@ -38,6 +38,7 @@ import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RestController;
 import org.springframework.web.servlet.support.ServletUriComponentsBuilder;
 import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The WLCG Tape REST API v1 (what FTS3, Rucio and gfal2 call), on the same stage requests, pins and states
@@ -67,7 +68,7 @@ class TapeRestController {
 
     record StageFile(@Schema(description = "logical file name", requiredMode = Schema.RequiredMode.REQUIRED) String path,
                      @Schema(description = "ISO-8601 duration the file stays pinned once on disk, e.g. P1D") String diskLifetime,
-                     @Schema(description = "per-endpoint metadata, e.g. {\"default\": {...}}; accepted, not used") Map<String, Object> targetedMetadata) {}
+                     @Schema(description = "metadata per endpoint: {\"<sitename>\": {...}}; the object under this site's name (discovery's sitename) goes to the tape system with the file's read, other endpoints' entries are ignored") Map<String, Object> targetedMetadata) {}
 
     record StageBody(List<StageFile> files) {}
 
@@ -104,6 +105,8 @@ class TapeRestController {
         JsonBodies.unknownFields(body, Set.of("files"), errors);
         JsonNode files = body.get("files");
         List<String> paths = new ArrayList<>();
+        List<String> metadata = new ArrayList<>(); // per file: the targetedMetadata object addressed to this site
+        boolean anyMetadata = false;
         Long lifetime = null;
         if (files == null || !files.isArray()) {
             errors.add(EntryError.field("files", files == null ? "required: a list of {path, diskLifetime, targetedMetadata}"
@@ -120,6 +123,7 @@ class TapeRestController {
                 if (!f.isObject()) {
                     errors.add(new EntryError(i, null, "files", "expected an object {path, diskLifetime, targetedMetadata}, got " + JsonBodies.kind(f)));
                     paths.add(null);
+                    metadata.add(null);
                     continue;
                 }
                 for (var e : f.properties()) {
@@ -130,6 +134,7 @@ class TapeRestController {
                 if (p == null || p.isNull()) errors.add(new EntryError(i, null, "path", "required: the file's logical name"));
                 else if (!p.isString()) errors.add(new EntryError(i, null, "path", "expected a string, got " + JsonBodies.kind(p)));
                 paths.add(path);
+                metadata.add(null);
                 JsonNode life = f.get("diskLifetime");
                 if (life != null && !life.isNull()) {
                     Long s = lifetimeSeconds(life);
@@ -140,11 +145,24 @@ class TapeRestController {
                     }
                 }
                 JsonNode meta = f.get("targetedMetadata");
-                if (meta != null && !meta.isNull() && !meta.isObject())
+                if (meta == null || meta.isNull()) continue;
+                if (!meta.isObject()) {
                     errors.add(new EntryError(i, path, "targetedMetadata", "expected an object, got " + JsonBodies.kind(meta)));
+                    continue;
+                }
+                // keys name the endpoints the metadata is for; what is addressed to another site is not ours to keep
+                JsonNode ours = meta.get(props.sitename());
+                if (ours == null || ours.isNull()) continue;
+                if (!ours.isObject()) {
+                    errors.add(new EntryError(i, path, "targetedMetadata", "the entry for this site (" + props.sitename()
+                            + ") must be an object, got " + JsonBodies.kind(ours)));
+                    continue;
+                }
+                metadata.set(i, JsonMapper.shared().writeValueAsString(ours));
+                anyMetadata = true;
             }
         }
-        NewStageRequest req = new NewStageRequest(null, paths, null, lifetime, null, null);
+        NewStageRequest req = new NewStageRequest(null, paths, null, lifetime, null, null, anyMetadata ? metadata : null);
         if (!errors.isEmpty()) {
             // the native rules on whatever is usable, so one answer names every offending entry
             Set<Integer> named = new java.util.HashSet<>();
@@ -156,7 +174,7 @@ class TapeRestController {
         }
         if (!paths.isEmpty() && requests.check(who, req).isEmpty()) {
             // the request's experiment: the one its files belong to (WLCG clients do not name one)
-            req = new NewStageRequest(null, paths, null, lifetime, null, access.experimentFor(user, null, paths));
+            req = req.withExperiment(access.experimentFor(user, null, paths));
         }
         StageRequests.Load load = requests.load(who);
         if (load.openRequests() >= props.maxActiveRequests() || load.openFiles() + paths.size() > props.maxActiveFiles()) {

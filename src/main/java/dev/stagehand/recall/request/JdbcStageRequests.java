@@ -31,6 +31,8 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.core.RowMapper;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.support.TransactionTemplate;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@link StageRequests} on PostgreSQL. Submission checks everything it can without the database first,
@@ -114,11 +116,13 @@ class JdbcStageRequests implements StageRequests {
                 // Another call with the same client id committed meanwhile: answer as a retry would be answered.
                 return earlier(owner, req.clientRequestId(), fingerprint).orElseThrow();
             }
+            String[] meta = req.targetedMetadata() == null ? new String[ids.length] : req.targetedMetadata().toArray(String[]::new);
             jdbc.update(con -> {
-                var ps = con.prepareStatement("INSERT INTO stage_request_file (request_id, file_id, ordinal) "
-                        + "SELECT ?, t.id, t.ord FROM unnest(?::bigint[]) WITH ORDINALITY AS t(id, ord)");
+                var ps = con.prepareStatement("INSERT INTO stage_request_file (request_id, file_id, ordinal, targeted_metadata) "
+                        + "SELECT ?, t.id, t.ord, t.meta::jsonb FROM unnest(?::bigint[], ?::text[]) WITH ORDINALITY AS t(id, meta, ord)");
                 ps.setObject(1, id);
                 ps.setObject(2, ids);
+                ps.setArray(3, con.createArrayOf("text", meta));
                 return ps;
             });
             return new Submission(summary(id).orElseThrow(), true);
@@ -148,6 +152,34 @@ class JdbcStageRequests implements StageRequests {
         }
         if (req.experiment() != null && !NAME.matcher(req.experiment()).matches())
             errors.add(EntryError.field("experiment", "expected 1-64 of A-Z a-z 0-9 . _ + -"));
+        checkTargetedMetadata(req, errors);
+    }
+
+    private static void checkTargetedMetadata(NewStageRequest req, List<EntryError> errors) {
+        List<String> meta = req.targetedMetadata();
+        if (meta == null) return;
+        List<String> files = req.files();
+        if (files == null || meta.size() != files.size()) {
+            errors.add(EntryError.field("targetedMetadata", "one entry (or null) per file: " + meta.size() + " entries for "
+                    + (files == null ? 0 : files.size()) + " files"));
+            return;
+        }
+        for (int i = 0; i < meta.size(); i++) {
+            String m = meta.get(i);
+            if (m == null) continue;
+            if (m.length() > MAX_TARGETED_METADATA_CHARS) {
+                errors.add(new EntryError(i, files.get(i), "targetedMetadata", "at most " + MAX_TARGETED_METADATA_CHARS
+                        + " characters of JSON for this site, got " + m.length()));
+                continue;
+            }
+            boolean object;
+            try {
+                object = JsonMapper.shared().readTree(m).isObject();
+            } catch (JacksonException e) {
+                object = false;
+            }
+            if (!object) errors.add(new EntryError(i, files.get(i), "targetedMetadata", "expected a JSON object"));
+        }
     }
 
     private static String destinationProblem(String dest) {
@@ -219,6 +251,12 @@ class JdbcStageRequests implements StageRequests {
             for (String f : req.files()) {
                 md.update((byte) '\n');
                 md.update(f.getBytes(StandardCharsets.UTF_8));
+            }
+            if (req.targetedMetadata() != null) { // absent from older fingerprints, which stay valid
+                for (String m : req.targetedMetadata()) {
+                    md.update((byte) 0);
+                    md.update(String.valueOf(m).getBytes(StandardCharsets.UTF_8));
+                }
             }
             return HexFormat.of().formatHex(md.digest());
         } catch (NoSuchAlgorithmException e) {

@@ -32,6 +32,8 @@ public final class FileWork {
     String error;
     /** On the FIFO policy's arrival-order queue. */
     boolean inFifo;
+    /** The first targetedMetadata a request addressed to this site for the file (JSON object), or null. */
+    String targetedMetadata;
 
     public FileWork(long id, String name, long sizeBytes, List<Copy> copies, String experiment, String dataset,
                     String adler32) {
@@ -59,6 +61,7 @@ public final class FileWork {
     public Copy home() { return home; }
     public String error() { return error; }
     public List<RequestWork> requests() { return requests; }
+    public String targetedMetadata() { return targetedMetadata; }
 
     /** Volumes holding a copy. */
     List<String> volumes() {

@@ -13,9 +13,18 @@ import java.util.function.Predicate;
  */
 public final class QueueModel {
 
-    /** A requested file as submitted (before dedup). */
+    /**
+     * A requested file as submitted (before dedup). {@code targetedMetadata}: what the request addressed to
+     * this site for the file (a JSON object, WLCG targetedMetadata) or null.
+     */
     public record FileSpec(long id, String name, long sizeBytes, List<Copy> copies, String experiment,
-                           String dataset, String adler32) {}
+                           String dataset, String adler32, String targetedMetadata) {
+
+        public FileSpec(long id, String name, long sizeBytes, List<Copy> copies, String experiment, String dataset,
+                        String adler32) {
+            this(id, name, sizeBytes, copies, experiment, dataset, adler32, null);
+        }
+    }
 
     final Map<Long, FileWork> files = new HashMap<>();
     final Map<String, RequestWork> requests = new HashMap<>();
@@ -57,6 +66,8 @@ public final class QueueModel {
             } else if (r.files.contains(f)) {
                 continue; // the same file twice in one request
             }
+            // one read serves every request: the tape system sees the first metadata addressed to it
+            if (f.targetedMetadata == null) f.targetedMetadata = s.targetedMetadata();
             if ((fresh || f.state == FileWork.State.FAILED) && unavailable.containsAll(f.volumes())) {
                 // every copy is on a volume the library reported unavailable: fail now, with the reason
                 f.state = FileWork.State.FAILED;

@@ -738,7 +738,7 @@ public final class RecallEngine {
                 owners.add(null);
                 ownerSlots.add(null);
             }
-            segments.add(new SegmentRead(f.id, f.name, volume, o, f.sizeBytes, mineSlots.get(i).target()));
+            segments.add(new SegmentRead(f.id, f.name, volume, o, f.sizeBytes, mineSlots.get(i).target(), f.targetedMetadata));
             owners.add(f);
             ownerSlots.add(mineSlots.get(i));
             h = o + f.sizeBytes;

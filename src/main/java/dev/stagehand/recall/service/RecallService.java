@@ -309,7 +309,7 @@ public final class RecallService {
         Instant[] newest = {watermark};
         jdbc.query("""
                 SELECT sr.id, sr.priority, sr.experiment, sr.created_at, f.id AS fid, f.name, f.size_bytes, f.adler32,
-                       f.experiment AS fexp, d.name AS dataset,
+                       f.experiment AS fexp, d.name AS dataset, x.targeted_metadata::text AS meta,
                        (SELECT string_agg(v.label || ' ' || s.offset_bytes, ',' ORDER BY v.label)
                           FROM segment s JOIN volume v ON v.id = s.volume_id
                          WHERE s.file_id = f.id AND s.state = 'ok' AND v.state = 'available') AS copies
@@ -333,7 +333,8 @@ public final class RecallService {
             String adler = rs.getString("adler32");
             rows.add(new Row(id, rs.getInt("priority"), rs.getString("experiment"),
                     new FileSpec(rs.getLong("fid"), rs.getString("name"), rs.getLong("size_bytes"), cs,
-                            rs.getString("fexp"), rs.getString("dataset"), adler == null ? null : adler.trim())));
+                            rs.getString("fexp"), rs.getString("dataset"), adler == null ? null : adler.trim(),
+                            rs.getString("meta"))));
         }, Timestamp.from(since));
         watermark = newest[0];
         Map<String, List<Row>> byRequest = new LinkedHashMap<>();
