@@ -147,6 +147,42 @@ class RequestApiIT {
     }
 
     @Test
+    void priorityChangesWhileTheRequestIsOpenWithinTheRangeAndOnlyForItsExperiment() {
+        String id = submit(catalog.files.subList(0, 4), null, "dora").json().get("id").stringValue();
+        Answer raised = clients.get("dora").put("/api/v1/requests/" + id + "/priority", "{\"priority\": 250}");
+        assertThat(raised.status()).isEqualTo(200);
+        assertThat(raised.json().get("priority").intValue()).isEqualTo(250);
+        assertThat(api.get("/api/v1/requests/" + id).json().get("request").get("priority").intValue()).isEqualTo(250);
+        assertThat(jdbc.queryForObject("SELECT priority FROM stage_request WHERE id = ?::uuid", Integer.class, id)).isEqualTo(250);
+
+        // bad bodies name the field and change nothing
+        for (String bad : List.of("{}", "{\"priority\": \"high\"}", "{\"priority\": 1.5}", "{\"priority\": 5, \"colour\": 1}", "", "[3]")) {
+            Answer a = api.put("/api/v1/requests/" + id + "/priority", bad);
+            assertThat(a.status()).as(bad).isEqualTo(400);
+            assertThat(a.json().get("errors").get(0).get("field").stringValue()).as(bad).isIn("priority", "colour", "body");
+        }
+        Answer outOfRange = api.put("/api/v1/requests/" + id + "/priority", "{\"priority\": 5000}");
+        assertThat(outOfRange.status()).isEqualTo(400);
+        assertThat(outOfRange.json().get("errors").get(0).get("reason").stringValue()).contains("between -1000 and 1000");
+        assertThat(api.put("/api/v1/requests/" + UUID.randomUUID() + "/priority", "{\"priority\": 1}").status()).isEqualTo(404);
+        // a viewer may not; an operator of another experiment gets 404 as for an unknown id
+        ApiClient viewer = ApiClient.as(port, accounts, tokens, "vera-" + UUID.randomUUID().toString().substring(0, 6),
+                dev.stagehand.api.security.ApiRole.VIEWER, "atlas");
+        assertThat(viewer.put("/api/v1/requests/" + id + "/priority", "{\"priority\": 1}").status()).isEqualTo(403);
+        ApiClient cms = ApiClient.as(port, accounts, tokens, "cmsop-" + UUID.randomUUID().toString().substring(0, 6),
+                dev.stagehand.api.security.ApiRole.OPERATOR, "cms");
+        assertThat(cms.put("/api/v1/requests/" + id + "/priority", "{\"priority\": 1}").status()).isEqualTo(404);
+        assertThat(jdbc.queryForObject("SELECT priority FROM stage_request WHERE id = ?::uuid", Integer.class, id)).isEqualTo(250);
+
+        // lowered, then not any more once finished
+        assertThat(api.put("/api/v1/requests/" + id + "/priority", "{\"priority\": -10}").json().get("priority").intValue()).isEqualTo(-10);
+        assertThat(api.post("/api/v1/requests/" + id + "/cancel", null).status()).isEqualTo(200);
+        Answer finished = api.put("/api/v1/requests/" + id + "/priority", "{\"priority\": 3}");
+        assertThat(finished.status()).isEqualTo(409);
+        assertThat(finished.json().get("detail").stringValue()).contains("already cancelled");
+    }
+
+    @Test
     void cancellingTheLastOpenFilesEndsTheRequest() {
         String id = submit(catalog.files.subList(0, 3), null, null).json().get("id").stringValue();
         jdbc.update("UPDATE stage_request_file SET state = 'on_disk' WHERE request_id = ?::uuid AND file_id = "

@@ -91,6 +91,18 @@ public final class JsonBodies {
         return files;
     }
 
+    /** A priority-change body: {"priority": N}, N required. */
+    static int priority(byte[] raw) {
+        JsonNode body = parse(raw);
+        List<EntryError> errors = new ArrayList<>();
+        unknownFields(body, Set.of("priority"), errors);
+        Integer p = integer(body, "priority", errors);
+        if (p == null && errors.stream().noneMatch(e -> "priority".equals(e.field())))
+            errors.add(EntryError.field("priority", "required: an integer, higher is more urgent"));
+        if (!errors.isEmpty()) throw new BadInput(HttpStatus.BAD_REQUEST, describe(errors), errors);
+        return p;
+    }
+
     /** A body {"field": [...]} of file names (the WLCG API calls them paths), nothing else; null when absent. */
     public static List<String> selection(byte[] raw, String field, boolean required) {
         if (raw.length == 0 || isBlank(raw)) {

@@ -33,6 +33,7 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.PutMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
@@ -202,6 +203,20 @@ class RequestsController {
         List<String> files = JsonBodies.fileSelection(JsonBodies.read(http));
         return ChangeView.of(requests.release(uuid, files));
     }
+
+    @PutMapping(path = "/{id}/priority", consumes = MediaType.ALL_VALUE)
+    @Operation(summary = "Change an unfinished request's priority",
+            description = "Body {\"priority\": N}. Its files already queued are re-ranked at once, raised or lowered; "
+                    + "a file shared with another request goes by the highest priority among them. 400 outside the "
+                    + "allowed range, 409 when the request has finished.",
+            requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
+                    content = @Content(mediaType = "application/json", schema = @Schema(implementation = PriorityBody.class))))
+    RequestView priority(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
+        UUID uuid = visible(uuid(id));
+        return RequestView.of(requests.changePriority(uuid, JsonBodies.priority(JsonBodies.read(http))));
+    }
+
+    record PriorityBody(@Schema(description = "higher is more urgent", requiredMode = Schema.RequiredMode.REQUIRED) Integer priority) {}
 
     /** Type errors plus whatever else is wrong with the usable parts, so one answer names every offending entry. */
     private BadInput typeErrors(String owner, JsonBodies.Parsed parsed) {
