@@ -91,6 +91,14 @@ class ReplicationApiIT {
             assertThat(api.get("/api/v1/replication/rules?dataset=" + ds).json()).hasSize(1);
             assertThat(api.get("/api/v1/datasets/" + ds + "/completeness").status()).isEqualTo(200);
             assertFieldProblem(api.get("/api/v1/datasets/nosuch-" + tag + "/completeness"), 404, "dataset", "no dataset");
+            // an unknown dataset, site or state is named, not answered with an empty list or "retried 0"
+            assertThat(api.get("/api/v1/datasets/" + ds + "/replicas").status()).isEqualTo(200);
+            assertFieldProblem(api.get("/api/v1/datasets/nosuch-" + tag + "/replicas"), 404, "dataset", "no dataset");
+            assertFieldProblem(api.get("/api/v1/datasets/" + ds + "/replicas?site=NOSUCH-" + tag), 404, "site", "no site");
+            assertFieldProblem(api.get("/api/v1/datasets/" + ds + "/replicas?state=finished"), 400, "state", "unknown replica state");
+            assertThat(api.post("/api/v1/datasets/" + ds + "/replicas/retry", null).json().get("retried").intValue()).isZero();
+            assertFieldProblem(api.post("/api/v1/datasets/nosuch-" + tag + "/replicas/retry", null), 404, "dataset", "no dataset");
+            assertFieldProblem(api.post("/api/v1/datasets/" + ds + "/replicas/retry?site=NOSUCH-" + tag, null), 404, "site", "no site");
             assertFieldProblem(api.post("/api/v1/sites/NOSUCH-" + tag + "/replicas/declare", "{\"files\": [\"/a\"]}"), 404, "site", "no site");
             assertFieldProblem(api.post("/api/v1/replication/schedules/999999999/pause", null), 404, "rule", "no schedule");
         } finally {

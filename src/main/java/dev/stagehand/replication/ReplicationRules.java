@@ -145,8 +145,7 @@ public class ReplicationRules {
 
     /** Completeness of {@code dataset} at every site a rule wants it at, site by name. */
     public List<Completeness> completeness(String dataset) {
-        if (jdbc.queryForList("SELECT 1 FROM dataset WHERE name = ?", dataset).isEmpty())
-            throw ReplicationRejected.notFound("dataset", "no dataset " + dataset);
+        requireDataset(dataset);
         return jdbc.query("""
                 SELECT d.name AS dataset, s.name AS site, c.* FROM dataset_site_status c
                   JOIN dataset d ON d.id = c.dataset_id JOIN site s ON s.id = c.site_id
@@ -184,6 +183,10 @@ public class ReplicationRules {
 
     /** Replicas of a dataset's files, optionally at one site and in one state, by file name. */
     public List<Replica> replicas(String dataset, String site, String state, int offset, int limit) {
+        requireDataset(dataset);
+        if (site != null) siteId(site);
+        if (state != null && !REPLICA_STATES.contains(state))
+            throw ReplicationRejected.invalid("state", "unknown replica state '" + state + "'; one of " + REPLICA_STATES);
         return jdbc.query("""
                 SELECT f.name AS file, s.name AS site, r.* FROM replica r JOIN file f ON f.id = r.file_id
                   JOIN dataset d ON d.id = f.dataset_id JOIN site s ON s.id = r.site_id
@@ -248,6 +251,8 @@ public class ReplicationRules {
 
     /** Puts failed replicas (of a dataset, optionally at one site) back to pending with fresh attempts. */
     public int retryFailed(String dataset, String site) {
+        requireDataset(dataset);
+        if (site != null) siteId(site);
         return jdbc.update("""
                 UPDATE replica r SET state = 'pending', attempts = 0, next_attempt_at = NULL, updated_at = now()
                   FROM file f JOIN dataset d ON d.id = f.dataset_id, site s
@@ -275,6 +280,14 @@ public class ReplicationRules {
 
     public boolean deleteLink(String name) {
         return jdbc.update("DELETE FROM replication_link WHERE name = ?", name) == 1;
+    }
+
+    /** Replica states, as the replica table's check constraint has them. */
+    static final List<String> REPLICA_STATES = List.of("pending", "staging", "transferring", "done", "verified", "failed", "lost");
+
+    private void requireDataset(String dataset) {
+        if (jdbc.queryForList("SELECT 1 FROM dataset WHERE name = ?", dataset).isEmpty())
+            throw ReplicationRejected.notFound("dataset", "no dataset " + dataset);
     }
 
     private long siteId(String site) {
