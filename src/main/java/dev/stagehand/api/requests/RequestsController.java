@@ -206,7 +206,7 @@ class RequestsController {
 
     @PutMapping(path = "/{id}/priority", consumes = MediaType.ALL_VALUE)
     @Operation(summary = "Change an unfinished request's priority",
-            description = "Body {\"priority\": N}. Its files already queued are re-ranked at once, raised or lowered; "
+            description = "Body {\"priority\": N}. Its queued files are re-ranked at the scheduler's next poll, raised or lowered; "
                     + "a file shared with another request goes by the highest priority among them. 400 outside the "
                     + "allowed range, 409 when the request has finished.",
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
