@@ -1,5 +1,6 @@
 package dev.stagehand.cache;
 
+import dev.stagehand.platform.DatabaseRetry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.DirectoryStream;
@@ -27,9 +28,7 @@ import java.util.TreeSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.ApplicationEventPublisher;
-import org.springframework.core.retry.RetryPolicy;
 import org.springframework.core.retry.RetryTemplate;
-import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.transaction.support.TransactionTemplate;
 
@@ -657,9 +656,7 @@ public class DiskCache {
     }
 
     /** Up to five attempts, a few jittered milliseconds apart. */
-    private static final RetryTemplate ON_DEADLOCK = new RetryTemplate(RetryPolicy.builder()
-            .includes(PessimisticLockingFailureException.class).maxRetries(4)
-            .delay(Duration.ofMillis(10)).jitter(Duration.ofMillis(5)).multiplier(2).build());
+    private static final RetryTemplate ON_DEADLOCK = DatabaseRetry.onDeadlock(Duration.ofMillis(10));
 
     private Map<Integer, Dir> lockDirectories(Collection<Integer> ids) {
         Map<Integer, Dir> out = new LinkedHashMap<>();

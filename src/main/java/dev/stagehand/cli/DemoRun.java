@@ -3,6 +3,7 @@ package dev.stagehand.cli;
 import dev.stagehand.StagehandApplication;
 import dev.stagehand.catalog.CatalogImporter;
 import dev.stagehand.catalog.ImportSummary;
+import dev.stagehand.platform.DatabaseRetry;
 import dev.stagehand.tape.LibraryEventPrinter;
 import dev.stagehand.transfer.GridFtpServer;
 import dev.stagehand.transfer.TransferJob;
@@ -27,9 +28,6 @@ import java.util.Set;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.core.retry.RetryPolicy;
-import org.springframework.core.retry.RetryTemplate;
-import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.util.FileSystemUtils;
 import tools.jackson.databind.JsonNode;
@@ -111,9 +109,7 @@ final class DemoRun implements AutoCloseable {
     void resetRequests() {
         JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
         // the service's pollers already query these tables: a TRUNCATE may lose a deadlock to one and is retried
-        RetryPolicy onDeadlock = RetryPolicy.builder().includes(PessimisticLockingFailureException.class).maxRetries(4)
-                .delay(Duration.ofMillis(50)).jitter(Duration.ofMillis(25)).multiplier(2).build();
-        new RetryTemplate(onDeadlock).invoke(() -> jdbc.execute(
+        DatabaseRetry.onDeadlock(Duration.ofMillis(50)).invoke(() -> jdbc.execute(
                 "TRUNCATE stage_request, recall_file, cache_pin, cache_reservation, cache_file, transfer_job CASCADE"));
         jdbc.update("UPDATE cache_directory SET used_bytes = 0, reserved_bytes = 0");
     }

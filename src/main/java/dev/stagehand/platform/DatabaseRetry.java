@@ -8,7 +8,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.core.retry.RetryPolicy;
+import org.springframework.core.retry.RetryTemplate;
 import org.springframework.dao.DataAccessResourceFailureException;
+import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.dao.RecoverableDataAccessException;
 import org.springframework.dao.TransientDataAccessException;
 import org.springframework.transaction.CannotCreateTransactionException;
@@ -49,6 +52,16 @@ public final class DatabaseRetry {
                 backoff = Math.min(backoff * 2, MAX_BACKOFF.toMillis());
             }
         }
+    }
+
+    /**
+     * A retry of work that lost a deadlock (PostgreSQL aborts one side; the loser runs again): up to five
+     * attempts, the first retry after about {@code delay}, jittered and doubling. Its {@code invoke} rethrows
+     * the last deadlock when every attempt lost, and anything else at once.
+     */
+    public static RetryTemplate onDeadlock(Duration delay) {
+        return new RetryTemplate(RetryPolicy.builder().includes(PessimisticLockingFailureException.class).maxRetries(4)
+                .delay(delay).jitter(delay.dividedBy(2)).multiplier(2).build());
     }
 
     public static void run(String what, Runnable action) {
