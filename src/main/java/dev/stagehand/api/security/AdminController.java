@@ -46,7 +46,10 @@ class AdminController {
         this.tokens = tokens;
     }
 
-    record WhoAmI(String account, String role, Set<String> experiments, String authenticatedBy, String dn) {}
+    /** {@code jwt}: set when a WLCG token authenticated the call; its {@code scopes} null when it has no storage scopes. */
+    record WhoAmI(String account, String role, Set<String> experiments, String authenticatedBy, String dn, JwtView jwt) {}
+
+    record JwtView(String issuer, String subject, List<String> groups, List<String> scopes) {}
 
     record AccountView(String name, String role, Set<String> experiments, Instant createdAt, Instant updatedAt) {
         static AccountView of(ApiAccounts.Account a) {
@@ -66,7 +69,9 @@ class AdminController {
     @Operation(summary = "The calling account, its role and experiments, and how it authenticated")
     WhoAmI whoami() {
         ApiUser u = ApiUser.current();
-        return new WhoAmI(u.account(), u.role().dbName(), new TreeSet<>(u.experiments()), u.method(), u.dn());
+        ApiUser.Jwt j = u.jwt();
+        return new WhoAmI(u.account(), u.role().dbName(), new TreeSet<>(u.experiments()), u.method(), u.dn(), j == null ? null
+                : new JwtView(j.issuer(), j.subject(), j.groups(), j.scopes() == null ? null : j.scopes().list()));
     }
 
     @GetMapping(path = "/api/v1/admin/accounts", produces = MediaType.APPLICATION_JSON_VALUE)

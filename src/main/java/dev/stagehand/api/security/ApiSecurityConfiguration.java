@@ -16,6 +16,7 @@ import org.springframework.security.authorization.AuthorizationDecision;
 import org.springframework.security.config.annotation.web.builders.HttpSecurity;
 import org.springframework.security.config.http.SessionCreationPolicy;
 import org.springframework.security.core.Authentication;
+import org.springframework.security.core.context.SecurityContextHolder;
 import org.springframework.security.web.SecurityFilterChain;
 import org.springframework.security.web.authentication.AnonymousAuthenticationFilter;
 
@@ -39,7 +40,7 @@ class ApiSecurityConfiguration {
         seedAccounts(props, accounts);
         ApiAuthenticator authenticator = new ApiAuthenticator(adminToken(props), tokens, accounts,
                 new ProxyChainValidator(props.certificates(), props.limitedProxies(), props.crlMode(),
-                        props.namespaceMode()), new GridMapfile(props.gridMapfile()));
+                        props.namespaceMode()), new GridMapfile(props.gridMapfile()), new WlcgTokens(props.tokenIssuers()));
         http.securityMatcher("/api/**")
                 .csrf(c -> c.disable())
                 .sessionManagement(s -> s.sessionCreationPolicy(SessionCreationPolicy.STATELESS))
@@ -55,6 +56,12 @@ class ApiSecurityConfiguration {
                                 "this API needs authentication: a bearer token (Authorization: Bearer <token>), or a client "
                                         + "certificate or grid proxy over HTTPS", "Authorization", ApiProblems.REALM))
                         .accessDeniedHandler((req, resp, ex) -> {
+                            if (SecurityContextHolder.getContext().getAuthentication() != null
+                                    && SecurityContextHolder.getContext().getAuthentication().getPrincipal() instanceof ApiUser u
+                                    && scopeRefusal(u, req) != null) {
+                                ApiProblems.write(resp, 403, "forbidden", scopeRefusal(u, req), "scope", null);
+                                return;
+                            }
                             ApiRole needed = required(req);
                             String who = req.getUserPrincipal() == null ? "this account" : "account '" + req.getUserPrincipal().getName() + "'";
                             ApiProblems.write(resp, 403, "forbidden", req.getMethod() + " " + req.getRequestURI() + " needs the "
@@ -76,7 +83,39 @@ class ApiSecurityConfiguration {
     }
 
     private static boolean allowed(Authentication auth, HttpServletRequest req) {
-        return auth != null && auth.getPrincipal() instanceof ApiUser u && u.role().compareTo(required(req)) >= 0;
+        return auth != null && auth.getPrincipal() instanceof ApiUser u && u.role().compareTo(required(req)) >= 0
+                && scopeRefusal(u, req) == null;
+    }
+
+    /**
+     * Why a token limited by storage scopes may not make this call (null: it may). Such a token reads (GET,
+     * archiveinfo) with {@code storage.read} or {@code storage.stage}, and stages, cancels, releases and
+     * re-prioritises stage requests with {@code storage.stage}; the files' paths are checked against the scopes'
+     * paths where a call names them. Nothing else: rules, sites, archive registration and the admin API need an
+     * account's own credential.
+     */
+    static String scopeRefusal(ApiUser user, HttpServletRequest req) {
+        StorageScopes scopes = user.scopes();
+        if (scopes == null) return null;
+        String path = req.getRequestURI().substring(req.getContextPath().length());
+        String m = req.getMethod();
+        if (path.equals("/api/v1/whoami")) return null;
+        StorageScopes.Op needed = null;
+        if (required(req) == ApiRole.ADMIN) {
+            needed = null; // the admin API, sites and links: never by scopes
+        } else if (m.equals("GET") || m.equals("HEAD") || m.equals("OPTIONS")
+                || (m.equals("POST") && path.equals("/api/v1/archiveinfo"))) {
+            needed = StorageScopes.Op.READ;
+        } else if (path.equals("/api/v1/stage") || path.startsWith("/api/v1/stage/") || path.startsWith("/api/v1/release/")
+                || path.equals("/api/v1/requests") || path.startsWith("/api/v1/requests/")) {
+            needed = StorageScopes.Op.STAGE;
+        }
+        if (needed == null) {
+            return m + " " + path + " is not open to a token limited by storage scopes " + scopes.list()
+                    + "; use the account's own token or certificate";
+        }
+        return scopes.grants(needed) ? null : m + " " + path + " needs a " + needed.scope() + " scope"
+                + (needed == StorageScopes.Op.READ ? " (or storage.stage)" : "") + "; the token has " + scopes.list();
     }
 
     /** The built-in admin (every experiment) and the accounts declared in configuration, written at every start. */

@@ -1,5 +1,6 @@
 package dev.stagehand.api.security;
 
+import java.net.URI;
 import java.nio.file.Path;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -21,6 +22,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *                        {@code if-present} (a CA with a policy may sign only the names it lists), {@code require}
  *                        (a CA without one is refused), {@code ignore}
  * @param accounts        accounts declared here, written to the database at every start (the admin API adds more)
+ * @param tokenIssuers    token issuers (OIDC providers such as an experiment's INDIGO IAM) whose WLCG JWT bearer
+ *                        tokens are accepted, and how their tokens map to accounts
  */
 @ConfigurationProperties("stagehand.security")
 public record ApiSecurityProperties(
@@ -30,8 +33,27 @@ public record ApiSecurityProperties(
         @DefaultValue("true") boolean limitedProxies,
         @DefaultValue("if-valid") ProxyChainValidator.CrlMode crlMode,
         @DefaultValue("if-present") ProxyChainValidator.NamespaceMode namespaceMode,
-        @DefaultValue List<Account> accounts) {
+        @DefaultValue List<Account> accounts,
+        @DefaultValue List<TokenIssuer> tokenIssuers) {
 
     /** A declared account: name, role (viewer, operator, admin), experiments ("*": all). */
     public record Account(String name, String role, List<String> experiments) {}
+
+    /**
+     * A trusted token issuer.
+     *
+     * @param issuer    the {@code iss} claim, exactly (https; http only on loopback, for tests)
+     * @param jwks      the issuer's key set; empty: the {@code jwks_uri} of {@code <issuer>/.well-known/openid-configuration}
+     * @param audiences accepted {@code aud} values, one of which a token must name (default: WLCG's
+     *                  {@code https://wlcg.cern.ch/jwt/v1/any})
+     * @param groups    {@code wlcg.groups} entries mapped to accounts, the first listed that the token has wins
+     * @param account   the account of a token none of {@code groups} matches; empty: such tokens are refused (403)
+     * @param basePath  the catalog path that storage scope paths are relative to ({@code storage.stage:/x} on base
+     *                  {@code /cms} covers {@code /cms/x/...})
+     */
+    public record TokenIssuer(String issuer, URI jwks, List<String> audiences, List<GroupAccount> groups, String account,
+                              String basePath) {}
+
+    /** Tokens carrying {@code wlcg.groups} entry {@code group} act as {@code account}. */
+    public record GroupAccount(String group, String account) {}
 }

@@ -12,9 +12,22 @@ import org.springframework.security.core.context.SecurityContextHolder;
 
 /**
  * The authenticated caller of the API: an account, its role and experiments, and how it proved who it is
- * ({@code token}, or {@code x509} with the end-entity DN of its certificate or proxy).
+ * ({@code token}, {@code x509} with the end-entity DN of its certificate or proxy, or {@code jwt} with the
+ * WLCG token's issuer, subject, groups and storage scopes).
  */
-public record ApiUser(String account, ApiRole role, Set<String> experiments, String method, String dn) {
+public record ApiUser(String account, ApiRole role, Set<String> experiments, String method, String dn, Jwt jwt) {
+
+    /** What a WLCG JWT said; {@code scopes} null: no storage scopes, the account's rights apply unlimited. */
+    public record Jwt(String issuer, String subject, List<String> groups, StorageScopes scopes) {}
+
+    ApiUser(String account, ApiRole role, Set<String> experiments, String method, String dn) {
+        this(account, role, experiments, method, dn, null);
+    }
+
+    /** The storage scopes limiting this caller (a WLCG token that carries some); null: none. */
+    public StorageScopes scopes() {
+        return jwt == null ? null : jwt.scopes();
+    }
 
     public static final String ALL_EXPERIMENTS = "*";
 

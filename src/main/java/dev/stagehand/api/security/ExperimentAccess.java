@@ -41,6 +41,7 @@ public class ExperimentAccess {
      * (admins): their request then has no experiment, and only such callers see it. Call it on well-formed names only.
      */
     public String experimentFor(ApiUser user, String given, List<String> names) {
+        outsideScopes(user, names);
         List<String> valid = new ArrayList<>(names.size());
         for (String n : names) if (n != null && FileNames.problem(n) == null) valid.add(n);
         Map<String, String> of = files.of(valid);
@@ -67,6 +68,26 @@ public class ExperimentAccess {
         if (!errors.isEmpty()) throw refused(errors);
         if (given != null) return given;
         return seen.size() == 1 ? seen.iterator().next() : null; // several: an admin's request of no experiment
+    }
+
+    /**
+     * A caller whose token is limited by storage scopes stages only beneath its {@code storage.stage} paths: 403
+     * naming each file outside them (the token itself tells which paths it may use, so nothing is given away).
+     */
+    private static void outsideScopes(ApiUser user, List<String> names) {
+        StorageScopes scopes = user.scopes();
+        if (scopes == null) return;
+        List<EntryError> outside = new ArrayList<>();
+        for (int i = 0; i < names.size(); i++) {
+            String n = names.get(i);
+            if (n != null && FileNames.problem(n) == null && !scopes.allows(StorageScopes.Op.STAGE, n)) {
+                outside.add(EntryError.file(i, n, scopes.refusal(StorageScopes.Op.STAGE, n)));
+            }
+        }
+        if (!outside.isEmpty()) {
+            throw new BadInput(HttpStatus.FORBIDDEN, outside.size() + " of the named files are "
+                    + scopes.refusal(StorageScopes.Op.STAGE, null), outside);
+        }
     }
 
     /** Of {@code paths}, those the caller may not see (in the catalog, but of another experiment). */

@@ -5,6 +5,7 @@ import dev.stagehand.api.requests.JsonBodies;
 import dev.stagehand.api.requests.RequestIds;
 import dev.stagehand.api.security.ApiUser;
 import dev.stagehand.api.security.ExperimentAccess;
+import dev.stagehand.api.security.StorageScopes;
 import dev.stagehand.recall.FileLocality;
 import dev.stagehand.platform.EntryError;
 import dev.stagehand.recall.StageRequests;
@@ -263,10 +264,17 @@ class TapeRestController {
     List<Map<String, Object>> archiveInfo(HttpServletRequest http) throws IOException {
         List<String> paths = JsonBodies.selection(JsonBodies.read(http), "paths", true);
         List<Map<String, Object>> out = new ArrayList<>(paths.size());
-        Set<String> hidden = access.hidden(ApiUser.current(), paths);
+        ApiUser user = ApiUser.current();
+        Set<String> hidden = access.hidden(user, paths);
+        StorageScopes scopes = user.scopes();
         for (FileLocality.Info i : locality.locality(paths)) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("path", i.path());
+            if (scopes != null && !scopes.allows(StorageScopes.Op.READ, i.path())) { // a token's storage scopes bound it
+                m.put("error", scopes.refusal(StorageScopes.Op.READ, i.path()));
+                out.add(m);
+                continue;
+            }
             if (hidden.contains(i.path())) { // another experiment's file: answered as an unknown one
                 m.put("error", ExperimentAccess.NO_SUCH_FILE);
                 out.add(m);
