@@ -58,14 +58,14 @@ final class ApiAuthenticator extends OncePerRequestFilter {
                 return;
             }
             String token = header.substring(7).strip();
-            if (jwts.configured() && WlcgTokens.looksLikeJwt(token)) {
+            boolean admin = MessageDigest.isEqual(ApiTokens.sha256(token).getBytes(StandardCharsets.US_ASCII), adminTokenHash);
+            if (!admin && jwts.configured() && WlcgTokens.looksLikeJwt(token)) {
                 user = jwtUser(token, resp);
                 if (user == null) return;
                 authenticated(user, req, resp, chain);
                 return;
             }
-            Optional<String> account = MessageDigest.isEqual(ApiTokens.sha256(token).getBytes(StandardCharsets.US_ASCII), adminTokenHash)
-                    ? Optional.of(ApiAccounts.ADMIN) : tokens.account(token);
+            Optional<String> account = admin ? Optional.of(ApiAccounts.ADMIN) : tokens.account(token);
             Optional<ApiAccounts.Account> a = account.flatMap(accounts::find);
             if (a.isEmpty()) {
                 ApiProblems.write(resp, 401, "invalid-token", "the bearer token is not valid: unknown, revoked or expired",
