@@ -56,10 +56,10 @@ class ApiSecurityConfiguration {
                                 "this API needs authentication: a bearer token (Authorization: Bearer <token>), or a client "
                                         + "certificate or grid proxy over HTTPS", "Authorization", ApiProblems.REALM))
                         .accessDeniedHandler((req, resp, ex) -> {
-                            if (SecurityContextHolder.getContext().getAuthentication() != null
-                                    && SecurityContextHolder.getContext().getAuthentication().getPrincipal() instanceof ApiUser u
-                                    && scopeRefusal(u, req) != null) {
-                                ApiProblems.write(resp, 403, "forbidden", scopeRefusal(u, req), "scope", null);
+                            Authentication auth = SecurityContextHolder.getContext().getAuthentication();
+                            String scoped = auth != null && auth.getPrincipal() instanceof ApiUser u ? scopeRefusal(u, req) : null;
+                            if (scoped != null) {
+                                ApiProblems.write(resp, 403, "forbidden", scoped, "scope", null);
                                 return;
                             }
                             ApiRole needed = required(req);
@@ -100,9 +100,9 @@ class ApiSecurityConfiguration {
         String path = req.getRequestURI().substring(req.getContextPath().length());
         String m = req.getMethod();
         if (path.equals("/api/v1/whoami")) return null;
-        StorageScopes.Op needed = null;
+        StorageScopes.Op needed = null; // stays null for the admin API, sites and links: never by scopes
         if (required(req) == ApiRole.ADMIN) {
-            needed = null; // the admin API, sites and links: never by scopes
+            // needs the account's own credential
         } else if (m.equals("GET") || m.equals("HEAD") || m.equals("OPTIONS")
                 || (m.equals("POST") && path.equals("/api/v1/archiveinfo"))) {
             needed = StorageScopes.Op.READ;

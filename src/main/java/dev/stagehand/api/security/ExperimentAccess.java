@@ -81,12 +81,12 @@ public class ExperimentAccess {
         for (int i = 0; i < names.size(); i++) {
             String n = names.get(i);
             if (n != null && FileNames.problem(n) == null && !scopes.allows(StorageScopes.Op.STAGE, n)) {
-                outside.add(EntryError.file(i, n, scopes.refusal(StorageScopes.Op.STAGE, n)));
+                outside.add(EntryError.file(i, n, scopes.refusal(StorageScopes.Op.STAGE)));
             }
         }
         if (!outside.isEmpty()) {
             throw new BadInput(HttpStatus.FORBIDDEN, outside.size() + " of the named files are "
-                    + scopes.refusal(StorageScopes.Op.STAGE, null), outside);
+                    + scopes.refusal(StorageScopes.Op.STAGE), outside);
         }
     }
 

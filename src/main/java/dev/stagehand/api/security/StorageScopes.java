@@ -70,8 +70,8 @@ public final class StorageScopes {
         return out;
     }
 
-    /** Why {@code path} is refused for {@code op}, naming the paths that would do. */
-    public String refusal(Op op, String path) {
+    /** Why a path is refused for {@code op}, naming the paths that would do. */
+    public String refusal(Op op) {
         TreeSet<String> granted = new TreeSet<>(prefixes.getOrDefault(op, List.of()));
         if (op == Op.READ) granted.addAll(prefixes.getOrDefault(Op.STAGE, List.of()));
         return "outside the token's " + op.scope() + " scopes " + (granted.isEmpty() ? "(it has none)" : granted);

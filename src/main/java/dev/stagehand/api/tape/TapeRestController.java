@@ -271,7 +271,7 @@ class TapeRestController {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("path", i.path());
             if (scopes != null && !scopes.allows(StorageScopes.Op.READ, i.path())) { // a token's storage scopes bound it
-                m.put("error", scopes.refusal(StorageScopes.Op.READ, i.path()));
+                m.put("error", scopes.refusal(StorageScopes.Op.READ));
                 out.add(m);
                 continue;
             }
