@@ -1,5 +1,6 @@
 package dev.stagehand.console;
 
+import dev.stagehand.platform.DatabaseRetry;
 import dev.stagehand.tape.LibraryEvents;
 import dev.stagehand.tape.ReadResult;
 import dev.stagehand.tape.TapeFailure;
@@ -110,7 +111,8 @@ class MountLog implements LibraryEvents {
         try {
             r.run();
         } catch (RuntimeException e) {
-            log.warn("mount log not updated: {}", e.toString());
+            // a database outage is logged once, by DatabaseRetry, not once per mount-log line lost to it
+            if (!DatabaseRetry.noteFailure("mount log", e)) log.warn("mount log not updated: {}", e.toString());
         }
     }
 }

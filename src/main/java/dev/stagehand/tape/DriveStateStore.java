@@ -1,5 +1,6 @@
 package dev.stagehand.tape;
 
+import dev.stagehand.platform.DatabaseRetry;
 import java.time.Instant;
 import java.util.List;
 import java.util.Locale;
@@ -48,7 +49,10 @@ public final class DriveStateStore implements LibraryEvents {
         try {
             save(library, status);
         } catch (DataAccessException e) {
-            log.error("library {}: could not persist drive {} as {}", library, status.drive(), status.state(), e);
+            // a database outage is logged once, by DatabaseRetry; the next change writes the drive's state again
+            if (!DatabaseRetry.noteFailure("drive state", e)) {
+                log.error("library {}: could not persist drive {} as {}", library, status.drive(), status.state(), e);
+            }
         }
     }
 }
