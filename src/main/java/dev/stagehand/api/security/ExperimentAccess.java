@@ -90,14 +90,22 @@ public class ExperimentAccess {
         }
     }
 
-    /** Of {@code paths}, those the caller may not see (in the catalog, but of another experiment). */
-    public Set<String> hidden(ApiUser user, List<String> paths) {
-        if (user.allExperiments()) return Set.of();
+    /**
+     * Of {@code paths}, those the caller may not read, each with the answer to give: beyond a token's storage
+     * scopes, the scope it needs; another experiment's file, {@link #NO_SUCH_FILE}, as for an unknown one.
+     */
+    public Map<String, String> unreadable(ApiUser user, List<String> paths) {
+        Map<String, String> out = new java.util.HashMap<>();
+        StorageScopes scopes = user.scopes();
         List<String> valid = new ArrayList<>(paths.size());
-        for (String p : paths) if (p != null && FileNames.problem(p) == null) valid.add(p);
-        Set<String> out = new java.util.HashSet<>();
+        for (String p : paths) {
+            if (p == null || FileNames.problem(p) != null) continue;
+            if (scopes != null && !scopes.allows(StorageScopes.Op.READ, p)) out.put(p, scopes.refusal(StorageScopes.Op.READ));
+            else valid.add(p);
+        }
+        if (user.allExperiments()) return out;
         files.of(valid).forEach((name, experiment) -> {
-            if (!user.sees(experiment)) out.add(name);
+            if (!user.sees(experiment)) out.put(name, NO_SUCH_FILE);
         });
         return out;
     }

@@ -5,7 +5,6 @@ import dev.stagehand.api.requests.JsonBodies;
 import dev.stagehand.api.requests.RequestIds;
 import dev.stagehand.api.security.ApiUser;
 import dev.stagehand.api.security.ExperimentAccess;
-import dev.stagehand.api.security.StorageScopes;
 import dev.stagehand.recall.FileLocality;
 import dev.stagehand.platform.EntryError;
 import dev.stagehand.recall.StageRequests;
@@ -264,19 +263,12 @@ class TapeRestController {
     List<Map<String, Object>> archiveInfo(HttpServletRequest http) throws IOException {
         List<String> paths = JsonBodies.selection(JsonBodies.read(http), "paths", true);
         List<Map<String, Object>> out = new ArrayList<>(paths.size());
-        ApiUser user = ApiUser.current();
-        Set<String> hidden = access.hidden(user, paths);
-        StorageScopes scopes = user.scopes();
+        Map<String, String> unreadable = access.unreadable(ApiUser.current(), paths);
         for (FileLocality.Info i : locality.locality(paths)) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("path", i.path());
-            if (scopes != null && !scopes.allows(StorageScopes.Op.READ, i.path())) { // a token's storage scopes bound it
-                m.put("error", scopes.refusal(StorageScopes.Op.READ));
-                out.add(m);
-                continue;
-            }
-            if (hidden.contains(i.path())) { // another experiment's file: answered as an unknown one
-                m.put("error", ExperimentAccess.NO_SUCH_FILE);
+            if (unreadable.containsKey(i.path())) { // outside a token's scopes, or another experiment's file
+                m.put("error", unreadable.get(i.path()));
                 out.add(m);
                 continue;
             }
