@@ -19,6 +19,8 @@ final class Harness implements EngineListener {
     int mountsInFlight, maxMountsInFlight;
     /** Drives mounting or reading a volume whose label starts with "B" (bulk in tests), now and at most. */
     int bulkDrives, maxBulkDrives;
+    /** (time, bulk drives) at each mount of a bulk volume. */
+    final List<double[]> bulkMounts = new ArrayList<>();
     final Map<String, String> driveVolume = new HashMap<>();
     /** When each volume's last dismount started. */
     final Map<String, Double> dismountStartedAt = new HashMap<>();
@@ -43,6 +45,13 @@ final class Harness implements EngineListener {
                 () -> engine.submit(id, Instant.EPOCH.plusNanos((long) (t * 1e9)), priority, exp, files));
     }
 
+    /** Most drives holding bulk volumes at once among the bulk mounts started before {@code t}. */
+    int bulkDrivesBefore(double t) {
+        int most = 0;
+        for (double[] m : bulkMounts) if (m[0] < t) most = Math.max(most, (int) m[1]);
+        return most;
+    }
+
     void run() {
         clock.run(1e9);
     }
@@ -51,7 +60,10 @@ final class Harness implements EngineListener {
     public void mountStarted(String drive, String volume, double t) {
         mountOrder.add(volume);
         driveVolume.put(drive, volume);
-        if (volume.startsWith("B")) maxBulkDrives = Math.max(maxBulkDrives, ++bulkDrives);
+        if (volume.startsWith("B")) {
+            maxBulkDrives = Math.max(maxBulkDrives, ++bulkDrives);
+            bulkMounts.add(new double[] {t, bulkDrives});
+        }
         if (System.getenv("HARNESS_TRACE") != null) System.err.println(t + " mount " + volume + " on " + drive);
         mountsInFlight++;
         maxMountsInFlight = Math.max(maxMountsInFlight, mountsInFlight);

@@ -286,6 +286,27 @@ class RecallEngineTest {
     }
 
     @Test
+    void bulkWorkTakesMoreThanItsShareWhenOtherwiseItWouldEndPastTheAgingLimit() {
+        // the stream of the test above for 3 h, and a bulk recall of eight tape-fulls (about 1,200 s each):
+        // on a quarter of the drives it would need 9,600 s, and started only once aging it ends past the limit
+        double aging = 7200;
+        Harness h = new Harness(4, 2, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(aging));
+        for (int i = 0; i < 360; i++) {
+            h.submitAt(i * 30.0, "urgent-" + i, 2, "exp", List.of(file(1000 + i, "HI" + i, 3_000 * GB, GB)));
+        }
+        List<QueueModel.FileSpec> bulk = new ArrayList<>();
+        for (int v = 0; v < 8; v++) bulk.add(file(v, "B" + v, 10 * GB, 400 * GB));
+        h.submitAt(600, "bulk", 0, "exp", bulk);
+        h.run();
+        RequestWork r = h.engine.model().request("bulk");
+        assertThat(r.completedAt() - r.arrival()).isLessThan(aging);
+        // it took a second drive before its request began aging, and only then: the stream kept three
+        assertThat(h.maxBulkDrives).isGreaterThan(1);
+        assertThat(h.bulkDrivesBefore(600 + aging * 0.9)).isGreaterThan(1);
+        for (int i = 0; i < 360; i++) assertThat(h.engine.model().request("urgent-" + i).finished()).isTrue();
+    }
+
+    @Test
     void idleDrivesAreEmptiedEarlySoANewRequestFindsADriveReady() {
         Harness h = new Harness(8, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
         for (int v = 0; v < 8; v++) h.submitAt(0, "r" + v, 0, "exp", List.of(file(v, "V" + v, 10 * GB, GB)));
