@@ -300,7 +300,7 @@ class RecallEngineTest {
         h.run();
         RequestWork r = h.engine.model().request("bulk");
         assertThat(r.completedAt() - r.arrival()).isLessThan(aging);
-        // it took a second drive before its request began aging, and only then: the stream kept three
+        // it took a second drive before its request began aging (a quarter of 4 drives is one)
         assertThat(h.maxBulkDrives).isGreaterThan(1);
         assertThat(h.bulkDrivesBefore(600 + aging * 0.9)).isGreaterThan(1);
         for (int i = 0; i < 360; i++) assertThat(h.engine.model().request("urgent-" + i).finished()).isTrue();
