@@ -196,6 +196,11 @@ class ApiSecurityIT {
         assertProblem(operator.get("/api/v1/admin/accounts"), 403);
         assertProblem(operator.post("/api/v1/admin/tokens", ApiClient.json(Map.of("account", "operator-" + tag))), 403);
         assertProblem(operator.put("/api/v1/admin/accounts/operator-" + tag, "{\"role\": \"admin\", \"experiments\": [\"*\"]}"), 403);
+        // the role is decided on the path the call is routed by, not its raw spelling
+        assertProblem(operator.put("/api/v1/%61dmin/accounts/operator-" + tag, "{\"role\": \"admin\", \"experiments\": [\"*\"]}"), 403);
+        assertProblem(operator.put("/api/v1/%73ites/OPS-" + tag, "{\"endpoints\": [\"ftp://127.0.0.1:1/x\"]}"), 403);
+        assertProblem(viewer.get("/api/v1/%61dmin/tokens"), 403);
+        assertProblem(viewer.get("/%61pi/v1/%61dmin/accounts"), 403);
         // sites and bottleneck links describe the grid: an operator reads them but only an admin changes them
         assertProblem(operator.put("/api/v1/sites/OPS-" + tag, "{\"endpoints\": [\"ftp://127.0.0.1:1/x\"]}"), 403);
         assertProblem(operator.put("/api/v1/replication/links/l-" + tag, "{\"sideA\": \"a\", \"sideB\": \"b\"}"), 403);

@@ -19,6 +19,7 @@ import org.springframework.security.core.Authentication;
 import org.springframework.security.core.context.SecurityContextHolder;
 import org.springframework.security.web.SecurityFilterChain;
 import org.springframework.security.web.authentication.AnonymousAuthenticationFilter;
+import org.springframework.web.util.UrlPathHelper;
 
 /**
  * Security of the REST API ({@code /api/**}; the console has its own chain): stateless, no cookies, no CSRF
@@ -70,9 +71,17 @@ class ApiSecurityConfiguration {
         return http.build();
     }
 
+    /**
+     * The path a call is routed by: decoded, without the context path and {@code ;} parameters. The raw URI
+     * would let {@code /api/v1/%61dmin/...}, which Spring MVC routes to the admin API, pass as an operator's call.
+     */
+    static String apiPath(HttpServletRequest req) {
+        return UrlPathHelper.defaultInstance.getPathWithinApplication(req);
+    }
+
     /** The role a call needs: reads are viewer's, changes operator's, the admin API admin's. */
     static ApiRole required(HttpServletRequest req) {
-        String path = req.getRequestURI().substring(req.getContextPath().length());
+        String path = apiPath(req);
         if (path.startsWith("/api/v1/admin/") || path.equals("/api/v1/admin")) return ApiRole.ADMIN;
         String m = req.getMethod();
         if (m.equals("GET") || m.equals("HEAD") || m.equals("OPTIONS")) return ApiRole.VIEWER;
@@ -97,7 +106,7 @@ class ApiSecurityConfiguration {
     static String scopeRefusal(ApiUser user, HttpServletRequest req) {
         StorageScopes scopes = user.scopes();
         if (scopes == null) return null;
-        String path = req.getRequestURI().substring(req.getContextPath().length());
+        String path = apiPath(req);
         String m = req.getMethod();
         if (path.equals("/api/v1/whoami")) return null;
         StorageScopes.Op needed = null; // stays null for the admin API, sites and links: never by scopes
