@@ -117,6 +117,7 @@ class MalformedRequestsIT {
                 field("clientRequestId is a number", "{\"files\": [\"K0\"], \"clientRequestId\": 7}", 400, "clientRequestId"),
                 field("clientRequestId empty", "{\"files\": [\"K0\"], \"clientRequestId\": \"\"}", 400, "clientRequestId"),
                 field("destination not a URL", "{\"files\": [\"K0\"], \"destination\": \"no url\"}", 400, "destination"),
+                field("destination not GridFTP", "{\"files\": [\"K0\"], \"destination\": \"https://h/x\"}", 400, "destination"),
                 field("destination is a list", "{\"files\": [\"K0\"], \"destination\": []}", 400, "destination"),
                 field("experiment with spaces", "{\"files\": [\"K0\"], \"experiment\": \"at las\"}", 400, "experiment"),
                 new Case("GET with a bad UUID", "GET", "/api/v1/requests/not-a-uuid", null, 400, "id", null, null),

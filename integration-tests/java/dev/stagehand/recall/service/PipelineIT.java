@@ -348,4 +348,33 @@ class PipelineIT {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation LIKE ?", Long.class, "stage:" + id + ":%"))
                 .isEqualTo(2L); // each file handed on exactly once
     }
+
+    @Test
+    void namesThatNeedEscapingReachTheirOwnDestinationAndAFileThatCannotBeSentFailsAloneWithoutBlockingOthers() {
+        start(100 * SIZE, 2, transfers);
+        String v = volume("e");
+        // a space does not parse in a URL, '#' and '?' would cut the name short and send both files to one path
+        String a = file("run 1#a?.dat", v), b = file("run 1#b%41.dat", v), c = file("c.dat", v);
+        UUID ok = requests.submit("it", new NewStageRequest(null, List.of(a, b), null, 86_400L,
+                "gsiftp://dest.example.org:2811/data/", "atlas")).request().id();
+        UUID bad = requests.submit("it", new NewStageRequest(null, List.of(c), null, 86_400L,
+                "gsiftp://dest.example.org:2811/data/", "atlas")).request().id();
+        submitted.addAll(List.of(ok, bad));
+        // a destination that passed an older validation or was changed by hand: no URL can be made of it
+        jdbc.update("UPDATE stage_request SET destination = 'gsiftp://dest.example.org:2811/bad dir/' WHERE id = ?", bad);
+        for (int i = 0; i < 200 && !(states(ok).equals(Map.of("transferring", 2L)) && requestState(bad).equals("failed")); i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+        }
+        assertThat(states(ok)).isEqualTo(Map.of("transferring", 2L));
+        List<String> dests = jdbc.queryForList("SELECT destination FROM transfer_job WHERE correlation LIKE ? ORDER BY destination",
+                String.class, "stage:" + ok + ":%");
+        assertThat(dests.stream().map(d -> java.net.URI.create(d).getPath()).toList()).containsExactly("/data" + a, "/data" + b);
+        assertThat(dests.stream().map(d -> java.net.URI.create(d).getHost()).distinct().toList()).containsExactly("dest.example.org");
+        assertThat(requestState(bad)).isEqualTo("failed");
+        assertThat(jdbc.queryForObject("SELECT error FROM stage_request_file WHERE request_id = ?", String.class, bad))
+                .startsWith("cannot be handed to the movers: ");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation LIKE ?", Long.class, "stage:" + bad + ":%"))
+                .isZero();
+    }
 }

@@ -189,6 +189,9 @@ class JdbcStageRequests implements StageRequests {
             URI uri = new URI(dest);
             if (!uri.isAbsolute() || uri.getPath() == null || uri.getPath().isEmpty())
                 return "expected an absolute URL such as gsiftp://host:2811/path";
+            // the movers speak GridFTP only: another scheme would fail only after the tape reads
+            if (!"gsiftp".equalsIgnoreCase(uri.getScheme()) && !"ftp".equalsIgnoreCase(uri.getScheme()))
+                return "expected a gsiftp:// or ftp:// URL (the movers speak GridFTP), got " + uri.getScheme() + "://";
             return null;
         } catch (URISyntaxException e) {
             return "not a URL: " + e.getReason();

@@ -5,6 +5,7 @@ import dev.stagehand.recall.request.RecallMetrics;
 import dev.stagehand.recall.request.RequestSettlement;
 import dev.stagehand.transfer.TransferQueue;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -13,6 +14,7 @@ import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.web.util.UriUtils;
 
 /**
  * Hands each verified file of a request with a destination to the transfer queue as soon as it is on disk
@@ -44,10 +46,14 @@ final class TransferHandOff {
         return CORRELATION_PREFIX + requestId + ":" + fileId;
     }
 
-    /** Where a file goes: the request's destination directory URL plus the file's logical name. */
+    /**
+     * Where a file goes: the request's destination directory URL plus the file's logical name, percent-encoded
+     * so that the URL's decoded path is exactly that name (a space would not parse, and a {@code #} or {@code ?}
+     * would cut the name short, sending two files to one path).
+     */
     static URI destination(String base, String name) {
         String b = base.endsWith("/") ? base.substring(0, base.length() - 1) : base;
-        return URI.create(b + (name.startsWith("/") ? name : "/" + name));
+        return URI.create(b + UriUtils.encodePath(name.startsWith("/") ? name : "/" + name, StandardCharsets.UTF_8));
     }
 
     /** One round: queue newly verified files, then end files whose transfers ended. Returns whether any ended. */
@@ -69,9 +75,23 @@ final class TransferHandOff {
                  ORDER BY x.finished_at LIMIT ?""", (rs, i) -> new Ready(rs.getString(1), rs.getLong(2), rs.getString(3),
                 rs.getLong(4), rs.getString(5), rs.getString(6), rs.getString(7), rs.getBoolean(8)), BATCH);
         for (Ready r : ready) {
+            TransferQueue.Request job;
+            try {
+                job = new TransferQueue.Request(correlation(r.request(), r.file()), Path.of(r.path()).toUri(),
+                        destination(r.destination(), r.name()), r.size(), r.adler() == null ? null : Long.parseLong(r.adler().trim(), 16));
+            } catch (RuntimeException e) {
+                // this file cannot be sent; failing it keeps it from blocking every later hand-off
+                log.warn("cannot hand {} of request {} to the movers: {}", r.name(), r.request(), e.toString());
+                jdbc.update("""
+                        UPDATE stage_request_file SET state = 'failed', error = ?, finished_at = now()
+                         WHERE request_id = ?::uuid AND file_id = ? AND state = 'on_disk'""",
+                        "cannot be handed to the movers: " + e.getMessage(), r.request(), r.file());
+                cache.release(List.of(r.file()), r.request());
+                settlement.settleRequestsOf(r.file());
+                continue;
+            }
             // queued first, then marked: after a crash in between, the next round only marks it (never two jobs)
-            if (!r.queued()) transfers.enqueue(List.of(new TransferQueue.Request(correlation(r.request(), r.file()), Path.of(r.path()).toUri(),
-                    destination(r.destination(), r.name()), r.size(), r.adler() == null ? null : Long.parseLong(r.adler().trim(), 16))));
+            if (!r.queued()) transfers.enqueue(List.of(job));
             jdbc.update("UPDATE stage_request_file SET state = 'transferring' WHERE request_id = ?::uuid AND file_id = ? AND state = 'on_disk'",
                     r.request(), r.file());
         }
