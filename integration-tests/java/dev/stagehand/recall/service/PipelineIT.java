@@ -377,4 +377,17 @@ class PipelineIT {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation LIKE ?", Long.class, "stage:" + bad + ":%"))
                 .isZero();
     }
+
+    @Test
+    void aRequestWhoseFilesAllEndedWithoutItsSettleIsEndedByTheNextSweep() {
+        start(100 * SIZE);
+        String v = volume("s");
+        UUID id = submit(List.of(file("s0", v), file("s1", v)), 86_400);
+        // an instance killed between a file's end and its request's settle: every file ended, the request open
+        jdbc.update("UPDATE stage_request_file SET state = 'on_disk', finished_at = now() WHERE request_id = ?", id);
+        jdbc.update("UPDATE stage_request SET state = 'active' WHERE id = ?", id);
+        service.poll();
+        assertThat(requestState(id)).isEqualTo("done");
+        assertThat(jdbc.queryForObject("SELECT completed_at IS NOT NULL FROM stage_request WHERE id = ?", Boolean.class, id)).isTrue();
+    }
 }

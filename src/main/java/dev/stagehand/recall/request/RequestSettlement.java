@@ -42,6 +42,27 @@ public class RequestSettlement {
         return ended(SETTLE + "r.id IN (SELECT request_id FROM stage_request_file WHERE file_id = ?)" + RETURNING, fileId);
     }
 
+    /**
+     * Locks the open requests holding {@code fileId}, in id order, before a transaction moves the file's rows
+     * to an ended state and settles. Without it two transactions ending a request's last two files each
+     * settle before the other commits, each sees the other's file still open, and the request never ends.
+     * Cancel and release lock the request first too, so the order is the same everywhere.
+     */
+    public void lockOpenRequestsOf(long fileId) {
+        jdbc.queryForList("""
+                SELECT id FROM stage_request WHERE state IN ('submitted', 'active')
+                   AND id IN (SELECT request_id FROM stage_request_file WHERE file_id = ?)
+                 ORDER BY id FOR UPDATE""", fileId);
+    }
+
+    /**
+     * Ends every open request none of whose files is open any more: a repair for a settle lost to a crash
+     * between a file's end and its request's (the statements of a hand-off round are not one transaction).
+     */
+    public int settleAll() {
+        return ended(SETTLE + "?" + RETURNING, true);
+    }
+
     /** Ends a request as cancelled (the caller cancelled all its open files). */
     public boolean cancel(UUID requestId) {
         return ended("UPDATE stage_request r SET state = 'cancelled', completed_at = now() WHERE r.id = ?" + RETURNING, requestId) > 0;

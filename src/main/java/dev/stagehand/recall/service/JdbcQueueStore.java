@@ -104,6 +104,7 @@ public final class JdbcQueueStore implements QueueStore {
     }
 
     private void staged0(FileWork file, long adler32, Path path) {
+        settlement.lockOpenRequestsOf(file.id());
         jdbc.update("""
                 UPDATE recall_file SET state = 'on_disk', adler32 = ?, path = ?, lease_until = NULL, error = NULL,
                        updated_at = now() WHERE file_id = ?""",
@@ -117,14 +118,17 @@ public final class JdbcQueueStore implements QueueStore {
 
     @Override
     public void released(FileWork file) {
-        DatabaseRetry.run("release " + file.name(), () -> released0(file));
+        DatabaseRetry.run("release " + file.name(), () -> tx.executeWithoutResult(t -> released0(file)));
     }
 
     private void released0(FileWork file) {
-        jdbc.update("""
+        // only our own claim: after our lease lapsed another instance may hold the file now, and its requests'
+        // rows are 'staging' for that instance's read
+        int mine = jdbc.update("""
                 UPDATE recall_file SET state = 'queued', claimed_by = NULL, lease_until = NULL, error = ?,
-                       updated_at = now() WHERE file_id = ? AND state = 'staging'""", file.error(), file.id());
-        jdbc.update("UPDATE stage_request_file SET state = 'queued' WHERE file_id = ? AND state = 'staging'", file.id());
+                       updated_at = now() WHERE file_id = ? AND state = 'staging' AND claimed_by = ?""",
+                file.error(), file.id(), instance);
+        if (mine > 0) jdbc.update("UPDATE stage_request_file SET state = 'queued' WHERE file_id = ? AND state = 'staging'", file.id());
     }
 
     /** Disabled with the library's reason, for operators to see and restore (the intake reads available volumes only). */
@@ -137,18 +141,28 @@ public final class JdbcQueueStore implements QueueStore {
 
     @Override
     public void failed(FileWork file) {
-        DatabaseRetry.run("fail " + file.name(), () -> failed0(file));
+        // one transaction: a kill between the two rows left the request's file 'staging' for ever
+        DatabaseRetry.run("fail " + file.name(), () -> tx.executeWithoutResult(t -> failed0(file)));
     }
 
     private void failed0(FileWork file) {
         String reason = file.error() == null ? "recall failed" : file.error();
-        jdbc.update("""
+        settlement.lockOpenRequestsOf(file.id());
+        // not a file another instance is reading now (it claimed the file after our lease lapsed)
+        int mine = jdbc.update("""
                 UPDATE recall_file SET state = 'failed', claimed_by = NULL, lease_until = NULL, error = ?,
-                       updated_at = now() WHERE file_id = ?""", reason, file.id());
+                       updated_at = now() WHERE file_id = ? AND (state <> 'staging' OR claimed_by = ?)""",
+                reason, file.id(), instance);
+        if (mine == 0) return;
         jdbc.update("""
                 UPDATE stage_request_file SET state = 'failed', error = ?, finished_at = now()
                  WHERE file_id = ? AND state IN ('queued', 'staging')""", reason, file.id());
         completeRequests(file.id());
+    }
+
+    /** Ends open requests with no open file left whose settle was lost (a crash between statements); how many. */
+    int settleLost() {
+        return settlement.settleAll();
     }
 
     /** Ends the requests holding this file once none of their files is open (one rule: RequestSettlement). */

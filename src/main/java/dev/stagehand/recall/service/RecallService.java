@@ -208,7 +208,24 @@ public final class RecallService {
         intake();
         reconcile();
         if (handOff != null) handOff.run();
+        settleLost();
         engine.requestPass();
+    }
+
+    /** How often open requests without open files are looked for (a repair: see {@link #settleLost}). */
+    static final Duration SETTLE_SWEEP = Duration.ofMinutes(1);
+    private Instant lastSettleSweep = Instant.EPOCH;
+
+    /**
+     * Ends requests whose last file ended without their settle (an instance killed between a transfer's end
+     * and its request's, or any other lost statement): otherwise such a request stayed active for ever.
+     */
+    private void settleLost() {
+        Instant now = clock.now();
+        if (Duration.between(lastSettleSweep, now).compareTo(SETTLE_SWEEP) < 0) return;
+        lastSettleSweep = now;
+        int n = store.settleLost();
+        if (n > 0) log.warn("{} request(s) had ended without being settled (a settle lost to a crash); settled now", n);
     }
 
     /**
