@@ -118,7 +118,7 @@ class ScriptLibraryIT {
                 "drive01 UNLOADING", "drive01 EMPTY");
     }
 
-    /** The batch futures complete before the script's exit is seen; wait for the drive to be idle again. */
+    /** A file's future completes before the script's exit is seen; wait for the drive to be idle again. */
     static void waitIdle(ScriptLibrary lib, String drive) throws InterruptedException {
         for (int i = 0; i < 300; i++) {
             if (lib.drives().stream().anyMatch(d -> d.drive().equals(drive) && d.state() == DriveState.MOUNTED_IDLE)) return;

@@ -17,6 +17,9 @@ public interface ReadBatch {
     /** Cancels every segment not yet finished; the drive stays mounted. */
     void cancelAll();
 
-    /** Completes when every segment has completed, failed or been cancelled. */
+    /**
+     * Completes when every segment has completed, failed or been cancelled, and the drive is free for the
+     * next read, write or dismount. A segment's own future may complete earlier.
+     */
     CompletableFuture<Void> done();
 }

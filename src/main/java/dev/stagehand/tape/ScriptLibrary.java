@@ -46,6 +46,11 @@ import org.slf4j.LoggerFactory;
  *
  * A call that runs past its time limit, or whose list is cancelled, is killed with its children. Files the
  * script did not report fail with the kind of its exit code. Times are real time.
+ *
+ * <p>One drive runs one call at a time. Files complete as the script reports them, but the drive is busy
+ * until the script has exited: a read, write or dismount asked meanwhile (the caller saw the last file land
+ * while the script still tidies up) waits for it and then starts; a list's {@link ReadBatch#done()} completes
+ * only once the drive has been handed back.
  */
 public final class ScriptLibrary implements TapeLibrary {
 
@@ -58,6 +63,8 @@ public final class ScriptLibrary implements TapeLibrary {
     private final TapeProperties.Script cfg;
     private final LibraryEvents events;
     private final Map<String, DriveStatus> drives = new LinkedHashMap<>();
+    /** Per drive, the end of the last list call or dismount asked of it: the next one starts after it. */
+    private final Map<String, CompletableFuture<?>> lastAsked = new HashMap<>();
     private final AtomicLong calls = new AtomicLong();
     private volatile CallResult lastCall;
 
@@ -150,6 +157,54 @@ public final class ScriptLibrary implements TapeLibrary {
         return null;
     }
 
+    /** Claims the drive if it is idle with {@code volume} in it (any volume when null); null otherwise. */
+    private synchronized DriveStatus claimIdle(String drive, DriveState to, String volume) {
+        DriveStatus s = drive(drive);
+        if (s.state() != DriveState.MOUNTED_IDLE || (volume != null && !volume.equals(s.volume()))) return null;
+        drives.put(drive, new DriveStatus(drive, to, s.volume(), s.bytesMoved()));
+        return s;
+    }
+
+    /** A list or dismount is taken while a volume is mounted, the drive idle or still busy with a list. */
+    private static void checkMounted(String drive, DriveStatus s, String what) {
+        switch (s.state()) {
+            case MOUNTED_IDLE, READING, WRITING -> { }
+            default -> throw new IllegalStateException("drive " + drive + " is " + s.state() + ", not mounted; cannot " + what);
+        }
+    }
+
+    /**
+     * Runs {@code start} once whatever was asked of the drive before has ended (at once when nothing is under
+     * way): the caller may see a list's last file land while its script is still running.
+     */
+    private void afterPrevious(String drive, CompletableFuture<?> end, Runnable start) {
+        CompletableFuture<?> previous;
+        synchronized (this) {
+            previous = lastAsked.getOrDefault(drive, CompletableFuture.completedFuture(null));
+            lastAsked.put(drive, end);
+        }
+        previous.whenComplete((v, e) -> start.run()).exceptionally(e -> {
+            log.error("{}: starting a call failed", drive, e); // a listener threw: say so, it would vanish here
+            return null;
+        });
+    }
+
+    /** Why a list or dismount that waited its turn cannot run: the drive failed or was dismounted meanwhile. */
+    private RuntimeException notIdle(String drive, String volume) {
+        DriveStatus s = drive(drive);
+        if (unusable(s)) return driveUnusable(drive, s);
+        return new IllegalStateException("drive " + drive + " is " + s.state() + " with " + s.volume() + ", not idle with "
+                + (volume == null ? "a volume" : volume));
+    }
+
+    /** The list file could not be written: the call is not run and the drive is left as it was. */
+    private TapeFailure listNotWritten(String command, String drive, String volume, UncheckedIOException e) {
+        String why = e.getMessage() + ": " + e.getCause();
+        // as when the script cannot be started: the health check reports the library unreachable
+        lastCall = new CallResult(command, drive, volume, "not-run", -1, why, Instant.now());
+        return new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume, why + "; " + command + " not run");
+    }
+
     @Override
     public CompletableFuture<Void> mount(String drive, String volume) {
         Objects.requireNonNull(volume, "volume");
@@ -200,7 +255,7 @@ public final class ScriptLibrary implements TapeLibrary {
         }
         ScriptBatch<SegmentRead, ReadResult> batch = new ScriptBatch<>(segs);
         if (unusable(before)) {
-            batch.failRest(driveUnusable(drive, before));
+            batch.end(driveUnusable(drive, before));
             return batch.asRead();
         }
         Map<Long, SegmentRead> byId = new HashMap<>();
@@ -213,19 +268,42 @@ public final class ScriptLibrary implements TapeLibrary {
             // compact JSON has no raw tab or newline: one line per file
             if (s.targetedMetadata() != null) metadata.append(s.fileId()).append('\t').append(s.targetedMetadata()).append('\n');
         }
-        if (claim(drive, DriveState.READING, DriveState.MOUNTED_IDLE) == null)
-            throw new IllegalStateException("drive " + drive + " is " + before.state() + ", not mounted and idle");
-        events.driveChanged(layout.name(), drive(drive), Instant.now());
+        checkMounted(drive, before, "read");
         String volume = before.volume();
-        Path listFile = writeList("read", list);
-        // a side file, so that scripts written for the five-column list keep working
-        Path metadataFile = metadata.isEmpty() ? null : writeList("read-metadata", metadata);
-        Call call = new Call("read-list", List.of(drive, volume, listFile.toString()), cfg.readTimeout(), drive, volume,
-                metadataFile == null ? Map.of() : Map.of(METADATA_ENV, metadataFile.toString()));
+        // the lists are written before the drive is claimed: when they cannot be, the drive stays as it was
+        Path listFile = null, metadataFile = null;
+        try {
+            listFile = writeList("read", list);
+            // a side file, so that scripts written for the five-column list keep working
+            if (!metadata.isEmpty()) metadataFile = writeList("read-metadata", metadata);
+        } catch (UncheckedIOException e) {
+            if (listFile != null) deleteQuietly(listFile);
+            batch.end(listNotWritten("read-list", drive, volume, e));
+            return batch.asRead();
+        }
+        Path lf = listFile, mf = metadataFile;
+        Call call = new Call("read-list", List.of(drive, volume, lf.toString()), cfg.readTimeout(), drive, volume,
+                mf == null ? Map.of() : Map.of(METADATA_ENV, mf.toString()));
         batch.call = call;
+        afterPrevious(drive, batch.done, () -> {
+            DriveStatus idle = claimIdle(drive, DriveState.READING, volume);
+            if (idle == null) {
+                deleteQuietly(lf);
+                if (mf != null) deleteQuietly(mf);
+                batch.end(notIdle(drive, volume));
+                return;
+            }
+            events.driveChanged(layout.name(), drive(drive), Instant.now());
+            runRead(drive, volume, idle.bytesMoved(), call, byId, batch, lf, mf);
+        });
+        return batch.asRead();
+    }
+
+    private void runRead(String drive, String volume, long movedBefore, Call call, Map<Long, SegmentRead> byId,
+            ScriptBatch<SegmentRead, ReadResult> batch, Path listFile, Path metadataFile) {
         Instant started = Instant.now();
         Thread.ofVirtual().name("tape-read-" + drive).start(() -> {
-            long[] moved = {before.bytesMoved()};
+            long[] moved = {movedBefore};
             Outcome o = call.run(line -> {
                 Reply r = Reply.parse(line, drive, volume);
                 if (r == null) return;
@@ -250,11 +328,10 @@ public final class ScriptLibrary implements TapeLibrary {
                             + " is not readable", e));
                 }
             });
-            finishCall(drive, volume, moved[0], o, batch);
             deleteQuietly(listFile);
             if (metadataFile != null) deleteQuietly(metadataFile);
+            finishCall(drive, volume, moved[0], o, batch);
         });
-        return batch.asRead();
     }
 
     /** A failed or disabled drive takes no mount, list or dismount: each fails with DRIVE_FAILURE. */
@@ -272,7 +349,7 @@ public final class ScriptLibrary implements TapeLibrary {
         DriveStatus before = drive(drive);
         ScriptBatch<FileWrite, WriteBatch.WrittenSegment> batch = new ScriptBatch<>(fs);
         if (unusable(before)) {
-            batch.failRest(driveUnusable(drive, before));
+            batch.end(driveUnusable(drive, before));
             return batch.asWrite();
         }
         Map<Long, FileWrite> byId = new HashMap<>();
@@ -282,15 +359,34 @@ public final class ScriptLibrary implements TapeLibrary {
             list.append(w.fileId()).append('\t').append(w.sizeBytes()).append('\t').append(w.source().toAbsolutePath())
                     .append('\t').append(w.fileName()).append('\n');
         }
-        if (claim(drive, DriveState.WRITING, DriveState.MOUNTED_IDLE) == null)
-            throw new IllegalStateException("drive " + drive + " is " + before.state() + ", not mounted and idle");
-        events.driveChanged(layout.name(), drive(drive), Instant.now());
+        checkMounted(drive, before, "write");
         String volume = before.volume();
-        Path listFile = writeList("write", list);
+        Path listFile;
+        try { // before the drive is claimed: when it cannot be written, the drive stays as it was
+            listFile = writeList("write", list);
+        } catch (UncheckedIOException e) {
+            batch.end(listNotWritten("write", drive, volume, e));
+            return batch.asWrite();
+        }
         Call call = new Call("write", List.of(drive, volume, listFile.toString()), cfg.writeTimeout(), drive, volume);
         batch.call = call;
+        afterPrevious(drive, batch.done, () -> {
+            DriveStatus idle = claimIdle(drive, DriveState.WRITING, volume);
+            if (idle == null) {
+                deleteQuietly(listFile);
+                batch.end(notIdle(drive, volume));
+                return;
+            }
+            events.driveChanged(layout.name(), drive(drive), Instant.now());
+            runWrite(drive, volume, idle.bytesMoved(), call, byId, batch, listFile);
+        });
+        return batch.asWrite();
+    }
+
+    private void runWrite(String drive, String volume, long movedBefore, Call call, Map<Long, FileWrite> byId,
+            ScriptBatch<FileWrite, WriteBatch.WrittenSegment> batch, Path listFile) {
         Thread.ofVirtual().name("tape-write-" + drive).start(() -> {
-            long[] moved = {before.bytesMoved()};
+            long[] moved = {movedBefore};
             Outcome o = call.run(line -> {
                 String[] p = line.trim().split("\\s+", 4);
                 if (p.length >= 3 && p[0].equals("OK")) {
@@ -311,32 +407,40 @@ public final class ScriptLibrary implements TapeLibrary {
                 Reply r = Reply.parse(line, drive, volume);
                 if (r != null && r.failure != null && byId.get(r.fileId) != null) batch.fail(byId.get(r.fileId), r.failure);
             });
-            finishCall(drive, volume, moved[0], o, batch);
             deleteQuietly(listFile);
+            finishCall(drive, volume, moved[0], o, batch);
         });
-        return batch.asWrite();
     }
 
-    /** After a list call: what the script did not report fails; the drive is idle again (or failed). */
+    /**
+     * After a list call: the drive is idle again (or failed), then what the script did not report fails and
+     * the list is done; in this order, so that whoever waits for done() finds the drive free.
+     */
     private void finishCall(String drive, String volume, long moved, Outcome o, ScriptBatch<?, ?> batch) {
         TapeFailure rest = o.failure != null ? o.failure
                 : new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume, "script ended without reporting the file");
         boolean failed = o.failure != null && o.failure.kind() == TapeFailure.Kind.DRIVE_FAILURE;
         set(drive, failed ? DriveState.FAILED : DriveState.MOUNTED_IDLE, volume, moved);
-        batch.failRest(rest);
+        batch.end(rest);
     }
 
     @Override
     public CompletableFuture<Void> dismount(String drive) {
-        DriveStatus before = claim(drive, DriveState.UNLOADING, DriveState.MOUNTED_IDLE);
-        if (before == null) {
-            DriveStatus s = drive(drive);
-            if (unusable(s)) return CompletableFuture.failedFuture(driveUnusable(drive, s));
-            throw new IllegalStateException("drive " + drive + " is " + s.state() + "; only an idle mounted drive can dismount");
-        }
+        DriveStatus s = drive(drive);
+        if (unusable(s)) return CompletableFuture.failedFuture(driveUnusable(drive, s));
+        checkMounted(drive, s, "dismount");
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        afterPrevious(drive, f, () -> {
+            DriveStatus before = claimIdle(drive, DriveState.UNLOADING, null);
+            if (before == null) f.completeExceptionally(notIdle(drive, null));
+            else runDismount(drive, before, f);
+        });
+        return f;
+    }
+
+    private void runDismount(String drive, DriveStatus before, CompletableFuture<Void> f) {
         events.driveChanged(layout.name(), drive(drive), Instant.now());
         String volume = before.volume();
-        CompletableFuture<Void> f = new CompletableFuture<>();
         Thread.ofVirtual().name("tape-dismount-" + drive).start(() -> {
             Outcome o = new Call("dismount", List.of(drive, volume), cfg.dismountTimeout(), drive, volume).run(l -> {});
             if (o.failure == null) {
@@ -348,7 +452,6 @@ public final class ScriptLibrary implements TapeLibrary {
                 f.completeExceptionally(o.failure);
             }
         });
-        return f;
     }
 
     /** Operator action after a repair: the drive is EMPTY again (the HSM has taken the cartridge out). */
@@ -367,7 +470,7 @@ public final class ScriptLibrary implements TapeLibrary {
             Files.writeString(p, body, StandardCharsets.UTF_8);
             return p;
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot write list file under " + cfg.workDir(), e);
+            throw new UncheckedIOException("cannot write the " + kind + " list file under " + cfg.workDir(), e);
         }
     }
 
@@ -549,7 +652,8 @@ public final class ScriptLibrary implements TapeLibrary {
     private static final class ScriptBatch<I, R> {
         final List<I> items;
         final Map<I, CompletableFuture<R>> futures = new IdentityHashMap<>();
-        final CompletableFuture<Void> done;
+        /** Completed by {@link #end}, not when the last file does: the drive may still be busy then. */
+        final CompletableFuture<Void> done = new CompletableFuture<>();
         volatile Call call;
 
         ScriptBatch(List<I> items) {
@@ -557,7 +661,6 @@ public final class ScriptLibrary implements TapeLibrary {
             for (I i : items)
                 if (futures.putIfAbsent(i, new CompletableFuture<>()) != null)
                     throw new IllegalArgumentException("listed twice: " + i);
-            done = CompletableFuture.allOf(futures.values().toArray(CompletableFuture[]::new)).handle((v, e) -> null);
         }
 
         CompletableFuture<R> result(I item) {
@@ -578,8 +681,10 @@ public final class ScriptLibrary implements TapeLibrary {
             futures.get(item).completeExceptionally(t);
         }
 
-        void failRest(TapeFailure f) {
-            for (CompletableFuture<R> x : futures.values()) x.completeExceptionally(f);
+        /** The call is over (or was never run): files still open fail with {@code rest}, then the list is done. */
+        void end(Throwable rest) {
+            for (CompletableFuture<R> x : futures.values()) x.completeExceptionally(rest);
+            done.complete(null);
         }
 
         void cancelAll() {

@@ -30,7 +30,8 @@ public interface TapeLibrary {
 
     /**
      * Reads {@code segments} from the volume mounted on {@code drive}, in the order given, each into its
-     * target file. Each segment completes or fails on its own; see {@link ReadBatch}.
+     * target file. Each segment completes or fails on its own; see {@link ReadBatch}. A read or write asked
+     * while a list is still under way on the drive is queued behind it.
      */
     ReadBatch read(String drive, List<SegmentRead> segments);
 

@@ -11,7 +11,10 @@ public interface WriteBatch {
     /** Cancels every file not yet written. */
     void cancelAll();
 
-    /** Completes when every file has been written, failed or been cancelled. */
+    /**
+     * Completes when every file has been written, failed or been cancelled, and the drive is free for the
+     * next read, write or dismount. A file's own future may complete earlier.
+     */
     CompletableFuture<Void> done();
 
     /**

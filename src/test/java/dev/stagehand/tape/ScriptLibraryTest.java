@@ -1,0 +1,151 @@
+package dev.stagehand.tape;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The script driver's drive bookkeeping, against a small HSM script that reports every file at once and
+ * then takes a second to tidy up before it exits: what a caller sees as the last file lands is a drive still
+ * busy with the script.
+ */
+class ScriptLibraryTest {
+
+    static final String HSM = """
+            #!/bin/sh
+            # verb drive volume [list]: reports each listed file at once, then tidies up for a second
+            log="$(dirname "$0")/calls.log"
+            verb=$1
+            echo "$verb start" >> "$log"
+            case "$verb" in
+              read|write)
+                while IFS="$(printf '\\t')" read -r id rest; do
+                  if [ "$verb" = read ]; then echo "OK $id 1"; else echo "OK $id 0 1"; fi
+                done < "$4"
+                sleep 1 ;;
+            esac
+            echo "$verb end" >> "$log"
+            """;
+
+    @TempDir
+    Path tmp;
+    Path work;
+    ScriptLibrary lib;
+
+    @BeforeEach
+    void library() throws Exception {
+        Path script = tmp.resolve("hsm.sh");
+        Files.writeString(script, HSM);
+        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
+        work = tmp.resolve("work");
+        Duration limit = Duration.ofSeconds(30);
+        TapeProperties.Script cfg = new TapeProperties.Script(cmd(script, "mount"), cmd(script, "read"),
+                cmd(script, "write"), cmd(script, "dismount"), work, limit, limit, limit, limit);
+        lib = new ScriptLibrary(new LibraryLayout("test", List.of("d1"), 1), cfg, LibraryEvents.NONE, List.of());
+        get(lib.mount("d1", "V1"));
+    }
+
+    static List<String> cmd(Path script, String verb) {
+        return List.of(script.toString(), verb);
+    }
+
+    static <T> T get(CompletableFuture<T> f) throws Exception {
+        return f.get(30, TimeUnit.SECONDS);
+    }
+
+    SegmentRead segment(long id) {
+        return new SegmentRead(id, "/f" + id, "V1", id * 100, 100, tmp.resolve("cache/f" + id));
+    }
+
+    DriveState state() {
+        return lib.drives().get(0).state();
+    }
+
+    List<String> calls() throws Exception {
+        return Files.readAllLines(tmp.resolve("calls.log"));
+    }
+
+    @Test
+    void aListIsDoneOnlyOnceTheDriveIsFreeAgain() throws Exception {
+        ReadBatch read = lib.read("d1", List.of(segment(1)));
+        get(read.done());
+        assertThat(state()).isEqualTo(DriveState.MOUNTED_IDLE);
+
+        // the archive path: on done() it writes the next list or dismounts
+        FileWrite w = new FileWrite(7, "/w", Files.writeString(tmp.resolve("src"), "x"), 1);
+        WriteBatch write = lib.write("d1", List.of(w));
+        get(write.done());
+        assertThat(state()).isEqualTo(DriveState.MOUNTED_IDLE);
+        assertThat(get(write.result(w)).offsetBytes()).isZero();
+        get(lib.dismount("d1"));
+        assertThat(state()).isEqualTo(DriveState.EMPTY);
+    }
+
+    @Test
+    void aReadOrDismountAskedAsTheLastFileLandsWaitsForTheScriptToExit() throws Exception {
+        SegmentRead last = segment(1);
+        ReadBatch first = lib.read("d1", List.of(last));
+        get(first.result(last));
+        assertThat(state()).as("the script is still tidying up").isEqualTo(DriveState.READING);
+
+        // what the recall engine does once every file of its list is recorded
+        SegmentRead next = segment(2);
+        ReadBatch second = lib.read("d1", List.of(next));
+        CompletableFuture<Void> dismount = lib.dismount("d1");
+        assertThat(get(second.result(next)).adler32()).isEqualTo(1);
+        get(dismount);
+
+        assertThat(first.done()).isDone();
+        assertThat(second.done()).isDone();
+        assertThat(state()).isEqualTo(DriveState.EMPTY);
+        assertThat(calls()).containsExactly("mount start", "mount end", "read start", "read end", "read start",
+                "read end", "dismount start", "dismount end");
+    }
+
+    @Test
+    void aListFileThatCannotBeWrittenFailsTheListAndLeavesTheDriveIdle() throws Exception {
+        Files.delete(work);
+        Files.writeString(work, "the work directory is gone; a file is in its place");
+
+        SegmentRead s = segment(1);
+        ReadBatch read = lib.read("d1", List.of(s));
+        get(read.done());
+        TapeFailure f = failure(read.result(s));
+        assertThat(f.kind()).isEqualTo(TapeFailure.Kind.DRIVE_FAILURE);
+        assertThat(f.getMessage()).contains("cannot write the read list file under " + work);
+        assertThat(lib.lastCall().outcome()).isEqualTo("not-run");
+        assertThat(state()).isEqualTo(DriveState.MOUNTED_IDLE);
+
+        Path src = Files.writeString(tmp.resolve("src"), "x");
+        FileWrite w = new FileWrite(7, "/w", src, 1);
+        WriteBatch write = lib.write("d1", List.of(w));
+        get(write.done());
+        assertThat(failure(write.result(w)).getMessage()).contains("cannot write the write list file under " + work);
+        assertThat(state()).isEqualTo(DriveState.MOUNTED_IDLE);
+
+        Files.delete(work); // the operator clears the disk: the drive dismounts as usual
+        get(lib.dismount("d1"));
+        assertThat(state()).isEqualTo(DriveState.EMPTY);
+        assertThat(calls()).containsExactly("mount start", "mount end", "dismount start", "dismount end");
+    }
+
+    static TapeFailure failure(CompletableFuture<?> f) throws Exception {
+        try {
+            get(f);
+        } catch (ExecutionException e) {
+            assertThat(e.getCause()).isInstanceOf(TapeFailure.class);
+            return (TapeFailure) e.getCause();
+        }
+        throw new AssertionError("did not fail");
+    }
+}
