@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
 /**
@@ -807,7 +808,17 @@ public final class RecallEngine {
             ownerSlots.add(mineSlots.get(i));
             h = o + f.sizeBytes;
         }
-        ReadBatch rb = library.read(d.name, segments);
+        ReadBatch rb;
+        try {
+            rb = library.read(d.name, segments);
+        } catch (RuntimeException e) {
+            // Refused outright (the library's drive is not in the state this engine holds, or the list is wrong):
+            // taken as a drive failure, so the files and their cache space go back and the drive leaves service.
+            // Left READING with no list it would hold them until a restart; retried, it would be refused again.
+            System.getLogger(RecallEngine.class.getName()).log(System.Logger.Level.WARNING,
+                    "drive " + d.name + " refused a read list; it is taken out of service", e);
+            rb = refused(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, d.name, volume, "read list refused: " + e));
+        }
         // The list is done when this engine has recorded every segment's outcome, not when the library's
         // futures have all completed: their callbacks run on several threads and may wait for this monitor
         // in any order, so "all complete" can be seen before the last outcome is recorded (a drive failure
@@ -821,6 +832,17 @@ public final class RecallEngine {
             if (f == null) rb.result(s).whenComplete((r, e) -> gapDone(list, s, e));
             else rb.result(s).whenComplete((r, e) -> segmentDone(list, f, s, slot, r, e));
         }
+    }
+
+    /** A read list whose every segment has failed with {@code f}. */
+    private static ReadBatch refused(TapeFailure f) {
+        CompletableFuture<ReadResult> failed = CompletableFuture.failedFuture(f);
+        return new ReadBatch() {
+            @Override public CompletableFuture<ReadResult> result(SegmentRead s) { return failed; }
+            @Override public void cancel(SegmentRead s) { }
+            @Override public void cancelAll() { }
+            @Override public CompletableFuture<Void> done() { return CompletableFuture.completedFuture(null); }
+        };
     }
 
     /** Open requests with files queued for a volume no drive holds: they wait for a mount. */

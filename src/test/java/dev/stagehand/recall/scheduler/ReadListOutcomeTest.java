@@ -58,6 +58,28 @@ class ReadListOutcomeTest {
     }
 
     @Test
+    void aDriveWhoseLibraryRefusesAReadListLeavesServiceAndItsFilesGoToTheirOtherCopies() {
+        TestClock clock = new TestClock();
+        LateOutcomes library = new LateOutcomes(clock, new FakeLibrary(clock, 2, 1));
+        library.refusing.add("d0");
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
+                QueueStore.IN_MEMORY, Staging.NONE, EngineListener.NONE);
+        List<QueueModel.FileSpec> files = new ArrayList<>();
+        for (int i = 1; i <= 3; i++) {
+            files.add(new QueueModel.FileSpec(i, "/f" + i, GB, List.of(new Copy("V1", i * 10 * GB), new Copy("V2", i * 10 * GB)),
+                    "exp", "ds", null));
+        }
+        clock.schedule(Duration.ZERO, () -> engine.submit("r1", Instant.EPOCH, 0, "exp", files));
+        clock.run(20_000);
+
+        assertThat(library.listsPerDrive.get("d0")).as("read lists asked of the drive that refused").isEqualTo(1);
+        assertThat(engine.driveStates().get("d0")).startsWith("FAILED");
+        assertThat(engine.model().request("r1").finished()).isTrue();
+        assertThat(engine.model().request("r1").failed()).isFalse();
+        assertThat(library.readOk).containsOnlyKeys(1L, 2L, 3L).allSatisfy((id, n) -> assertThat(n).isEqualTo(1));
+    }
+
+    @Test
     void aDriveGetsItsNextReadListOnlyOnceEveryOutcomeOfTheLastIsRecorded() {
         TestClock clock = new TestClock();
         LateOutcomes library = new LateOutcomes(clock, new FakeLibrary(clock, 1, 1));
@@ -81,13 +103,15 @@ class ReadListOutcomeTest {
     /**
      * Reads through {@link FakeLibrary}, but completes each list's {@code done()} as soon as the library has
      * finished it and tells the engine each segment's outcome one second later. Drives in {@link #failing}
-     * fail their first list with DRIVE_FAILURE and every later one at once, like a drive that broke.
+     * fail their first list with DRIVE_FAILURE and every later one at once, like a drive that broke; drives in
+     * {@link #refusing} throw at their first list, like a library whose drive is not where the engine thinks.
      */
     static final class LateOutcomes implements TapeLibrary {
         final TestClock clock;
         final FakeLibrary library;
         final Set<String> failing = new HashSet<>();
         final Set<String> failed = new HashSet<>();
+        final Set<String> refusing = new HashSet<>();
         final Map<String, Integer> listsPerDrive = new HashMap<>();
         final Map<String, Integer> pending = new HashMap<>();
         final Map<Long, Integer> readOk = new HashMap<>();
@@ -107,6 +131,7 @@ class ReadListOutcomeTest {
         @Override
         public ReadBatch read(String drive, List<SegmentRead> segments) {
             listsPerDrive.merge(drive, 1, Integer::sum);
+            if (refusing.remove(drive)) throw new IllegalStateException("drive " + drive + " is READING, not mounted and idle");
             if (pending.getOrDefault(drive, 0) > 0) listsWhileOutcomesPending++;
             pending.merge(drive, segments.size(), Integer::sum);
             Map<SegmentRead, CompletableFuture<ReadResult>> told = new IdentityHashMap<>();
