@@ -390,4 +390,22 @@ class PipelineIT {
         assertThat(requestState(id)).isEqualTo("done");
         assertThat(jdbc.queryForObject("SELECT completed_at IS NOT NULL FROM stage_request WHERE id = ?", Boolean.class, id)).isTrue();
     }
+
+    @Test
+    void cancellingARequestCancelsTheTransfersOfItsFilesAlreadyHandedOn() {
+        start(100 * SIZE, 1, transfers);
+        String v = volume("x");
+        UUID id = requests.submit("it", new NewStageRequest(null, List.of(file("x0", v)), null, 86_400L,
+                "gsiftp://dest.example.org:2811/data/", "atlas")).request().id();
+        submitted.add(id);
+        for (int i = 0; i < 200 && !states(id).equals(Map.of("transferring", 1L)); i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+        }
+        assertThat(states(id)).isEqualTo(Map.of("transferring", 1L));
+        requests.cancel(id, null);
+        service.poll();
+        assertThat(jdbc.queryForList("SELECT state FROM transfer_job WHERE correlation LIKE ?", String.class, "stage:" + id + ":%"))
+                .containsExactly("cancelled");
+    }
 }

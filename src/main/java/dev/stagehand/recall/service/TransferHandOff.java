@@ -100,13 +100,20 @@ final class TransferHandOff {
 
     private boolean collect() {
         record Ended(String request, long file, String state, String error, long job) {}
-        List<Ended> ended = jdbc.query("""
+        List<Ended> ended = new ArrayList<>(jdbc.query("""
                 SELECT x.request_id::text, x.file_id, j.state, j.last_error, j.id
                   FROM stage_request_file x
                   JOIN transfer_job j ON j.correlation = 'stage:' || x.request_id::text || ':' || x.file_id
-                 WHERE (x.state = 'transferring' AND j.state IN ('done', 'failed', 'cancelled'))
-                    OR (x.state = 'cancelled' AND j.state IN ('queued', 'active'))
-                 LIMIT ?""", (rs, i) -> new Ended(rs.getString(1), rs.getLong(2), rs.getString(3), rs.getString(4), rs.getLong(5)), BATCH);
+                 WHERE x.state = 'transferring' AND j.state IN ('done', 'failed', 'cancelled')
+                 LIMIT ?""", (rs, i) -> new Ended(rs.getString(1), rs.getLong(2), rs.getString(3), rs.getString(4), rs.getLong(5)), BATCH));
+        // two statements, not one with OR: each side then starts from its partial index (open request files;
+        // unfinished transfers) instead of scanning the ended rows that pile up in both tables
+        ended.addAll(jdbc.query("""
+                SELECT x.request_id::text, x.file_id, j.state, j.last_error, j.id
+                  FROM transfer_job j
+                  JOIN stage_request_file x ON j.correlation = 'stage:' || x.request_id::text || ':' || x.file_id
+                 WHERE j.state IN ('queued', 'active') AND j.correlation LIKE 'stage:%' AND x.state = 'cancelled'
+                 LIMIT ?""", (rs, i) -> new Ended(rs.getString(1), rs.getLong(2), rs.getString(3), rs.getString(4), rs.getLong(5)), BATCH));
         Set<Long> files = new HashSet<>();
         for (Ended e : ended) {
             switch (e.state()) {
