@@ -282,6 +282,82 @@ class ApiJwtIT {
         assertThat(stager.delete("/api/v1/stage/" + id).status()).isEqualTo(200);
     }
 
+    /** The request's state and priority, and how many of its files are cancelled or released: what a refusal must leave. */
+    String stateOf(String id) {
+        return jdbc.queryForObject("""
+                SELECT r.state || ' p' || r.priority || ' c' || count(*) FILTER (WHERE f.state = 'cancelled')
+                       || ' r' || count(*) FILTER (WHERE f.released)
+                  FROM stage_request r JOIN stage_request_file f ON f.request_id = r.id WHERE r.id = ?::uuid
+                 GROUP BY r.id""", String.class, id);
+    }
+
+    /** 403 naming the scope needed, the token's scope path and {@code outside}, with one error entry per such file. */
+    static void assertOutside(Answer a, String scope, String granted, List<String> outside) {
+        assertProblem(a, 403, scope, granted);
+        for (String p : outside) assertThat(a.json().get("detail").stringValue()).contains(p);
+        List<String> named = new java.util.ArrayList<>();
+        a.json().get("errors").forEach(e -> named.add(e.get("path").stringValue()));
+        assertThat(named).containsExactlyElementsOf(outside);
+    }
+
+    @Test
+    void aStageScopeCoversEveryFileACallOnARequestTouches() {
+        String dir = catalog.prefix.substring("/it".length()); // the other issuer's base path is /it
+        ApiClient stager = with(sign(otherKey, claims(other, WLCG_ANY).claim("scope", "storage.stage:" + dir).build()));
+        // requests of the same experiment by an unscoped production account: one beyond the token's scope, one reaching into it
+        ApiClient prod = iamToken(null, "/jwtexp/production");
+        String production = prod.post("/api/v1/stage", stage(sibling.files)).json().get("requestId").stringValue();
+        List<String> both = List.of(catalog.files.get(0), catalog.files.get(1), sibling.files.get(0), sibling.files.get(1));
+        String mixed = prod.post("/api/v1/stage", stage(both)).json().get("requestId").stringValue();
+        String productionBefore = stateOf(production), mixedBefore = stateOf(mixed);
+        assertThat(productionBefore).isEqualTo("submitted p0 c0 r0");
+
+        // named files beyond the scope (WLCG and native), and whole-request calls on a request holding such files
+        List<String> one = sibling.files.subList(0, 1);
+        String named = ApiClient.json(Map.of("paths", one));
+        assertOutside(stager.post("/api/v1/stage/" + production + "/cancel", named), "storage.stage", catalog.prefix, one);
+        assertProblem(stager.post("/api/v1/stage/" + production + "/cancel", named), 403, "1 of the named files are outside");
+        assertOutside(stager.post("/api/v1/release/" + production, named), "storage.stage", catalog.prefix, one);
+        assertOutside(stager.post("/api/v1/requests/" + production + "/cancel", ApiClient.json(Map.of("files", one))),
+                "storage.stage", catalog.prefix, one);
+        assertOutside(stager.delete("/api/v1/stage/" + production), "storage.stage", catalog.prefix, sibling.files);
+        assertOutside(stager.post("/api/v1/requests/" + production + "/cancel", null), "storage.stage", catalog.prefix, sibling.files);
+        assertOutside(stager.post("/api/v1/requests/" + production + "/release", null), "storage.stage", catalog.prefix, sibling.files);
+        assertOutside(stager.put("/api/v1/requests/" + production + "/priority", "{\"priority\": 500}"), "storage.stage",
+                catalog.prefix, sibling.files);
+        // the whole request: only the files beyond the scope are named, with their place in the request
+        Answer all = stager.post("/api/v1/requests/" + mixed + "/cancel", null);
+        assertOutside(all, "storage.stage", catalog.prefix, sibling.files);
+        assertThat(all.json().get("errors").get(0).get("index").intValue()).isEqualTo(2);
+        assertOutside(stager.put("/api/v1/requests/" + mixed + "/priority", "{\"priority\": -500}"), "storage.stage",
+                catalog.prefix, sibling.files);
+        assertThat(stateOf(production)).isEqualTo(productionBefore);
+        assertThat(stateOf(mixed)).isEqualTo(mixedBefore);
+
+        // a read scope reads a request only when it may read all of it, whatever page is asked for
+        ApiClient reader = with(sign(ecKey, claims(other, WLCG_ANY).claim("scope", "storage.read:" + dir).build()));
+        assertOutside(reader.get("/api/v1/stage/" + production), "storage.read", catalog.prefix, sibling.files);
+        assertProblem(reader.get("/api/v1/stage/" + production), 403, "2 of the request's files are outside");
+        assertOutside(reader.get("/api/v1/requests/" + mixed + "?fileLimit=1"), "storage.read", catalog.prefix, sibling.files);
+
+        // within the scope: named files of the mixed request, and every call on a request of the scope's files
+        assertThat(stager.post("/api/v1/stage/" + mixed + "/cancel", ApiClient.json(Map.of("paths", catalog.files.subList(0, 1))))
+                .status()).isEqualTo(200);
+        assertThat(stateOf(mixed)).isEqualTo("submitted p0 c1 r0");
+        Answer mine = stager.post("/api/v1/stage", stage(catalog.files.subList(2, 4)));
+        assertThat(mine.status()).as(mine.body()).isEqualTo(201);
+        String own = mine.json().get("requestId").stringValue();
+        assertThat(reader.get("/api/v1/stage/" + own).status()).isEqualTo(200);
+        assertThat(reader.get("/api/v1/requests/" + own).status()).isEqualTo(200);
+        assertThat(stager.put("/api/v1/requests/" + own + "/priority", "{\"priority\": 7}").status()).isEqualTo(200);
+        assertThat(stager.post("/api/v1/requests/" + own + "/release", null).status()).isEqualTo(200);
+        assertThat(stateOf(own)).isEqualTo("submitted p7 c0 r2");
+        assertThat(stager.post("/api/v1/requests/" + own + "/cancel", null).status()).isEqualTo(200);
+        assertThat(stager.delete("/api/v1/stage/" + own).status()).isEqualTo(200);
+        assertThat(prod.delete("/api/v1/stage/" + production).status()).isEqualTo(200);
+        assertThat(prod.delete("/api/v1/stage/" + mixed).status()).isEqualTo(200);
+    }
+
     @Test
     void aValidTokenWithoutAMappedGroupOrAccountIs403NamingIt() {
         assertProblem(iamToken(null, "/somebody-else").get("/api/v1/whoami"), 403, "maps to no account", "/somebody-else");

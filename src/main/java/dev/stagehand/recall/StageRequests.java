@@ -40,6 +40,9 @@ public interface StageRequests {
     /** The request with its per-state counts and one page of its files (in submitted order). */
     Optional<StageRequestDetail> get(UUID id, int fileOffset, int fileLimit);
 
+    /** The names of a request's files in submitted order; empty for an unknown request. */
+    List<String> paths(UUID id);
+
     /** Requests, newest first, matching every given filter. */
     RequestPage list(RequestQuery query);
 

@@ -2,6 +2,7 @@ package dev.stagehand.api.requests;
 
 import dev.stagehand.api.security.ApiUser;
 import dev.stagehand.api.security.ExperimentAccess;
+import dev.stagehand.api.security.StorageScopes;
 import dev.stagehand.platform.EntryError;
 import dev.stagehand.recall.StageRequests.NewStageRequest;
 import dev.stagehand.recall.StageRequests;
@@ -144,6 +145,8 @@ class RequestsController {
         StageRequestDetail d = requests.get(uuid, offset, limit)
                 .filter(r -> ApiUser.current().sees(r.request().experiment())) // another experiment's request is not found
                 .orElseThrow(() -> notFound(uuid));
+        // a token limited by storage scopes reads a request only when it may read every file of it, not just this page
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.READ, null, () -> requests.paths(uuid));
         Map<String, Long> counts = new LinkedHashMap<>();
         d.counts().forEach((k, v) -> counts.put(k.dbName(), v));
         return new DetailView(RequestView.of(d.request()), counts, d.released(), offset, limit,
@@ -190,6 +193,7 @@ class RequestsController {
     ChangeView cancel(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
         UUID uuid = visible(uuid(id));
         List<String> files = JsonBodies.fileSelection(JsonBodies.read(http));
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, files, () -> requests.paths(uuid));
         return ChangeView.of(requests.cancel(uuid, files));
     }
 
@@ -201,6 +205,7 @@ class RequestsController {
     ChangeView release(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
         UUID uuid = visible(uuid(id));
         List<String> files = JsonBodies.fileSelection(JsonBodies.read(http));
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, files, () -> requests.paths(uuid));
         return ChangeView.of(requests.release(uuid, files));
     }
 
@@ -213,6 +218,7 @@ class RequestsController {
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = PriorityBody.class))))
     RequestView priority(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
         UUID uuid = visible(uuid(id));
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, null, () -> requests.paths(uuid));
         return RequestView.of(requests.changePriority(uuid, JsonBodies.priority(JsonBodies.read(http))));
     }
 

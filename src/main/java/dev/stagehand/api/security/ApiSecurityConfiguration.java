@@ -99,9 +99,9 @@ class ApiSecurityConfiguration {
     /**
      * Why a token limited by storage scopes may not make this call (null: it may). Such a token reads (GET,
      * archiveinfo) with {@code storage.read} or {@code storage.stage}, and stages, cancels, releases and
-     * re-prioritises stage requests with {@code storage.stage}; the files' paths are checked against the scopes'
-     * paths where a call names them. Nothing else: rules, sites, archive registration and the admin API need an
-     * account's own credential.
+     * re-prioritises stage requests with {@code storage.stage}. Here only the kind of scope is checked: the
+     * controllers check every file a call touches against the scopes' paths ({@link ExperimentAccess#withinScopes}).
+     * Nothing else: rules, sites, archive registration and the admin API need an account's own credential.
      */
     static String scopeRefusal(ApiUser user, HttpServletRequest req) {
         StorageScopes scopes = user.scopes();

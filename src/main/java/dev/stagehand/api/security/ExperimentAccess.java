@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Supplier;
 import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Component;
 
@@ -41,7 +42,8 @@ public class ExperimentAccess {
      * (admins): their request then has no experiment, and only such callers see it. Call it on well-formed names only.
      */
     public String experimentFor(ApiUser user, String given, List<String> names) {
-        outsideScopes(user, names);
+        // a token limited by storage scopes stages only beneath its storage.stage paths (it knows them: nothing is given away)
+        withinScopes(user, StorageScopes.Op.STAGE, names, null);
         List<String> valid = new ArrayList<>(names.size());
         for (String n : names) if (n != null && FileNames.problem(n) == null) valid.add(n);
         Map<String, String> of = files.of(valid);
@@ -71,23 +73,26 @@ public class ExperimentAccess {
     }
 
     /**
-     * A caller whose token is limited by storage scopes stages only beneath its {@code storage.stage} paths: 403
-     * naming each file outside them (the token itself tells which paths it may use, so nothing is given away).
+     * For a caller limited by storage scopes, a call on a request is allowed only when every file it touches is
+     * within its {@code op} scopes: the files it names ({@code named}), else every file of the request
+     * ({@code named} null: {@code all} supplies them, asked only for such a caller). Otherwise 403 naming the files
+     * outside and the scope needed. A whole-request call (cancel-all, release-all, delete, priority, reading it) is
+     * refused, not narrowed: as dCache's bulk service refuses a token narrower than the one the request came with.
      */
-    private static void outsideScopes(ApiUser user, List<String> names) {
+    public static void withinScopes(ApiUser user, StorageScopes.Op op, List<String> named, Supplier<List<String>> all) {
         StorageScopes scopes = user.scopes();
         if (scopes == null) return;
+        List<String> names = named != null ? named : all.get();
         List<EntryError> outside = new ArrayList<>();
         for (int i = 0; i < names.size(); i++) {
             String n = names.get(i);
-            if (n != null && FileNames.problem(n) == null && !scopes.allows(StorageScopes.Op.STAGE, n)) {
-                outside.add(EntryError.file(i, n, scopes.refusal(StorageScopes.Op.STAGE)));
-            }
+            if (n != null && FileNames.problem(n) == null && !scopes.allows(op, n)) outside.add(EntryError.file(i, n, scopes.refusal(op)));
         }
-        if (!outside.isEmpty()) {
-            throw new BadInput(HttpStatus.FORBIDDEN, outside.size() + " of the named files are "
-                    + scopes.refusal(StorageScopes.Op.STAGE), outside);
-        }
+        if (outside.isEmpty()) return;
+        List<String> shown = outside.stream().limit(5).map(EntryError::path).toList();
+        throw new BadInput(HttpStatus.FORBIDDEN, outside.size() + " of the " + (named != null ? "named files" : "request's files")
+                + " are " + scopes.refusal(op) + ": " + String.join(", ", shown)
+                + (outside.size() > shown.size() ? " and " + (outside.size() - shown.size()) + " more" : ""), outside);
     }
 
     /**

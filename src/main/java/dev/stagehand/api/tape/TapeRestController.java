@@ -5,6 +5,7 @@ import dev.stagehand.api.requests.JsonBodies;
 import dev.stagehand.api.requests.RequestIds;
 import dev.stagehand.api.security.ApiUser;
 import dev.stagehand.api.security.ExperimentAccess;
+import dev.stagehand.api.security.StorageScopes;
 import dev.stagehand.recall.FileLocality;
 import dev.stagehand.platform.EntryError;
 import dev.stagehand.recall.StageRequests;
@@ -202,6 +203,9 @@ class TapeRestController {
         StageRequestDetail d = requests.get(uuid, 0, StageRequests.MAX_FILES)
                 .filter(r -> ApiUser.current().sees(r.request().experiment())) // another experiment's request is not found
                 .orElseThrow(() -> notFound(id));
+        // a token limited by storage scopes reads a request only when it may read every file of it (all are here)
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.READ, null,
+                () -> d.files().stream().map(RequestFile::path).toList());
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("id", uuid.toString());
         out.put("createdAt", epoch(d.request().createdAt()));
@@ -235,14 +239,18 @@ class TapeRestController {
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = PathsBody.class))))
     ResponseEntity<Void> cancel(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
         UUID uuid = visible(uuid(id), id);
-        requests.cancel(uuid, JsonBodies.selection(JsonBodies.read(http), "paths", true));
+        List<String> paths = JsonBodies.selection(JsonBodies.read(http), "paths", true);
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, paths, null);
+        requests.cancel(uuid, paths);
         return ResponseEntity.ok().build();
     }
 
     @DeleteMapping(path = "/api/v1/stage/{id}")
     @Operation(summary = "Delete a stage request (WLCG): open files cancelled, pins released, the request forgotten")
     ResponseEntity<Void> delete(@PathVariable("id") String id) {
-        requests.delete(visible(uuid(id), id));
+        UUID uuid = visible(uuid(id), id);
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, null, () -> requests.paths(uuid));
+        requests.delete(uuid);
         return ResponseEntity.ok().build();
     }
 
@@ -252,7 +260,9 @@ class TapeRestController {
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = PathsBody.class))))
     ResponseEntity<Void> release(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
         UUID uuid = visible(uuid(id), id);
-        requests.release(uuid, JsonBodies.selection(JsonBodies.read(http), "paths", true));
+        List<String> paths = JsonBodies.selection(JsonBodies.read(http), "paths", true);
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, paths, null);
+        requests.release(uuid, paths);
         return ResponseEntity.ok().build();
     }
 

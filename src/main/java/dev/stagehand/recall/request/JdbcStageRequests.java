@@ -314,6 +314,13 @@ class JdbcStageRequests implements StageRequests {
     }
 
     @Override
+    public List<String> paths(UUID id) {
+        return jdbc.queryForList("""
+                SELECT f.name FROM stage_request_file srf JOIN file f ON f.id = srf.file_id
+                WHERE srf.request_id = ? ORDER BY srf.ordinal, srf.file_id""", String.class, id);
+    }
+
+    @Override
     public RequestPage list(RequestQuery q) {
         StringBuilder where = new StringBuilder(" WHERE true");
         List<Object> args = new ArrayList<>();
