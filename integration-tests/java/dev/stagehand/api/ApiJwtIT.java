@@ -359,6 +359,23 @@ class ApiJwtIT {
     }
 
     @Test
+    void aReadScopeLimitsWhichArchivedFilesATokenReads() {
+        // two catalog files registered in the archive buffer (already evicted: nothing to flush)
+        for (String f : List.of(catalog.files.get(0), sibling.files.get(0))) {
+            jdbc.update("""
+                    INSERT INTO archive_file (file_id, path, size_bytes, adler32, family, storage_class, copies, state)
+                    SELECT id, '/nonexistent' || name, size_bytes, '00000001', 'jwt-it', 'single', 1, 'evicted' FROM file WHERE name = ?""", f);
+        }
+        String dir = catalog.prefix.substring("/it".length());
+        ApiClient reader = with(sign(ecKey, claims(other, WLCG_ANY).claim("scope", "storage.read:" + dir).build()));
+        assertThat(reader.get("/api/v1/archive/files?name=" + catalog.files.get(0)).status()).isEqualTo(200);
+        assertOutside(reader.get("/api/v1/archive/files?name=" + sibling.files.get(0)), "storage.read", catalog.prefix,
+                sibling.files.subList(0, 1));
+        long id = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, sibling.files.get(0));
+        assertProblem(reader.get("/api/v1/archive/files/" + id), 403, "storage.read", sibling.files.get(0));
+    }
+
+    @Test
     void aValidTokenWithoutAMappedGroupOrAccountIs403NamingIt() {
         assertProblem(iamToken(null, "/somebody-else").get("/api/v1/whoami"), 403, "maps to no account", "/somebody-else");
         accounts.delete("jwt-default");

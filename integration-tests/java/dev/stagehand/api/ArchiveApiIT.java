@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.ItDb;
 import dev.stagehand.api.ApiClient.Answer;
+import dev.stagehand.api.security.ApiAccounts;
+import dev.stagehand.api.security.ApiRole;
 import dev.stagehand.archive.ArchiveProperties;
 import dev.stagehand.cache.Checksums;
 import java.io.IOException;
@@ -37,6 +39,7 @@ class ArchiveApiIT {
     @LocalServerPort int port;
     @Autowired JdbcTemplate jdbc;
     @Autowired dev.stagehand.api.security.ApiTokens tokens;
+    @Autowired ApiAccounts accounts;
     ApiClient api;
     final String tag = UUID.randomUUID().toString().substring(0, 8);
 
@@ -116,6 +119,65 @@ class ArchiveApiIT {
         assertThat(usage.json().get("highWaterBytes").asLong()).isEqualTo(props.highWaterBytes());
         assertThat(api.get("/api/v1/archive/volumes").status()).isEqualTo(200);
         assertThat(api.get("/api/v1/archive/families/" + ds + "/volumes").json().isArray()).isTrue();
+    }
+
+    @Test
+    void anotherExperimentsArchivedFilesAndFamiliesAnswerAsUnknownOnes() throws Exception {
+        String expA = "arch-a-" + tag, expB = "arch-b-" + tag, dsA = "dsa-" + tag, dsB = "dsb-" + tag;
+        Answer r = api.post("/api/v1/archive/files", body(List.of(
+                Map.of("path", land("ea", MB).toString(), "size", MB, "dataset", dsA, "experiment", expA),
+                Map.of("path", land("eb", MB).toString(), "size", MB, "dataset", dsB, "experiment", expB))));
+        assertThat(r.status()).as(r.body()).isEqualTo(201);
+        long idA = r.json().get("files").get(0).get("fileId").asLong(), idB = r.json().get("files").get(1).get("fileId").asLong();
+        String nameA = r.json().get("files").get(0).get("name").asString(), nameB = r.json().get("files").get(1).get("name").asString();
+        String pathB = r.json().get("files").get(1).get("path").asString();
+        // one full volume written for each dataset's family
+        for (String family : List.of(dsA, dsB)) {
+            long vol = jdbc.queryForObject("INSERT INTO volume (label) VALUES (?) RETURNING id", Long.class, "V" + family);
+            jdbc.update("INSERT INTO archive_volume (volume_id, family, copy_no, state, files, opened_at) VALUES (?, ?, 1, 'full', 1, now())",
+                    vol, family);
+        }
+        try {
+            ApiClient viewerA = ApiClient.as(port, accounts, tokens, "arch-viewer-" + tag, ApiRole.VIEWER, expA);
+            assertThat(viewerA.get("/api/v1/archive/files/" + idA).status()).isEqualTo(200);
+            assertThat(viewerA.get("/api/v1/archive/files?name=" + nameA).json().get("fileId").asLong()).isEqualTo(idA);
+
+            // another experiment's file, by id, name or buffer path: exactly what an unknown one gets
+            long unknown = 999_999_999L;
+            assertSameProblem(viewerA.get("/api/v1/archive/files/" + idB), viewerA.get("/api/v1/archive/files/" + unknown),
+                    Long.toString(idB), Long.toString(unknown));
+            assertSameProblem(viewerA.get("/api/v1/archive/files?name=" + nameB), viewerA.get("/api/v1/archive/files?name=" + nameB + "-none"),
+                    nameB, nameB + "-none");
+            assertSameProblem(viewerA.get("/api/v1/archive/files?path=" + pathB), viewerA.get("/api/v1/archive/files?path=" + pathB + "-none"),
+                    pathB, pathB + "-none");
+
+            // volumes: only families holding the caller's experiments' files; another's family is an empty list like an unknown one
+            assertThat(families(viewerA.get("/api/v1/archive/volumes"))).contains(dsA).doesNotContain(dsB);
+            assertThat(families(viewerA.get("/api/v1/archive/families/" + dsA + "/volumes"))).containsExactly(dsA);
+            assertThat(viewerA.get("/api/v1/archive/families/" + dsB + "/volumes").body())
+                    .isEqualTo(viewerA.get("/api/v1/archive/families/none-" + tag + "/volumes").body()).isEqualTo("[]");
+            // an admin sees every experiment
+            assertThat(families(api.get("/api/v1/archive/volumes"))).contains(dsA, dsB);
+            assertThat(api.get("/api/v1/archive/files/" + idB).status()).isEqualTo(200);
+        } finally {
+            jdbc.update("DELETE FROM archive_volume WHERE family IN (?, ?)", dsA, dsB);
+            jdbc.update("DELETE FROM volume WHERE label IN (?, ?)", "V" + dsA, "V" + dsB);
+        }
+    }
+
+    /** The same status, type and title, and details that differ only where each names what was asked for. */
+    static void assertSameProblem(Answer hidden, Answer unknown, String hiddenKey, String unknownKey) {
+        assertThat(hidden.status()).as(hidden.body()).isEqualTo(404);
+        assertThat(hidden.json().get("type")).isEqualTo(unknown.json().get("type"));
+        assertThat(hidden.json().get("title")).isEqualTo(unknown.json().get("title"));
+        assertThat(hidden.body().replace(hiddenKey, "KEY")).isEqualTo(unknown.body().replace(unknownKey, "KEY"));
+    }
+
+    static List<String> families(Answer a) {
+        assertThat(a.status()).as(a.body()).isEqualTo(200);
+        List<String> out = new ArrayList<>();
+        a.json().forEach(v -> out.add(v.get("family").asString()));
+        return out;
     }
 
     @Test

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * The archive's landing buffer: files registered here are checksummed, entered in the catalog and flushed
@@ -39,7 +40,12 @@ public interface ArchiveBuffer {
     BufferUsage usage();
 
     /** The volumes written for a file family (all families when null), in the order they were opened. */
-    List<FamilyVolume> volumes(String family);
+    default List<FamilyVolume> volumes(String family) {
+        return volumes(family, null);
+    }
+
+    /** As {@link #volumes(String)}, only of families holding files of one of {@code experiments} (null: all). */
+    List<FamilyVolume> volumes(String family, Set<String> experiments);
 
     /** What each family's copy has not yet on tape, with the volume it appends to, oldest waiting first. */
     List<FamilyQueue> queues();

@@ -2,6 +2,8 @@ package dev.stagehand.api.archive;
 
 import dev.stagehand.api.requests.BadInput;
 import dev.stagehand.api.requests.JsonBodies;
+import dev.stagehand.api.security.ApiUser;
+import dev.stagehand.api.security.ExperimentAccess;
 import dev.stagehand.archive.ArchiveBuffer;
 import dev.stagehand.archive.ArchiveBuffer.ArchiveFileStatus;
 import dev.stagehand.archive.ArchiveBuffer.BufferUsage;
@@ -18,6 +20,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
@@ -43,9 +46,11 @@ class ArchiveController {
     private static final Set<String> FILE_FIELDS = Set.of("path", "size", "adler32", "dataset", "experiment", "name", "storageClass");
 
     private final ArchiveBuffer buffer;
+    private final ExperimentAccess access;
 
-    ArchiveController(ArchiveBuffer buffer) {
+    ArchiveController(ArchiveBuffer buffer, ExperimentAccess access) {
         this.buffer = buffer;
+        this.access = access;
     }
 
     @Schema(description = "One landed file. Fields not listed are refused.")
@@ -115,7 +120,7 @@ class ArchiveController {
             }
             String experiment = text(f, "experiment", i, path, errors);
             // an account archives only into its own experiments; admins may leave it to the dataset's
-            dev.stagehand.api.security.ApiUser user = dev.stagehand.api.security.ApiUser.current();
+            ApiUser user = ApiUser.current();
             if (!user.allExperiments() && (experiment == null || !user.sees(experiment)))
                 errors.add(new EntryError(i, path, "experiment", experiment == null
                         ? "required: name one of your experiments " + user.experiments()
@@ -145,7 +150,7 @@ class ArchiveController {
         } catch (NumberFormatException e) {
             throw BadInput.field("id", "expected a numeric file id, got '" + id + "'");
         }
-        return buffer.file(fileId).orElseThrow(() -> notFound("no archived file with id " + fileId));
+        return readable(buffer.file(fileId), "no archived file with id " + fileId);
     }
 
     @GetMapping("/files")
@@ -153,7 +158,7 @@ class ArchiveController {
     ArchiveFileStatus fileByName(@RequestParam(required = false) String name, @RequestParam(required = false) String path) {
         String key = name != null ? name : path;
         if (key == null) throw BadInput.field("name", "give ?name=LOGICAL-NAME or ?path=BUFFER-PATH");
-        return buffer.fileByName(key).orElseThrow(() -> notFound("no archived file named or at " + key));
+        return readable(buffer.fileByName(key), "no archived file named or at " + key);
     }
 
     @GetMapping("/buffer")
@@ -165,13 +170,34 @@ class ArchiveController {
     @GetMapping("/families/{family}/volumes")
     @Operation(summary = "The volumes written for one file family, in the order they were opened")
     List<FamilyVolume> volumes(@PathVariable String family) {
-        return buffer.volumes(family);
+        return buffer.volumes(family, experiments());
     }
 
     @GetMapping("/volumes")
-    @Operation(summary = "The volumes of every file family")
+    @Operation(summary = "The volumes of every file family the caller's experiments have files in")
     List<FamilyVolume> allVolumes() {
-        return buffer.volumes(null);
+        return buffer.volumes(null, experiments());
+    }
+
+    /**
+     * The file when the caller may read it. Another experiment's file answers exactly as an unknown one (404),
+     * so names and ids cannot be probed; one beyond a token's storage scopes is 403 naming the scope needed.
+     */
+    private ArchiveFileStatus readable(Optional<ArchiveFileStatus> found, String missing) {
+        ArchiveFileStatus f = found.orElseThrow(() -> notFound(missing));
+        String why = access.unreadableFile(ApiUser.current(), f.name());
+        if (ExperimentAccess.NO_SUCH_FILE.equals(why)) throw notFound(missing);
+        if (why != null) throw new BadInput(HttpStatus.FORBIDDEN, f.name() + " is " + why, List.of(EntryError.file(0, f.name(), why)));
+        return f;
+    }
+
+    /**
+     * A family is named after its dataset (or a configured group), so the volumes of families holding none of
+     * the caller's experiments' files are left out, as their datasets are elsewhere; null: all (admins, '*').
+     */
+    private static Set<String> experiments() {
+        ApiUser user = ApiUser.current();
+        return user.allExperiments() ? null : user.experiments();
     }
 
     private static ArchiveRejected notFound(String message) {

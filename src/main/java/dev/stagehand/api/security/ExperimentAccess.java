@@ -115,6 +115,17 @@ public class ExperimentAccess {
         return out;
     }
 
+    /**
+     * Why the caller may not read catalog file {@code name}, found by an id or name it gave: null when it may;
+     * {@link #NO_SUCH_FILE} for another experiment's file, to be answered as an unknown one; beyond a token's
+     * storage scopes, the scope it needs. The experiment goes first, so another experiment's id answers as unknown.
+     */
+    public String unreadableFile(ApiUser user, String name) {
+        if (!user.allExperiments() && !user.sees(files.of(List.of(name)).get(name))) return NO_SUCH_FILE;
+        StorageScopes scopes = user.scopes();
+        return scopes == null || scopes.allows(StorageScopes.Op.READ, name) ? null : scopes.refusal(StorageScopes.Op.READ);
+    }
+
     private static BadInput refused(List<EntryError> errors) {
         errors.sort((a, b) -> Integer.compare(a.index() == null ? -1 : a.index(), b.index() == null ? -1 : b.index()));
         long named = errors.stream().filter(e -> e.index() != null).count();
