@@ -35,11 +35,8 @@ class ReadListOutcomeTest {
 
     static final long GB = 1_000_000_000L;
 
-    @Test
-    void aDriveThatFailedUnderAReadListGetsNoFurtherListsAndItsFilesGoToTheirOtherCopies() {
-        TestClock clock = new TestClock();
-        LateOutcomes library = new LateOutcomes(clock, new FakeLibrary(clock, 2, 1));
-        library.failing.add("d0");
+    /** Runs request r1 of three files, each with a copy on V1 and on V2, on two drives. */
+    private static RecallEngine threeFilesOnTwoVolumes(TestClock clock, LateOutcomes library) {
         RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
                 QueueStore.IN_MEMORY, Staging.NONE, EngineListener.NONE);
         List<QueueModel.FileSpec> files = new ArrayList<>();
@@ -49,6 +46,15 @@ class ReadListOutcomeTest {
         }
         clock.schedule(Duration.ZERO, () -> engine.submit("r1", Instant.EPOCH, 0, "exp", files));
         clock.run(20_000);
+        return engine;
+    }
+
+    @Test
+    void aDriveThatFailedUnderAReadListGetsNoFurtherListsAndItsFilesGoToTheirOtherCopies() {
+        TestClock clock = new TestClock();
+        LateOutcomes library = new LateOutcomes(clock, new FakeLibrary(clock, 2, 1));
+        library.failing.add("d0");
+        RecallEngine engine = threeFilesOnTwoVolumes(clock, library);
 
         assertThat(library.listsPerDrive.get("d0")).as("read lists handed to the drive that failed").isEqualTo(1);
         assertThat(engine.model().request("r1").finished()).isTrue();
@@ -62,15 +68,7 @@ class ReadListOutcomeTest {
         TestClock clock = new TestClock();
         LateOutcomes library = new LateOutcomes(clock, new FakeLibrary(clock, 2, 1));
         library.refusing.add("d0");
-        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
-                QueueStore.IN_MEMORY, Staging.NONE, EngineListener.NONE);
-        List<QueueModel.FileSpec> files = new ArrayList<>();
-        for (int i = 1; i <= 3; i++) {
-            files.add(new QueueModel.FileSpec(i, "/f" + i, GB, List.of(new Copy("V1", i * 10 * GB), new Copy("V2", i * 10 * GB)),
-                    "exp", "ds", null));
-        }
-        clock.schedule(Duration.ZERO, () -> engine.submit("r1", Instant.EPOCH, 0, "exp", files));
-        clock.run(20_000);
+        RecallEngine engine = threeFilesOnTwoVolumes(clock, library);
 
         assertThat(library.listsPerDrive.get("d0")).as("read lists asked of the drive that refused").isEqualTo(1);
         assertThat(engine.driveStates().get("d0")).startsWith("FAILED");
