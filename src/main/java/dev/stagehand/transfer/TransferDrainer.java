@@ -15,7 +15,8 @@ import org.springframework.stereotype.Component;
 /**
  * Drains transfer_job: claims queued rows under a lease, hands them to the mover, records each outcome,
  * renews its leases while files are under way, and drops files whose rows were cancelled. A crash loses
- * nothing: the rows stay active until their lease runs out and are then claimed again.
+ * nothing: the rows stay active until their lease runs out and are then claimed again. A shutdown loses
+ * nothing either: what is still moving is put back in the queue, not failed.
  */
 @Component
 class TransferDrainer implements SmartLifecycle {
@@ -31,7 +32,10 @@ class TransferDrainer implements SmartLifecycle {
     private final TransferProperties.Queue settings;
     private final String owner;
     private final Map<Long, InFlight> inFlight = new ConcurrentHashMap<>();
+    /** Rows whose file the drainer itself cancelled (the row was cancelled or taken over). */
+    private final java.util.Set<Long> dropping = ConcurrentHashMap.newKeySet();
     private volatile boolean running;
+    private volatile boolean stopping;
     private Thread thread;
 
     TransferDrainer(TransferQueue queue, Mover mover, TransferProperties properties, TransferObserver observer) {
@@ -47,6 +51,7 @@ class TransferDrainer implements SmartLifecycle {
     @Override
     public void start() {
         if (!settings.enabled()) return;
+        stopping = false;
         running = true;
         thread = Thread.ofVirtual().name("transfer-drainer").start(() -> {
             if (settings.instanceId() != null && !settings.instanceId().isBlank()) {
@@ -60,11 +65,17 @@ class TransferDrainer implements SmartLifecycle {
     @Override
     public void stop() {
         running = false;
+        stopping = true;
         if (thread == null) return;
         // the loop sees the flag within a poll interval; an interrupt during a JDBC call would close the
         // connection under a commit, so it is only the last resort
         try {
             if (!thread.join(java.time.Duration.ofSeconds(10))) thread.interrupt();
+            // hand back what is still moving while the database is still there (the mover is closed after
+            // this, and a restart claims the rows again); their records put them back (stopping)
+            inFlight.values().forEach(f -> f.batch().cancel(f.copy()));
+            long deadline = System.nanoTime() + java.time.Duration.ofSeconds(10).toNanos();
+            while (!inFlight.isEmpty() && System.nanoTime() < deadline) Thread.sleep(20);
         } catch (InterruptedException e) {
             thread.interrupt();
             Thread.currentThread().interrupt();
@@ -142,7 +153,11 @@ class TransferDrainer implements SmartLifecycle {
                             Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
                             TransferFailure f = cause instanceof TransferFailure tf ? tf
                                     : new TransferFailure(TransferFailure.Kind.PROTOCOL, String.valueOf(cause), 0, cause);
-                            if (f.kind().unreachable()) {
+                            if (stopping || f.kind() == TransferFailure.Kind.CANCELLED && !dropping.contains(id)) {
+                                // shutting down, or the mover dropped the file (it was closed): not the file's
+                                // fault, so the row goes back to the queue, its claim not counted
+                                DatabaseRetry.call("transfer " + id + " put back", () -> queue.putBack(id, owner));
+                            } else if (f.kind().unreachable()) {
                                 // an outage is waited out in the queue, not counted against the file
                                 TransferQueue.Outcome o = DatabaseRetry.call("transfer " + id + " put back",
                                         () -> queue.putBackOrFail(id, owner, f, settings.outage()));
@@ -158,6 +173,7 @@ class TransferDrainer implements SmartLifecycle {
                         log.warn("cannot record transfer job {}: {}", id, dbTrouble.toString());
                     } finally {
                         // only now: until the outcome is written the row must not be claimed and moved again here
+                        dropping.remove(id);
                         inFlight.remove(id);
                     }
                 };
@@ -181,7 +197,10 @@ class TransferDrainer implements SmartLifecycle {
         if (inFlight.isEmpty()) return;
         queue.renew(owner, settings.lease());
         inFlight.forEach((id, f) -> {
-            if (!queue.holds(id, owner)) f.batch().cancel(f.copy());
+            if (!queue.holds(id, owner)) {
+                dropping.add(id);
+                f.batch().cancel(f.copy());
+            }
         });
     }
 }

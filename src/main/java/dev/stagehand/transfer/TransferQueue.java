@@ -193,6 +193,18 @@ public class TransferQueue {
                 f.kind().name(), f.getMessage(), f.attempts(), id, owner));
     }
 
+    /**
+     * Puts a row {@code owner} claimed back in the queue as it was, its claim not counted as an attempt: the
+     * drainer is stopping, or the mover dropped the file without it being the file's fault. Returns whether
+     * the row was still ours (not cancelled or taken over meanwhile).
+     */
+    boolean putBack(long id, String owner) {
+        return jdbc.update("""
+                UPDATE transfer_job SET state = 'queued', lease_owner = NULL, lease_until = NULL,
+                       attempts = greatest(attempts - 1, 0)
+                WHERE id = ? AND state = 'active' AND lease_owner = ?""", id, owner) == 1;
+    }
+
     /** What became of a row whose destination (or source) could not be reached. */
     enum Outcome { PUT_BACK, FAILED, NOT_OURS }
 

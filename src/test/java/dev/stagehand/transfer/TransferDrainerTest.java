@@ -1,0 +1,201 @@
+package dev.stagehand.transfer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.support.StaticListableBeanFactory;
+
+/** The drainer between a fake queue and a fake mover: what each outcome does to the rows, without a database. */
+class TransferDrainerTest {
+
+    /** The queue's rows in memory; records what the drainer asked of it. */
+    static final class FakeQueue extends TransferQueue {
+        final List<TransferJob> toClaim = new CopyOnWriteArrayList<>();
+        final Map<Long, String> ended = new ConcurrentHashMap<>(); // id -> done, failed:KIND, put back
+        final List<List<Long>> renewed = new CopyOnWriteArrayList<>();
+        volatile boolean held = true;
+
+        FakeQueue() {
+            super(null);
+        }
+
+        @Override
+        public List<TransferJob> claim(String owner, int limit, Duration lease) {
+            List<TransferJob> out = new ArrayList<>(toClaim);
+            toClaim.clear();
+            return out;
+        }
+
+        @Override
+        public boolean awaitQueued(Duration max) throws InterruptedException {
+            Thread.sleep(10);
+            return false;
+        }
+
+        @Override
+        public boolean holds(long id, String owner) {
+            return held;
+        }
+
+        @Override
+        boolean done(long id, String owner, CopyResult r) {
+            ended.put(id, "done");
+            return true;
+        }
+
+        @Override
+        boolean failed(long id, String owner, TransferFailure f) {
+            if (!held) return false; // a cancelled row is not ours any more
+            ended.put(id, "failed:" + f.kind());
+            return true;
+        }
+
+        @Override
+        Outcome putBackOrFail(long id, String owner, TransferFailure f, TransferProperties.Outage outage) {
+            ended.put(id, "outage");
+            return Outcome.PUT_BACK;
+        }
+
+        @Override
+        boolean putBack(long id, String owner) {
+            ended.put(id, "put back");
+            return true;
+        }
+
+        @Override
+        public int renew(String owner, Duration lease) {
+            return 0;
+        }
+    }
+
+    /** A mover that moves nothing by itself: the test ends each file; close() cancels the rest like Link.close. */
+    static final class FakeMover implements Mover {
+        final Map<String, CompletableFuture<CopyResult>> futures = new ConcurrentHashMap<>();
+
+        @Override
+        public CopyBatch submit(List<FileCopy> copies) {
+            for (FileCopy c : copies) futures.put(c.id(), new CompletableFuture<>());
+            return new CopyBatch() {
+                @Override
+                public CompletableFuture<CopyResult> result(FileCopy copy) {
+                    return futures.get(copy.id());
+                }
+
+                @Override
+                public void cancel(FileCopy copy) {
+                    futures.get(copy.id()).completeExceptionally(
+                            new TransferFailure(TransferFailure.Kind.CANCELLED, "cancelled: " + copy.destination()));
+                }
+
+                @Override
+                public void cancelAll() {
+                    copies.forEach(this::cancel);
+                }
+
+                @Override
+                public CompletableFuture<Void> done() {
+                    return CompletableFuture.allOf(futures.values().toArray(CompletableFuture[]::new));
+                }
+            };
+        }
+
+        void fail(long id, TransferFailure f) {
+            futures.get(String.valueOf(id)).completeExceptionally(f);
+        }
+
+        @Override
+        public List<LinkStatus> links() {
+            return List.of();
+        }
+
+        @Override
+        public void close() {
+            futures.values().forEach(f -> f.completeExceptionally(
+                    new TransferFailure(TransferFailure.Kind.CANCELLED, "mover closed", 0, null)));
+        }
+    }
+
+    final FakeQueue queue = new FakeQueue();
+    final FakeMover mover = new FakeMover();
+    TransferDrainer drainer;
+
+    TransferDrainer drainer(Duration lease) {
+        StaticListableBeanFactory beans = new StaticListableBeanFactory();
+        beans.addBean("registry", new SimpleMeterRegistry());
+        TransferObserver observer = new TransferObserver(beans.getBeanProvider(MeterRegistry.class), beans.getBeanProvider(Mover.class));
+        TransferProperties properties = new TransferProperties(MoverSettings.defaults(), new TransferProperties.Queue(true,
+                Duration.ofMillis(20), 200, 2000, lease, "", new TransferProperties.Outage(Duration.ofSeconds(30),
+                Duration.ofMinutes(10), Duration.ofHours(24))));
+        drainer = new TransferDrainer(queue, mover, properties, observer);
+        return drainer;
+    }
+
+    static TransferJob row(long id) {
+        return new TransferJob(id, "c" + id, "file:/cache/f" + id, "ftp://dtn:2811/d/f" + id, 1000, 1L, "active", 1,
+                null, null, 0, null, Instant.now(), Instant.now(), null, Instant.now(), 0);
+    }
+
+    /** Claims rows 1..n and waits until the mover has them. */
+    void claimed(int n) throws Exception {
+        for (long id = 1; id <= n; id++) queue.toClaim.add(row(id));
+        await(() -> mover.futures.size() == n);
+    }
+
+    static void await(BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("condition not met in 10 s");
+            Thread.sleep(10);
+        }
+    }
+
+    @AfterEach
+    void stop() {
+        if (drainer != null) drainer.stop();
+    }
+
+    @Test
+    void filesTheMoverDropsWhenItClosesGoBackToTheQueue() throws Exception {
+        drainer(Duration.ofMinutes(2)).start();
+        claimed(3);
+        mover.close(); // the service shuts down: the mover cancels what it has not finished
+        await(() -> queue.ended.size() == 3);
+        assertThat(queue.ended).containsOnlyKeys(1L, 2L, 3L).allSatisfy((id, what) -> assertThat(what).isEqualTo("put back"));
+    }
+
+    @Test
+    void stoppingPutsBackWhatIsStillMovingAndRecordsWhatFinished() throws Exception {
+        drainer(Duration.ofMinutes(2)).start();
+        claimed(3);
+        mover.futures.get("1").complete(new CopyResult(null, 1000, Duration.ofSeconds(1), 1, "dtn:2811", 1));
+        await(() -> queue.ended.containsKey(1L));
+        drainer.stop();
+        // before stop() returns: the database is still there
+        assertThat(queue.ended).containsEntry(1L, "done").containsEntry(2L, "put back").containsEntry(3L, "put back");
+    }
+
+    @Test
+    void realFailuresAndCancelsTheDrainerAskedForAreRecordedAsBefore() throws Exception {
+        drainer(Duration.ofMillis(90)).start(); // renewed (and the rows looked at) every 30 ms
+        claimed(2);
+        mover.fail(1, new TransferFailure(TransferFailure.Kind.PERMISSION_DENIED, "550 denied", 1, null));
+        await(() -> queue.ended.containsKey(1L));
+        assertThat(queue.ended).containsEntry(1L, "failed:PERMISSION_DENIED");
+        queue.held = false; // row 2 was cancelled by an operator: the drainer drops its file
+        await(() -> mover.futures.get("2").isDone());
+        Thread.sleep(100);
+        assertThat(queue.ended).doesNotContainKey(2L);
+    }
+}
