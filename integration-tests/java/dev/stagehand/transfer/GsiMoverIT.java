@@ -201,6 +201,27 @@ class GsiMoverIT {
     }
 
     @Test
+    void aProxyRenewedOnDiskIsUsedWithoutARestart() throws Exception {
+        Path dst = root.resolve("dst-renewed");
+        GridFtpServer.openUp(dst);
+        Path f = file(root.resolve("src"), "renewed.bin", 1000, 3);
+        FileCopy c = new FileCopy("renewed", f.toUri(), URI.create(url(a, dst) + "/renewed.bin"), Files.size(f), adler(f));
+        Path proxy = root.resolve("pki").resolve("x509up-renewed");
+        Files.copy(strangerProxy, proxy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        try (Mover mover = Movers.gridFtp(settings(proxy, "SELF"), null)) {
+            // the proxy on disk will not do (here: a DN the server does not map; in production: expired)
+            assertThatThrownBy(() -> mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS))
+                    .cause().isInstanceOfSatisfying(TransferFailure.class,
+                            e -> assertThat(e.kind()).isEqualTo(TransferFailure.Kind.AUTHENTICATION));
+            // cron writes a fresh one in its place: the same mover uses it, no restart
+            Files.copy(userProxy, proxy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            Files.setLastModifiedTime(proxy, java.nio.file.attribute.FileTime.from(java.time.Instant.now().plusSeconds(2)));
+            assertThat(mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS).adler32()).isEqualTo(adler(f));
+        }
+        assertThat(Files.mismatch(f, dst.resolve("renewed.bin"))).isEqualTo(-1L);
+    }
+
+    @Test
     void unknownDnIsRefusedByTheGridMapfileWithoutRetries() throws Exception {
         Path dst = root.resolve("dst-stranger");
         GridFtpServer.openUp(dst);

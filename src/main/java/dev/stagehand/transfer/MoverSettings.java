@@ -27,7 +27,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param verifyChecksum     check every file with the server's Adler32: whole files by the server before it answers
  *                           (SCKS before STOR), byte ranges by CKSM after they are written
  * @param dataChannelAuth    gsiftp:// data channel authentication: SELF (DCAU A, the default) or NONE
- * @param proxy              X.509 proxy file for gsiftp://; empty uses $X509_USER_PROXY or /tmp/x509up_u&lt;uid&gt;
+ * @param proxy              X.509 proxy file for gsiftp://; empty uses $X509_USER_PROXY or /tmp/x509up_u&lt;uid&gt;;
+ *                           read again when the file changes or the proxy nears its end
  * @param certDir            trusted CA directory for gsiftp://; empty uses $X509_CERT_DIR or /etc/grid-security/certificates
  * @param serverVerifyMaxBytes whole files up to this size are verified by the server before it answers the put
  *                           (SCKS: no extra command per file); bigger ones by CKSM from a checker connection

@@ -35,7 +35,7 @@ public final class GridFtpMover implements Mover {
             Executors.newScheduledThreadPool(1, Thread.ofPlatform().daemon().name("mover-timer").factory());
     private final Map<String, Link> links = new ConcurrentHashMap<>();
     private final java.util.concurrent.ExecutorService checksums = Executors.newVirtualThreadPerTaskExecutor();
-    private volatile GSSCredential credential;
+    private Gsi.Proxy proxy; // guarded by this
 
     public GridFtpMover(MoverSettings settings, TransferListener listener) {
         this.settings = settings;
@@ -43,15 +43,10 @@ public final class GridFtpMover implements Mover {
         this.watchdog = new Watchdog(settings.stallTimeout().toNanos());
     }
 
-    private GSSCredential credential() {
-        GSSCredential c = credential;
-        if (c == null) {
-            synchronized (this) {
-                if (credential == null) credential = Gsi.credential(settings);
-                c = credential;
-            }
-        }
-        return c;
+    /** The proxy's credential, read again when its file changes or it nears its end (proxies are renewed on disk). */
+    synchronized GSSCredential credential() {
+        proxy = Gsi.current(settings, proxy);
+        return proxy.credential();
     }
 
     @Override
