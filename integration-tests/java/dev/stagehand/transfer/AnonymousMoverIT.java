@@ -92,6 +92,25 @@ class AnonymousMoverIT {
     }
 
     @Test
+    void aFileSentAsByteRangesOverALongerOneLeavesNoStaleTail() throws Exception {
+        Path src = file(root.resolve("src-tail"), "tail.bin", 24 << 20, 31);
+        Path dst = destDir("dst-tail");
+        MoverSettings s = fast().withChunking(64L << 20, 8L << 20, 0); // 4 byte ranges (ESTO: no truncation)
+        try (Mover mover = Movers.gridFtp(s, null)) {
+            // an older, longer file at the destination, with and without the catalog's sum
+            for (Long known : java.util.Arrays.asList(adler(src), null)) {
+                Files.write(dst.resolve("tail.bin"), new byte[40 << 20]);
+                Files.setPosixFilePermissions(dst.resolve("tail.bin"), java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+                FileCopy c = copy(src, a.url(dst), known);
+                assertThat(mover.submit(List.of(c)).result(c).get(60, TimeUnit.SECONDS).adler32()).isEqualTo(adler(src));
+                assertThat(Files.size(dst.resolve("tail.bin"))).isEqualTo(24 << 20);
+                assertThat(Files.mismatch(src, dst.resolve("tail.bin"))).isEqualTo(-1L);
+            }
+        }
+        assertThat(a.transfers().stream().filter(l -> l.contains("tail.bin") && l.contains("TYPE=ESTO"))).hasSizeGreaterThanOrEqualTo(8);
+    }
+
+    @Test
     void bigFileOverOneConnectionUsesParallelStreams() throws Exception {
         Path src = file(root.resolve("src-streams"), "streams.bin", 40 << 20, 2);
         Path dst = destDir("dst-streams");

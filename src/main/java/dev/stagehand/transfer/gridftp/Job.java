@@ -80,6 +80,22 @@ final class Job {
     final Set<Watchdog.Attempt> running = ConcurrentHashMap.newKeySet();
     volatile List<Piece> pieces = List.of();
     volatile boolean cancelled;
+    private boolean destinationCleared; // guarded by this
+
+    /**
+     * Removes what the destination holds before the first byte range is written: ranges go with ESTO, which
+     * does not truncate, so an older, longer file there would keep its tail (each range still checks out).
+     * The first range to start does it; the others wait for it.
+     */
+    synchronized void clearDestination(GridFtpSession s) throws Exception {
+        if (destinationCleared) return;
+        try {
+            s.deleteFile(destination.path());
+        } catch (Exception e) {
+            if (Failures.classify(e) != dev.stagehand.transfer.TransferFailure.Kind.NO_SUCH_PATH) throw e; // none yet
+        }
+        destinationCleared = true;
+    }
 
     Job(FileCopy copy, Endpoint destination, Endpoint source, Path local) {
         this.copy = copy;

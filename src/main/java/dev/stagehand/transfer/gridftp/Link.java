@@ -306,6 +306,7 @@ final class Link {
                                 job.copy.destination(), skip, p.offset, p.length);
                     }
                     boolean whole = job.pieces.size() == 1 && skip == 0; // STOR truncates; a range is ESTO
+                    if (job.pieces.size() > 1) job.clearDestination(s); // so the ranges need not truncate
                     Endpoint.HostPort writer = s.host;
                     p.adler32 = null;
                     p.serverVerified = false;
