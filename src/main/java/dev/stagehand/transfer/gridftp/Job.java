@@ -39,9 +39,11 @@ final class Job {
         }
 
         /**
-         * Bytes from the piece's start the server has written without a gap: a retry on {@code host} resumes
-         * after them. Another host of the link is trusted to share the storage only when the file's checksum
-         * is verified afterwards (a mismatch sends the whole file again).
+         * Where an attempt starting now on {@code host} begins: after the bytes from the piece's start the
+         * server has written without a gap. Another host of the link is trusted to share the storage only
+         * when the file's checksum is verified afterwards (a mismatch sends the whole file again). An attempt
+         * that begins at 0 writes the piece again (a STOR truncates the file), so the markers of earlier
+         * attempts are forgotten: resuming from them later would leave a hole.
          */
         synchronized long resumeAt(Endpoint.HostPort host, boolean verified) {
             return resumeAt(host, verified, length);
@@ -49,16 +51,20 @@ final class Job {
 
         /** As above for a piece of {@code size} bytes (a third-party copy whose size the catalog did not know). */
         synchronized long resumeAt(Endpoint.HostPort host, boolean verified, long size) {
-            if (!verified && !host.equals(writtenOn)) return 0;
+            long at = 0;
             var ranges = written.toVector();
-            if (ranges.isEmpty()) return 0;
-            org.globus.ftp.ByteRange first = (org.globus.ftp.ByteRange) ranges.getFirst();
-            return first.from == 0 ? Math.min(first.to, size) : 0;
+            if ((verified || host.equals(writtenOn)) && !ranges.isEmpty()) {
+                org.globus.ftp.ByteRange first = (org.globus.ftp.ByteRange) ranges.getFirst();
+                if (first.from == 0) at = Math.min(first.to, size);
+            }
+            if (at == 0) forget();
+            return at;
         }
 
         /** Forgets what was written (the destination is to be written again from scratch). */
         synchronized void forget() {
             written = new org.globus.ftp.ByteRangeList();
+            writtenOn = null;
         }
 
         Piece(Job job, long offset, long length) {

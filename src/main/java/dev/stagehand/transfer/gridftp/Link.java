@@ -299,7 +299,8 @@ final class Link {
                         listener.bytes(job.copy, n);
                     };
                     // a retried range resumes after what the server's restart markers said it had written
-                    // (a whole file verified by SCKS is small and goes again in full)
+                    // (a whole file verified by SCKS is small and goes again in full, its old markers forgotten)
+                    if (serverVerifies) p.forget();
                     long skip = serverVerifies ? 0 : p.resumeAt(s.host, settings.verifyChecksum());
                     if (skip > 0) {
                         log.info("resuming {} at byte {} of [{}, +{}) from the server's restart markers",
