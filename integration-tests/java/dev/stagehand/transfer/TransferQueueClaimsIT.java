@@ -19,6 +19,9 @@ class TransferQueueClaimsIT {
     @Autowired
     TransferQueue queue;
 
+    @Autowired
+    org.springframework.jdbc.core.JdbcTemplate jdbc;
+
     @Test
     void concurrentClaimsNeverShareARowAndExpiredLeasesAreReclaimed() throws Exception {
         List<TransferQueue.Request> requests = new ArrayList<>();
@@ -52,5 +55,33 @@ class TransferQueueClaimsIT {
         assertThat(again).filteredOn(j -> seen.contains(j.id())).allMatch(j -> j.attempts() >= 2);
         for (long id : ids) queue.cancel(id);
         assertThat(queue.job(ids.getFirst()).state()).isEqualTo("cancelled");
+    }
+
+    @Test
+    void onlyTheNamedRowsAreRenewedAndAPutBackRowIsQueuedAsBefore() {
+        List<Long> ids = queue.enqueue(List.of(
+                new TransferQueue.Request("renew", URI.create("file:///nonexistent/a"), URI.create("ftp://127.0.0.1:1/x/a"), 1, null),
+                new TransferQueue.Request("renew", URI.create("file:///nonexistent/b"), URI.create("ftp://127.0.0.1:1/x/b"), 1, null)));
+        String owner = "test-renew-" + System.nanoTime();
+        List<TransferJob> claimed = queue.claim(owner, 1000, Duration.ofSeconds(30));
+        assertThat(claimed).extracting(TransferJob::id).containsAll(ids);
+        long moving = ids.getFirst();
+        long notMoving = ids.getLast();
+        try {
+            assertThat(queue.renew(owner, List.of(moving), Duration.ofHours(1))).isEqualTo(1);
+            String lease = "SELECT lease_until > now() + interval '10 minutes' FROM transfer_job WHERE id = ?";
+            assertThat(jdbc.queryForObject(lease, Boolean.class, moving)).isTrue();
+            assertThat(jdbc.queryForObject(lease, Boolean.class, notMoving)).isFalse();
+
+            assertThat(queue.putBack(notMoving, owner)).isTrue();
+            TransferJob back = queue.job(notMoving);
+            assertThat(back.state()).isEqualTo("queued");
+            assertThat(back.attempts()).isZero(); // the claim does not count
+            assertThat(queue.putBack(notMoving, owner)).as("not ours any more").isFalse();
+        } finally {
+            // rows of other tests this claim took go back as they were
+            for (TransferJob j : claimed) if (!ids.contains(j.id())) queue.putBack(j.id(), owner);
+            for (long id : ids) queue.cancel(id);
+        }
     }
 }

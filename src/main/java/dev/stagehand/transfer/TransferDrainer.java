@@ -132,12 +132,29 @@ class TransferDrainer implements SmartLifecycle {
             // our own row whose lease lapsed (renewal failed while the database was away) and is still moving
             // here: moving it a second time would write the destination twice at once
             if (inFlight.containsKey(j.id())) continue;
+            FileCopy copy;
+            try {
+                copy = new FileCopy(String.valueOf(j.id()), URI.create(j.source()), URI.create(j.destination()),
+                        j.sizeBytes(), j.adler32());
+            } catch (IllegalArgumentException e) {
+                // a malformed URL never moves: fail its row now rather than hold it
+                TransferFailure f = new TransferFailure(TransferFailure.Kind.BAD_REQUEST, "bad URL: " + e.getMessage());
+                DatabaseRetry.call("transfer " + j.id() + " failed", () -> queue.failed(j.id(), owner, f));
+                log.warn("transfer job {} failed: {}", j.id(), f.getMessage());
+                continue;
+            }
             moving.add(j);
-            copies.add(new FileCopy(String.valueOf(j.id()), URI.create(j.source()), URI.create(j.destination()),
-                    j.sizeBytes(), j.adler32()));
+            copies.add(copy);
         }
         if (copies.isEmpty()) return;
-        CopyBatch batch = mover.submit(copies);
+        CopyBatch batch;
+        try {
+            batch = mover.submit(copies);
+        } catch (RuntimeException e) {
+            // nothing of this batch moves: its rows go back to the queue (held, they would only wait for their leases)
+            for (TransferJob j : moving) DatabaseRetry.call("transfer " + j.id() + " put back", () -> queue.putBack(j.id(), owner));
+            throw e;
+        }
         java.time.Instant claimedAt = java.time.Instant.now();
         for (int i = 0; i < copies.size(); i++) {
             FileCopy c = copies.get(i);
@@ -192,10 +209,10 @@ class TransferDrainer implements SmartLifecycle {
         }
     }
 
-    /** Keeps our leases and drops files whose rows were cancelled (or taken over) meanwhile. */
+    /** Keeps the leases of the rows we move (only those) and drops files whose rows were cancelled (or taken over) meanwhile. */
     private void renew() {
         if (inFlight.isEmpty()) return;
-        queue.renew(owner, settings.lease());
+        queue.renew(owner, List.copyOf(inFlight.keySet()), settings.lease());
         inFlight.forEach((id, f) -> {
             if (!queue.holds(id, owner)) {
                 dropping.add(id);

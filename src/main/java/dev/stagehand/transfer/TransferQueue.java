@@ -7,6 +7,7 @@ import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Semaphore;
@@ -163,10 +164,14 @@ public class TransferQueue {
                 + "WHERE state = 'active' AND lease_owner = ?", owner);
     }
 
-    /** Extends the leases {@code owner} holds; returns how many rows it still holds. */
-    public int renew(String owner, Duration lease) {
+    /**
+     * Extends {@code owner}'s leases on the rows {@code ids} (those it is moving: a row it claimed but does not
+     * move must lapse, not be held for ever); returns how many it still holds.
+     */
+    public int renew(String owner, Collection<Long> ids, Duration lease) {
         return jdbc.update("UPDATE transfer_job SET lease_until = now() + make_interval(secs => ?) "
-                + "WHERE state = 'active' AND lease_owner = ?", lease.toMillis() / 1000.0, owner);
+                + "WHERE state = 'active' AND lease_owner = ? AND id = ANY (?)", lease.toMillis() / 1000.0, owner,
+                ids.toArray(Long[]::new));
     }
 
     /** Whether {@code owner} still holds the row (not cancelled, lease not taken over). */

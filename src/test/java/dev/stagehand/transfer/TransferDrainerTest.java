@@ -57,6 +57,7 @@ class TransferDrainerTest {
 
         @Override
         boolean failed(long id, String owner, TransferFailure f) {
+            if (f.getMessage().contains("unrecordable")) throw new IllegalStateException("constraint violated");
             if (!held) return false; // a cancelled row is not ours any more
             ended.put(id, "failed:" + f.kind());
             return true;
@@ -75,17 +76,20 @@ class TransferDrainerTest {
         }
 
         @Override
-        public int renew(String owner, Duration lease) {
-            return 0;
+        public int renew(String owner, java.util.Collection<Long> ids, Duration lease) {
+            renewed.add(List.copyOf(new java.util.TreeSet<>(ids)));
+            return ids.size();
         }
     }
 
     /** A mover that moves nothing by itself: the test ends each file; close() cancels the rest like Link.close. */
     static final class FakeMover implements Mover {
         final Map<String, CompletableFuture<CopyResult>> futures = new ConcurrentHashMap<>();
+        volatile boolean refuse;
 
         @Override
         public CopyBatch submit(List<FileCopy> copies) {
+            if (refuse) throw new IllegalStateException("mover broken");
             for (FileCopy c : copies) futures.put(c.id(), new CompletableFuture<>());
             return new CopyBatch() {
                 @Override
@@ -143,7 +147,11 @@ class TransferDrainerTest {
     }
 
     static TransferJob row(long id) {
-        return new TransferJob(id, "c" + id, "file:/cache/f" + id, "ftp://dtn:2811/d/f" + id, 1000, 1L, "active", 1,
+        return row(id, "file:/cache/f" + id);
+    }
+
+    static TransferJob row(long id, String source) {
+        return new TransferJob(id, "c" + id, source, "ftp://dtn:2811/d/f" + id, 1000, 1L, "active", 1,
                 null, null, 0, null, Instant.now(), Instant.now(), null, Instant.now(), 0);
     }
 
@@ -197,5 +205,37 @@ class TransferDrainerTest {
         await(() -> mover.futures.get("2").isDone());
         Thread.sleep(100);
         assertThat(queue.ended).doesNotContainKey(2L);
+    }
+
+    @Test
+    void onlyTheRowsInFlightAreRenewed() throws Exception {
+        drainer(Duration.ofMillis(90)).start();
+        claimed(2);
+        await(() -> queue.renewed.contains(List.of(1L, 2L)));
+        // row 1 ends, but its outcome cannot be written: its lease must lapse (it is claimed again), not be renewed
+        mover.fail(1, new TransferFailure(TransferFailure.Kind.PERMISSION_DENIED, "unrecordable", 1, null));
+        int seen = queue.renewed.size();
+        await(() -> queue.renewed.size() > seen + 2);
+        assertThat(queue.renewed.getLast()).containsExactly(2L);
+    }
+
+    @Test
+    void aBatchTheMoverRefusesGoesBackToTheQueue() throws Exception {
+        mover.refuse = true;
+        drainer(Duration.ofMinutes(2)).start();
+        queue.toClaim.add(row(1));
+        queue.toClaim.add(row(2));
+        await(() -> queue.ended.size() == 2);
+        assertThat(queue.ended).containsEntry(1L, "put back").containsEntry(2L, "put back");
+    }
+
+    @Test
+    void aRowWithAMalformedUrlFailsAloneAndTheOthersMove() throws Exception {
+        drainer(Duration.ofMinutes(2)).start();
+        queue.toClaim.add(row(1, "file:/cache/a file with spaces"));
+        queue.toClaim.add(row(2));
+        await(() -> queue.ended.containsKey(1L) && mover.futures.containsKey("2"));
+        assertThat(queue.ended).containsEntry(1L, "failed:BAD_REQUEST");
+        assertThat(mover.futures).containsOnlyKeys("2");
     }
 }

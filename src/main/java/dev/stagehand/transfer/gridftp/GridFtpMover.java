@@ -58,19 +58,23 @@ public final class GridFtpMover implements Mover {
         ordered.sort(Comparator.comparingLong(FileCopy::sizeBytes).reversed());
         for (FileCopy copy : ordered) {
             Job job;
+            Link link;
             try {
                 job = prepare(copy);
-            } catch (TransferFailure f) {
+                Endpoint destination = job.destination;
+                link = links.computeIfAbsent(destination.link(),
+                        k -> new Link(destination, settings, listener, watchdog, timer, this::credential));
+                job.pieces(split(job, link.concurrency()));
+            } catch (RuntimeException e) {
+                // this file only: the others of the batch go on (a throw here would leave them all unmoved)
+                TransferFailure f = e instanceof TransferFailure tf ? tf
+                        : new TransferFailure(Kind.BAD_REQUEST, "cannot move " + copy.source() + " to " + copy.destination() + ": " + e);
                 job = new Job(copy, null, null, null);
                 job.fail(f);
                 jobs.put(copy, job);
                 continue;
             }
             jobs.put(copy, job);
-            Endpoint destination = job.destination;
-            Link link = links.computeIfAbsent(destination.link(),
-                    k -> new Link(destination, settings, listener, watchdog, timer, this::credential));
-            job.pieces(split(job, link.concurrency()));
             byLink.computeIfAbsent(link, l -> new ArrayList<>()).addAll(job.pieces);
         }
         byLink.forEach(Link::enqueue);
