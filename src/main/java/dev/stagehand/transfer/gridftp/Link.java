@@ -440,13 +440,20 @@ final class Link {
                 return;
             }
             Long expected = job.copy.adler32();
-            if (expected == null) expected = sources.get(job.source.link()).adler32(job.source.path());
-            a.progress();
-            long actual = s.adler32(job.destination.path());
-            a.progress();
+            long limit = checksumNanos(job.copy.sizeBytes());
+            if (expected == null) expected = a.quietly(limit, () -> sources.get(job.source.link()).adler32(job.source.path()));
+            long actual = a.quietly(limit, () -> s.adler32(job.destination.path()));
             compare(job, actual, expected);
             job.complete(s.host.toString(), actual);
         }
+    }
+
+    /** The slowest a server is assumed to sum a file (a busy disk): CKSM answers only when it is done. */
+    static final long MIN_CHECKSUM_BYTES_PER_SECOND = 10L << 20;
+
+    /** How long a CKSM of {@code bytes} may take before it counts as stalled. */
+    private long checksumNanos(long bytes) {
+        return (long) (Math.max(0, bytes) * 1e9 / MIN_CHECKSUM_BYTES_PER_SECOND) + settings.stallTimeout().toNanos();
     }
 
     private static void compare(Job job, long actual, long expected) throws ChecksumMismatch {
@@ -518,6 +525,7 @@ final class Link {
         for (int i = 0; i < ranges.size(); i++) {
             Range range = ranges.get(i);
             int index = i;
+            long limit = checksumNanos(range.length() >= 0 ? range.length() : job.copy.sizeBytes());
             Thread.ofVirtual().name("cksm-" + key).start(() -> {
                 var idle = idleCheckers.computeIfAbsent(host, h -> new java.util.concurrent.ConcurrentLinkedQueue<>());
                 Watchdog.Attempt a = null;
@@ -534,7 +542,8 @@ final class Link {
                         s = GridFtpSession.open(host, endpoint.gsi(), endpoint.gsi() ? credentials.get() : null, settings);
                     }
                     a.add(s);
-                    long actual = s.adler32(job.destination.path(), range.offset(), range.length());
+                    GridFtpSession checker = s;
+                    long actual = a.quietly(limit, () -> checker.adler32(job.destination.path(), range.offset(), range.length()));
                     actuals[index] = actual;
                     if (range.adler32() != UNKNOWN && actual != range.adler32()) {
                         throw new ChecksumMismatch(String.format("destination %s has ADLER32 %08x at [%d, +%d), expected %08x",
@@ -559,7 +568,8 @@ final class Link {
                     if (failedOnce.compareAndSet(false, true)) {
                         TransferFailure f = e instanceof ChecksumMismatch
                                 ? new TransferFailure(Kind.CHECKSUM_MISMATCH, e.getMessage(), 0, e)
-                                : a != null && a.stalled ? new TransferFailure(Kind.STALL, "no CKSM reply in " + settings.stallTimeout() + " from " + host, 0, e)
+                                : a != null && a.stalled ? new TransferFailure(Kind.STALL, "no CKSM reply in "
+                                        + java.time.Duration.ofNanos(limit).toSeconds() + " s from " + host, 0, e)
                                 : new TransferFailure(Failures.classify(e), "checksum: " + Failures.message(e) + " (" + host + ")", 0, e);
                         failed(job.pieces.getFirst(), f, true);
                     }

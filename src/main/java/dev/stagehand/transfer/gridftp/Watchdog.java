@@ -30,10 +30,27 @@ final class Watchdog implements AutoCloseable {
         volatile boolean stalled;
         volatile boolean aborted;
         private volatile long abortedAt;
+        private volatile boolean quiet;
+        private volatile long quietUntil;
         private boolean over; // guarded by this: no interrupt once the attempt has ended
 
         void progress() {
             lastProgress = System.nanoTime();
+        }
+
+        /**
+         * Runs {@code call}, whose reply comes only when the server is done (CKSM of a big file: no markers,
+         * no bytes meanwhile), held to {@code nanos} instead of the stall limit.
+         */
+        <T> T quietly(long nanos, java.util.concurrent.Callable<T> call) throws Exception {
+            quietUntil = System.nanoTime() + nanos;
+            quiet = true;
+            try {
+                return call.call();
+            } finally {
+                quiet = false;
+                progress();
+            }
         }
 
         void add(GridFtpSession s) {
@@ -91,7 +108,8 @@ final class Watchdog implements AutoCloseable {
         try {
             long now = System.nanoTime();
             for (Attempt a : active) {
-                if (!a.aborted && now - a.lastProgress > stallNanos) {
+                boolean overdue = a.quiet ? now - a.quietUntil > 0 : now - a.lastProgress > stallNanos;
+                if (!a.aborted && overdue) {
                     a.stalled = true;
                     a.abort();
                 } else if (a.aborted && now - a.abortedAt > stallNanos) {

@@ -1,0 +1,127 @@
+package dev.stagehand.transfer.gridftp;
+
+import java.io.BufferedReader;
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * A scripted GridFTP server on loopback, for what a real one cannot be made to do on cue: it logs anyone in,
+ * says yes to set-up commands, takes puts (MODE E data are read and dropped), answers CKSM after a delay the
+ * test sets, and never answers the commands in {@link #silent}.
+ */
+final class FakeGridFtpServer implements AutoCloseable {
+
+    private final ServerSocket control;
+    private final ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor();
+    private final List<Closeable> open = new CopyOnWriteArrayList<>();
+    final List<String> commands = new CopyOnWriteArrayList<>();
+    volatile Set<String> silent = Set.of();
+    volatile long cksmDelayMillis;
+    volatile String cksm = "00000001";
+
+    FakeGridFtpServer() throws IOException {
+        control = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        threads.submit(() -> {
+            while (true) {
+                Socket s = control.accept();
+                open.add(s);
+                threads.submit(() -> serve(s));
+            }
+        });
+    }
+
+    int port() {
+        return control.getLocalPort();
+    }
+
+    long count(String verb) {
+        return commands.stream().filter(c -> c.toUpperCase(Locale.ROOT).startsWith(verb + " ")).count();
+    }
+
+    private Void serve(Socket s) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.ISO_8859_1));
+        OutputStream out = s.getOutputStream();
+        reply(out, "220 fake GridFTP server ready");
+        for (String line; (line = in.readLine()) != null; ) {
+            commands.add(line);
+            String verb = line.split(" ", 2)[0].toUpperCase(Locale.ROOT);
+            if (silent.contains(verb)) continue;
+            switch (verb) {
+                case "USER" -> reply(out, "331 password please");
+                case "PASS" -> reply(out, "230 logged in");
+                case "FEAT" -> reply(out, "211-Features:\r\n CKSM ADLER32\r\n DCAU\r\n PARALLEL\r\n ESTO\r\n ERET\r\n SIZE\r\n211 End.");
+                case "PASV" -> {
+                    ServerSocket data = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+                    open.add(data);
+                    threads.submit(() -> drain(data));
+                    int p = data.getLocalPort();
+                    reply(out, "227 Entering Passive Mode (127,0,0,1," + (p >> 8) + "," + (p & 255) + ")");
+                }
+                case "STOR", "ESTO" -> {
+                    reply(out, "150 Begin");
+                    reply(out, "226 Transfer complete");
+                }
+                case "CKSM" -> {
+                    Thread.sleep(cksmDelayMillis); // summing a big file
+                    reply(out, "213 " + cksm);
+                }
+                case "MKD" -> reply(out, "257 created");
+                case "DELE" -> reply(out, "250 deleted");
+                case "QUIT" -> {
+                    reply(out, "221 bye");
+                    return null;
+                }
+                default -> reply(out, "200 ok");
+            }
+        }
+        return null;
+    }
+
+    /** Accepts data channels and reads them to their end. */
+    private Void drain(ServerSocket data) throws IOException {
+        while (true) {
+            Socket d = data.accept();
+            open.add(d);
+            threads.submit(() -> {
+                byte[] buf = new byte[1 << 16];
+                try (InputStream in = d.getInputStream()) {
+                    while (in.read(buf) >= 0) {
+                        // dropped
+                    }
+                }
+                return null;
+            });
+        }
+    }
+
+    private static void reply(OutputStream out, String text) throws IOException {
+        out.write((text + "\r\n").getBytes(StandardCharsets.ISO_8859_1));
+        out.flush();
+    }
+
+    @Override
+    public void close() throws IOException {
+        control.close();
+        for (Closeable c : open) {
+            try {
+                c.close();
+            } catch (IOException ignored) {
+                // closing
+            }
+        }
+        threads.shutdownNow();
+    }
+}
