@@ -123,6 +123,7 @@ public final class GridFtpMover implements Mover {
         }
         if (dir.gsi()) Gsi.prepare(settings);
         try (GridFtpSession s = GridFtpSession.open(dir.hosts().getFirst(), dir.gsi(), dir.gsi() ? credential() : null, settings)) {
+            s.replyTimeout(settings.stallTimeout());
             // MKD each ancestor from the top: one that exists answers 550, which is fine; a real refusal
             // shows at the last one, which must exist (or be made) in the end
             String[] parts = dir.path().split("/");
@@ -135,6 +136,7 @@ public final class GridFtpMover implements Mover {
                     s.makeDir(at.toString());
                     last = null;
                 } catch (Exception e) {
+                    if (Failures.classify(e) == Kind.TIMEOUT) throw e; // no reply: the connection is out of step
                     last = e;
                 }
             }
@@ -167,12 +169,22 @@ public final class GridFtpMover implements Mover {
                 if (first.gsi()) Gsi.prepare(settings);
                 try (GridFtpSession s = GridFtpSession.open(first.hosts().getFirst(), first.gsi(),
                         first.gsi() ? credential() : null, settings)) {
-                    for (java.net.URI u : group) {
+                    s.replyTimeout(settings.stallTimeout());
+                    for (int i = 0; i < group.size(); i++) {
+                        java.net.URI u = group.get(i);
                         String path = Endpoint.parse(u).path();
                         try {
                             s.deleteFile(path);
                         } catch (Exception e) {
                             Kind kind = Failures.classify(e);
+                            if (kind == Kind.TIMEOUT) {
+                                // no reply: the connection is out of step; this file and the rest are not deleted
+                                for (java.net.URI rest : group.subList(i, group.size())) {
+                                    failed.put(rest, new TransferFailure(kind, "cannot delete " + rest + ": no reply in "
+                                            + settings.stallTimeout() + " (" + Failures.message(e) + ")", 1, e));
+                                }
+                                break;
+                            }
                             if (kind != Kind.NO_SUCH_PATH) { // already gone: deleted
                                 failed.put(u, new TransferFailure(kind, "cannot delete " + u + ": " + Failures.message(e), 1, e));
                             }

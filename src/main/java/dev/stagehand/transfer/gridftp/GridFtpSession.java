@@ -357,6 +357,14 @@ final class GridFtpSession implements AutoCloseable {
         return client.exists(path);
     }
 
+    /**
+     * Commands sent outside a watched transfer (MKD, DELE: no watchdog attempt) wait at most {@code limit} for
+     * their reply; a silent server then fails them with a timeout instead of hanging the caller.
+     */
+    void replyTimeout(java.time.Duration limit) throws IOException {
+        client.controlTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, limit.toMillis())));
+    }
+
     void deleteFile(String path) throws Exception {
         client.deleteFile(path);
     }
