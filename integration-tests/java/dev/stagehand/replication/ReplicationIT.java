@@ -172,6 +172,67 @@ class ReplicationIT {
         assertThat(holds.mayEvict(ids.get(3))).isTrue();
     }
 
+    /**
+     * Names with a space, '%', '#' or '?' (registration accepts them) are copied to exactly their own path, each
+     * to its own: the URL is the percent-encoded name, and the movers use its decoded path.
+     */
+    @Test
+    void filesWhoseNamesNeedEscapingAreReplicatedUnderTheirOwnNames() throws Exception {
+        Path origin = site("ESC-O-" + tag, Map.of());
+        Path dest = site("ESC-D-" + tag, Map.of("esc", tag));
+        String ds = "esc-" + tag;
+        long dsId = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, ds);
+        List<String> files = new ArrayList<>();
+        String[] leaves = {"with space.prdf", "pct%41.prdf", "run#1", "run#2", "q?x=1", "plain.prdf"};
+        for (int i = 0; i < leaves.length; i++) {
+            String name = "/esc/" + ds + "/" + leaves[i];
+            byte[] data = new byte[20_000 + i * 101];
+            new Random(i).nextBytes(data);
+            ItDb.writtenFile(jdbc, origin, name, data, dsId);
+            files.add(name);
+        }
+        assertThat(rules.register("ESC-O-" + tag, files)).isEqualTo(files.size());
+        rule(new NewRule(ds, 1, "esc=" + tag, null, null, null, "it"));
+        await("dataset verified at the destination", Duration.ofSeconds(60), () -> complete(ds, 1));
+        for (String f : files) assertThat(Files.mismatch(origin.resolve(f.substring(1)), dest.resolve(f.substring(1)))).isEqualTo(-1L);
+        try (var listed = Files.list(dest.resolve("esc/" + ds))) {
+            assertThat(listed.map(p -> p.getFileName().toString()).toList()).containsExactlyInAnyOrder(leaves);
+        }
+        assertThat(jobs(ds)).as("one transfer per replica").isEqualTo(files.size());
+
+        // and deleted by the same names once no rule wants them
+        createdRules.forEach(rules::delete);
+        createdRules.clear();
+        await("copies deleted", Duration.ofSeconds(30), () -> rules.replicas(ds, "ESC-D-" + tag, null, 0, 10).isEmpty());
+        try (var listed = Files.list(dest.resolve("esc/" + ds))) {
+            assertThat(listed.toList()).isEmpty();
+        }
+        for (String f : files) assertThat(origin.resolve(f.substring(1))).exists();
+    }
+
+    /**
+     * A replica that cannot be dispatched (its site's endpoint, written straight into the database, is not a
+     * URL) fails alone, with its reason; the pass goes on and every other replica is made.
+     */
+    @Test
+    void aReplicaThatCannotBeDispatchedFailsAloneAndTheOthersAreMade() throws Exception {
+        Path origin = site("ISO-O-" + tag, Map.of());
+        site("ISO-A-" + tag, Map.of("iso", tag));
+        long bad = jdbc.queryForObject("INSERT INTO site (name, attributes) VALUES (?, ?::jsonb) RETURNING id", Long.class,
+                "ISO-B-" + tag, "{\"iso\":\"" + tag + "\"}");
+        jdbc.update("INSERT INTO site_endpoint (site_id, url) VALUES (?, ?)", bad, server.url(root.resolve("sites")) + "/not a url{");
+        String ds = "iso-" + tag;
+        dataset(ds, 4, "ISO-O-" + tag, origin);
+        rule(new NewRule(ds, 2, "iso=" + tag, null, null, null, "it"));
+        await("every copy at the good site verified", Duration.ofSeconds(60),
+                () -> rules.replicas(ds, "ISO-A-" + tag, "verified", 0, 10).size() == 4);
+        await("the broken site's replicas failed", Duration.ofSeconds(30),
+                () -> rules.replicas(ds, "ISO-B-" + tag, "failed", 0, 10).size() == 4);
+        assertThat(rules.replicas(ds, "ISO-B-" + tag, null, 0, 10)).allSatisfy(r ->
+                assertThat(r.lastError()).startsWith("cannot dispatch").contains("Illegal character"));
+        assertThat(jobs(ds)).as("transfers to the good site only").isEqualTo(4);
+    }
+
     @Test
     void copiesNoRuleWantsAreDeletedAtTheirSiteButNeverTheLastOne() throws Exception {
         Path origin = site("O-" + tag, Map.of());

@@ -10,6 +10,7 @@ import dev.stagehand.transfer.Mover;
 import dev.stagehand.transfer.TransferFailure;
 import dev.stagehand.transfer.TransferQueue;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -28,9 +29,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.SmartLifecycle;
+import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
+import org.springframework.transaction.TransactionException;
 import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.web.util.UriUtils;
 
 /**
  * Makes the replicas the rules ask for. One pass (every {@code pass-interval}, on one instance at a time
@@ -379,22 +383,43 @@ public class ReplicationEngine implements SmartLifecycle {
                 waiting += waitFor(p, "site " + target.name() + " has no enabled endpoint");
                 continue;
             }
-            Optional<Path> localCopy = local == null ? Optional.empty() : local.locate(p.file());
-            SiteExpression preference = p.preference() == null ? null : SiteExpression.parse(p.preference());
-            Decision d = planner.decide(new FileView(target, holders.getOrDefault(p.file(), List.of()),
-                    inFlight.getOrDefault(p.file(), List.of()), localCopy.isPresent(), p.onTape(), preference));
-            URI destination = url(base, p.name());
-            switch (d) {
-                case ReplicaPlanner.Wait w -> waiting += waitFor(p, w.reason());
-                case ReplicaPlanner.FromTape t -> fromTape.computeIfAbsent(new TapeGroup(p.site(), p.experiment()), k -> new ArrayList<>()).add(p);
-                case ReplicaPlanner.FromLocal l -> queued += send(p, localCopy.get().toUri(), destination, "local");
-                case ReplicaPlanner.FromSite s -> queued += send(p, url(endpoints.get(s.site().id()), p.name()), destination, s.site().name());
+            try {
+                Optional<Path> localCopy = local == null ? Optional.empty() : local.locate(p.file());
+                SiteExpression preference = p.preference() == null ? null : SiteExpression.parse(p.preference());
+                Decision d = planner.decide(new FileView(target, holders.getOrDefault(p.file(), List.of()),
+                        inFlight.getOrDefault(p.file(), List.of()), localCopy.isPresent(), p.onTape(), preference));
+                URI destination = url(base, p.name());
+                switch (d) {
+                    case ReplicaPlanner.Wait w -> waiting += waitFor(p, w.reason());
+                    case ReplicaPlanner.FromTape t -> fromTape.computeIfAbsent(new TapeGroup(p.site(), p.experiment()), k -> new ArrayList<>()).add(p);
+                    case ReplicaPlanner.FromLocal l -> queued += send(p, localCopy.get().toUri(), destination, "local");
+                    case ReplicaPlanner.FromSite s -> queued += send(p, url(endpoints.get(s.site().id()), p.name()), destination, s.site().name());
+                }
+                if (!(d instanceof ReplicaPlanner.Wait)) inFlight.computeIfAbsent(p.file(), k -> new ArrayList<>()).add(target);
+            } catch (RuntimeException e) {
+                rowFailed(e, p, "cannot dispatch");
             }
-            if (!(d instanceof ReplicaPlanner.Wait)) inFlight.computeIfAbsent(p.file(), k -> new ArrayList<>()).add(target);
         }
         int staged = 0;
-        for (var e : fromTape.entrySet()) staged += stage(e.getKey(), e.getValue(), endpoints.get(e.getKey().site()));
+        for (var e : fromTape.entrySet()) {
+            try {
+                staged += stage(e.getKey(), e.getValue(), endpoints.get(e.getKey().site()));
+            } catch (RuntimeException ex) {
+                for (Pending p : e.getValue()) rowFailed(ex, p, "cannot send to recall");
+            }
+        }
         return new int[] {queued, staged, waiting};
+    }
+
+    /**
+     * One replica could not be handled (a URL that does not parse, a bad checksum in the catalog, ...): it
+     * alone counts a failed attempt, so it cannot stop the pass for every other replica. The database being
+     * away is not the row's fault: that is thrown on and the pass is tried again.
+     */
+    private void rowFailed(RuntimeException e, Pending p, String what) {
+        if (e instanceof DataAccessException || e instanceof TransactionException) throw e;
+        log.warn("replica of {} at site {}: {}", p.name(), p.site(), e.toString());
+        failNow(p, what + ": " + e);
     }
 
     private int waitFor(Pending p, String reason) {
@@ -499,10 +524,25 @@ public class ReplicationEngine implements SmartLifecycle {
         Map<URI, Doomed> byUrl = new LinkedHashMap<>();
         for (Doomed d : doomed) {
             String base = endpoints.get(d.site());
-            if (base == null) keepForNow(d.file(), d.site(), "deletion waits: the site has no enabled endpoint");
-            else byUrl.put(url(base, d.name()), d);
+            if (base == null) {
+                keepForNow(d.file(), d.site(), "deletion waits: the site has no enabled endpoint");
+                continue;
+            }
+            try {
+                byUrl.put(url(base, d.name()), d);
+            } catch (RuntimeException e) { // this copy's URL only: the others are still deleted
+                log.warn("replica of {} at site {}: {}", d.name(), d.site(), e.toString());
+                keepForNow(d.file(), d.site(), "deletion failed: cannot make its URL: " + e);
+            }
         }
-        Map<URI, TransferFailure> failed = byUrl.isEmpty() ? Map.of() : mover.delete(byUrl.keySet());
+        Map<URI, TransferFailure> failed;
+        try {
+            failed = byUrl.isEmpty() ? Map.of() : mover.delete(byUrl.keySet());
+        } catch (RuntimeException e) { // the mover failed as a whole: every copy stays, none is left 'deleting'
+            log.warn("replica deletion: {}", e.toString());
+            for (Doomed d : byUrl.values()) keepForNow(d.file(), d.site(), "deletion failed: " + e);
+            return 0;
+        }
         int deleted = 0;
         for (var e : byUrl.entrySet()) {
             Doomed d = e.getValue();
@@ -667,10 +707,14 @@ public class ReplicationEngine implements SmartLifecycle {
         return new ReplicaPlanner(home, links);
     }
 
-    /** A file's URL at a site: the endpoint's base directory plus the file's logical name (as the recall hand-off does). */
+    /**
+     * A file's URL at a site: the endpoint's base directory plus the file's logical name, percent-encoded so that
+     * the URL's decoded path (what the movers use) is exactly that name: a space would not parse, and a {@code #}
+     * or {@code ?} would cut the name short and send two files to one path (as the recall hand-off does).
+     */
     static URI url(String base, String name) {
         String b = base.endsWith("/") ? base.substring(0, base.length() - 1) : base;
-        return URI.create(b + (name.startsWith("/") ? name : "/" + name));
+        return URI.create(b + UriUtils.encodePath(name.startsWith("/") ? name : "/" + name, StandardCharsets.UTF_8));
     }
 
     Duration passInterval() {
