@@ -425,6 +425,41 @@ class ArchivePathIT {
                 .isInstanceOfSatisfying(ArchiveRejected.class, e -> assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.CONFLICT));
     }
 
+    /**
+     * A landed backlog bigger than the buffer can ever take at once (eviction frees at most high-water minus
+     * low-water) is registered in landing order as room allows, none refused and none dropped.
+     */
+    @Test
+    void theWatcherRegistersABacklogBiggerThanTheRoomInParts() throws Exception {
+        start(3, 1, 100 * MB, 2, 10 * MB, List.of()); // high-water 8 MB, low-water 5 MB
+        List<Path> landed = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            Path p = landAt("it/ds-bl-" + tag + "/f" + (char) ('a' + i), MB);
+            Files.writeString(p.resolveSibling(p.getFileName() + ".done"), "");
+            landed.add(p);
+        }
+        LandingWatcher watcher = new LandingWatcher(buffer);
+        assertThat(watcher.scan()).as("the first 8 MB").isEqualTo(8);
+        assertThat(watcher.scan()).as("no room until eviction").isZero();
+        for (int i = 0; i < 12; i++) {
+            Path p = landed.get(i);
+            boolean first8 = i < 8;
+            assertThat(buffer.fileByName(p.toRealPath().toString()).isPresent()).as("f%d registered", i).isEqualTo(first8);
+            assertThat(Files.exists(p.resolveSibling(p.getFileName() + ".done"))).as("f%d waits", i).isEqualTo(!first8);
+            assertThat(p.resolveSibling(p.getFileName() + ".rejected")).doesNotExist();
+        }
+        List<Long> ids = jdbc.queryForList("SELECT f.id FROM file f JOIN dataset d ON d.id = f.dataset_id WHERE d.name = ? ORDER BY f.id",
+                Long.class, "ds-bl-" + tag);
+        flushUntil(() -> archived(ids) == 8 && !flusher.busy());
+        assertThat(buffer.evict()).isEqualTo(3); // down to the low-water mark: 3 MB of room
+        assertThat(watcher.scan()).isEqualTo(3);
+        flushUntil(() -> archived(jdbc.queryForList("SELECT f.id FROM file f JOIN dataset d ON d.id = f.dataset_id WHERE d.name = ?",
+                Long.class, "ds-bl-" + tag)) == 11 && !flusher.busy());
+        buffer.evict();
+        assertThat(watcher.scan()).as("the last one").isEqualTo(1);
+        assertThat(count("SELECT count(*) FROM file f JOIN dataset d ON d.id = f.dataset_id WHERE d.name = ?", "ds-bl-" + tag)).isEqualTo(12);
+    }
+
     @Test
     void theWatcherRegistersMarkedFilesAndLeavesTheRestInPlace() throws Exception {
         start(2, 1, 100 * MB, 1, 500 * MB, List.of());

@@ -362,6 +362,11 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         return ids;
     }
 
+    /** Bytes that can still be registered before the buffer reaches its high-water mark (negative above it). */
+    long headroom() {
+        return props.highWaterBytes() - usedBytes();
+    }
+
     long usedBytes() {
         return jdbc.queryForObject("SELECT coalesce(sum(size_bytes), 0) FROM archive_file WHERE state <> 'evicted'", Long.class);
     }

@@ -18,8 +18,9 @@ import org.slf4j.LoggerFactory;
  * written a marker {@code <file>.done} next to it (empty, or holding the file's Adler32 as hex, which is
  * then checked). A marker is explicit where a "size unchanged for N seconds" rule would guess, and it
  * survives restarts. The marker is removed once the file is registered; a file that is refused keeps its
- * bytes and gets its marker renamed to {@code <file>.rejected} with the reason inside; while the buffer is
- * above its high-water mark nothing is touched and the scan stops until the next round.
+ * bytes and gets its marker renamed to {@code <file>.rejected} with the reason inside. When a chunk would take
+ * the buffer past its high-water mark, the longest run of its first files that fits is registered and the scan
+ * stops until the next round (the rest wait for eviction, in landing order).
  */
 public final class LandingWatcher {
 
@@ -28,6 +29,8 @@ public final class LandingWatcher {
     private static final int CHUNK = 500;
 
     private final JdbcArchiveBuffer buffer;
+    /** Set by {@link #submit} when the buffer took all it could: the scan stops. */
+    private boolean full;
 
     public LandingWatcher(JdbcArchiveBuffer buffer) {
         this.buffer = buffer;
@@ -46,6 +49,7 @@ public final class LandingWatcher {
         List<Path> batchMarkers = new ArrayList<>();
         List<NewArchiveFile> batch = new ArrayList<>();
         int registered = 0;
+        full = false;
         for (Path m : markers) {
             String n = m.getFileName().toString();
             Path file = m.resolveSibling(n.substring(0, n.length() - MARKER.length()));
@@ -71,21 +75,17 @@ public final class LandingWatcher {
                     rel.getName(0).toString(), null, null));
             batchMarkers.add(m);
             if (batch.size() == CHUNK) {
-                int r = submit(batch, batchMarkers);
-                if (r < 0) return registered;
-                registered += r;
+                registered += submit(batch, batchMarkers);
+                if (full) return registered;
                 batch.clear();
                 batchMarkers.clear();
             }
         }
-        if (!batch.isEmpty()) {
-            int r = submit(batch, batchMarkers);
-            if (r > 0) registered += r;
-        }
+        if (!batch.isEmpty()) registered += submit(batch, batchMarkers);
         return registered;
     }
 
-    /** Registers a chunk (one by one when the chunk is refused); -1 when the buffer is full. */
+    /** Registers a chunk (one by one when the chunk is refused); sets {@link #full} when the buffer took all it can. */
     private int submit(List<NewArchiveFile> files, List<Path> markers) {
         try {
             buffer.register(files);
@@ -93,8 +93,16 @@ public final class LandingWatcher {
             return files.size();
         } catch (ArchiveRejected e) {
             if (e.kind() == ArchiveRejected.Kind.BUFFER_FULL) {
-                log.info("archive watcher: buffer above its high-water mark; {} landed files wait", files.size());
-                return -1;
+                // a registration is all or none, and eviction frees at most high-water minus low-water: a backlog
+                // bigger than that would never go in whole, so its first files that fit go now
+                long room = buffer.headroom(), sum = 0;
+                int fit = 0;
+                while (fit < files.size() && sum + files.get(fit).sizeBytes() <= room) sum += files.get(fit++).sizeBytes();
+                int n = fit > 0 && fit < files.size() ? submit(files.subList(0, fit), markers.subList(0, fit)) : 0;
+                if (!full) log.info("archive watcher: {} bytes left below the buffer's high-water mark; the next landed file "
+                        + "({} bytes) waits for eviction", Math.max(0, buffer.headroom()), files.get(n).sizeBytes());
+                full = true;
+                return n;
             }
             if (files.size() == 1) {
                 reject(markers.get(0), e.errors().isEmpty() ? e.getMessage() : e.errors().get(0).reason());
@@ -102,11 +110,7 @@ public final class LandingWatcher {
             }
         }
         int n = 0;
-        for (int i = 0; i < files.size(); i++) {
-            int r = submit(List.of(files.get(i)), List.of(markers.get(i)));
-            if (r < 0) return n == 0 ? -1 : n;
-            n += r;
-        }
+        for (int i = 0; i < files.size() && !full; i++) n += submit(List.of(files.get(i)), List.of(markers.get(i)));
         return n;
     }
 
