@@ -73,6 +73,8 @@ class ArchivePathIT {
     final FaultPlan faults = new FaultPlan();
     final List<Object> events = Collections.synchronizedList(new ArrayList<>());
     Path landing;
+    /** How long a flush claim lasts unless renewed (wall clock: the database's now()). */
+    Duration lease = Duration.ofMinutes(10);
     SimulatedLibrary lib;
     JdbcArchiveBuffer buffer;
     ArchiveFlusher flusher;
@@ -88,18 +90,20 @@ class ArchivePathIT {
 
     @AfterEach
     void stop() {
+        jdbc.execute("DROP TRIGGER IF EXISTS it_fault ON segment");
+        jdbc.execute("DROP TRIGGER IF EXISTS it_fault ON archive_copy");
         if (recall != null) recall.stop();
         if (lib != null) lib.close();
         retireLeftovers(); // nor leave any for other tests' flushers
     }
 
     static ArchiveProperties props(Path landing, long capacity, double high, double low, long volumeCapacity, List<String> pool,
-                                   Duration retryBackoff) {
+                                   Duration retryBackoff, Duration lease) {
         return new ArchiveProperties(true, landing, DataSize.ofBytes(capacity), high, low, Duration.ofSeconds(30), 10_000, "it",
                 Map.of("single", 1, "dual", 2), "single", Map.of(), DataSize.ofBytes(volumeCapacity),
                 new ArchiveProperties.Pool("X", 0, pool),
                 new ArchiveProperties.Flush(Duration.ZERO, DataSize.ofBytes(1), Duration.ZERO, DataSize.ofGigabytes(1), 5000,
-                        Duration.ofMinutes(10), retryBackoff, Duration.ZERO),
+                        lease, retryBackoff, Duration.ZERO),
                 new ArchiveProperties.Watch(false, Duration.ofSeconds(10)), Duration.ofSeconds(30), "it-" + UUID.randomUUID());
     }
 
@@ -116,7 +120,7 @@ class ArchivePathIT {
                 .root(tmp.resolve("tape")).faults(faults).build();
         List<String> pool = new ArrayList<>();
         for (int i = 1; i <= poolSize; i++) pool.add(String.format("A%s%02d", tag, i));
-        ArchiveProperties p = props(landing, bufferCapacity, 0.8, 0.5, volumeCapacity, pool, Duration.ZERO);
+        ArchiveProperties p = props(landing, bufferCapacity, 0.8, 0.5, volumeCapacity, pool, Duration.ZERO, lease);
         buffer = new JdbcArchiveBuffer(jdbc, tx, p, volumeCapacity, holds);
         DriveRoles roles = new DriveRoles(writeDrives);
         flusher = new ArchiveFlusher(jdbc, tx, lib, roles.writeDrives(lib.layout()), p, volumeCapacity, events::add, p.instanceId());
@@ -390,6 +394,73 @@ class ArchivePathIT {
         assertThat(segs).hasSize(5);
         assertWriteOrder(segs, ids);
         assertThat(buffer.file(ids.get(0)).orElseThrow().attempts()).isEqualTo(1); // the failure stays on record
+    }
+
+    /** Makes the database refuse, with an error, the {@code event}s (INSERT, UPDATE) of {@code table} rows {@code when} selects. */
+    void refuse(String event, String table, String when) {
+        jdbc.execute("""
+                CREATE OR REPLACE FUNCTION it_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN RAISE EXCEPTION 'refused by the test'; END $$""");
+        jdbc.execute("CREATE TRIGGER it_fault BEFORE " + event + " ON " + table + " FOR EACH ROW WHEN (" + when
+                + ") EXECUTE FUNCTION it_fault()");
+    }
+
+    /** Flush rounds, with wall-clock time passing (leases are on the database's clock), until {@code done} or 30 s. */
+    void flushUntilWallClock(BooleanSupplier done) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (!done.getAsBoolean() && System.nanoTime() < deadline) {
+            flusher.poll();
+            clock.advance(Duration.ofSeconds(20));
+            Thread.sleep(200);
+        }
+        assertThat(done.getAsBoolean()).as("flushing finished").isTrue();
+    }
+
+    /**
+     * A write whose record fails (the database refuses it) leaves its copy 'writing' only until its claim lapses:
+     * the claim is no longer renewed, so the copy is queued and written again, and the family goes on.
+     */
+    @Test
+    void aWriteWhoseRecordFailsIsWrittenAgainOnceItsClaimLapses() throws Exception {
+        lease = Duration.ofSeconds(2);
+        start(3, 1, 100 * MB, 2, 500 * MB, List.of());
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 3; i++) files.add(entry(land("rec/f" + i, MB), "ds-rec-" + tag, null));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        refuse("INSERT", "segment", "NEW.file_id = " + ids.get(1));
+        flushUntil(() -> archived(ids) == 2 && !flusher.busy());
+        assertThat(count("SELECT count(*) FROM archive_copy WHERE file_id = ? AND state = 'writing'", ids.get(1))).isEqualTo(1);
+        jdbc.execute("DROP TRIGGER it_fault ON segment");
+
+        flushUntilWallClock(() -> archived(ids) == 3 && !flusher.busy());
+        assertThat(segments(ids)).hasSize(3);
+        assertThat(count("SELECT count(*) FROM archive_copy WHERE file_id = ANY(?) AND state <> 'done'",
+                (Object) ids.toArray(Long[]::new))).isZero();
+    }
+
+    /** A mount failure whose requeue fails still frees the drive; the claims lapse and the files are written. */
+    @Test
+    void aMountFailureWhoseRequeueFailsStillFreesTheDrive() throws Exception {
+        lease = Duration.ofSeconds(2);
+        start(3, 1, 100 * MB, 2, 500 * MB, List.of());
+        faults.missingVolume("A" + tag + "01"); // the first blank of the pool: its mount fails
+        refuse("UPDATE", "archive_copy", "OLD.state = 'writing' AND NEW.state = 'queued' AND NEW.family = 'ds-mnt-" + tag + "'");
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 2; i++) files.add(entry(land("mnt/f" + i, MB), "ds-mnt-" + tag, null));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flusher.poll();
+        for (int i = 0; i < 50 && flusher.busy(); i++) {
+            clock.advance(Duration.ofSeconds(20));
+            Thread.sleep(20);
+        }
+        assertThat(flusher.busy()).as("the write drive is free after the failed mount").isFalse();
+        assertThat(count("SELECT count(*) FROM archive_copy WHERE file_id = ANY(?) AND state = 'writing'",
+                (Object) ids.toArray(Long[]::new))).as("the requeue was refused").isEqualTo(2);
+        jdbc.execute("DROP TRIGGER it_fault ON archive_copy");
+        faults.restoreVolume("A" + tag + "01");
+
+        flushUntilWallClock(() -> archived(ids) == 2 && !flusher.busy());
+        assertThat(segments(ids)).hasSize(2);
     }
 
     @Test

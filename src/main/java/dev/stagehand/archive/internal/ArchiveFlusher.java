@@ -59,6 +59,12 @@ public final class ArchiveFlusher {
     private final String[] poolLabels;
     /** Volumes this instance's drives are writing now. */
     private final Set<Long> inUse = new HashSet<>();
+    /**
+     * Copies whose write this instance is waiting for: only their leases are renewed. A claim left 'writing'
+     * by a failure (its record or requeue did not reach the database) then lapses and is queued again,
+     * instead of being renewed for as long as this instance runs.
+     */
+    private final Set<CopyKey> inFlight = new HashSet<>();
     private boolean noBlankWarned;
     private final java.time.Clock clock;
 
@@ -78,6 +84,8 @@ public final class ArchiveFlusher {
     private record Claim(long volumeId, String label, String family, int copy, List<Item> files) {}
 
     private record Item(long fileId, String name, String path, long size, String adler32) {}
+
+    private record CopyKey(long fileId, int copy) {}
 
     /**
      * @param library the library; only {@code drives} are used
@@ -192,7 +200,13 @@ public final class ArchiveFlusher {
 
     private void renewLeases() {
         Timestamp until = leaseUntil();
-        jdbc.update("UPDATE archive_copy SET lease_until = ? WHERE state = 'writing' AND claimed_by = ?", until, instance);
+        if (!inFlight.isEmpty()) {
+            jdbc.update("""
+                    UPDATE archive_copy SET lease_until = ? WHERE state = 'writing' AND claimed_by = ?
+                       AND (file_id, copy_no) IN (SELECT * FROM unnest(?::bigint[], ?::smallint[]))""", until, instance,
+                    inFlight.stream().map(CopyKey::fileId).toArray(Long[]::new),
+                    inFlight.stream().map(CopyKey::copy).toArray(Integer[]::new));
+        }
         jdbc.update("UPDATE archive_volume SET lease_until = ? WHERE claimed_by = ?", until, instance);
     }
 
@@ -331,6 +345,7 @@ public final class ArchiveFlusher {
     private void run(DriveJob job, Claim c) {
         job.busy = true;
         inUse.add(c.volumeId);
+        for (Item f : c.files) inFlight.add(new CopyKey(f.fileId, c.copy));
         CompletableFuture<Void> ready;
         try {
             if (c.label.equals(job.volume)) ready = CompletableFuture.completedFuture(null);
@@ -348,10 +363,18 @@ public final class ArchiveFlusher {
     private synchronized void mountFailed(DriveJob job, Claim c, Throwable e) {
         Throwable cause = cause(e);
         log.warn("archive: mounting {} on {} for family {} failed: {}", c.label, job.drive, c.family, cause.toString());
-        for (Item f : c.files) requeue(c, f, "mount of " + c.label + " failed: " + cause.getMessage(), true);
-        if (cause instanceof TapeFailure tf && tf.kind() == TapeFailure.Kind.MEDIA_ERROR) closeVolume(c, "media error");
-        releaseVolume(c.volumeId);
-        finished(job, c);
+        try {
+            for (Item f : c.files) requeue(c, f, "mount of " + c.label + " failed: " + cause.getMessage(), true);
+            if (cause instanceof TapeFailure tf && tf.kind() == TapeFailure.Kind.MEDIA_ERROR) closeVolume(c, "media error");
+            releaseVolume(c.volumeId);
+        } catch (RuntimeException ex) {
+            log.error("archive: putting back the write list for {} failed; its claims lapse after the lease", c.label, ex);
+        } finally {
+            // whatever failed above, nothing is being written: the claims stop being renewed and the drive is free
+            for (Item f : c.files) inFlight.remove(new CopyKey(f.fileId, c.copy));
+            inUse.remove(c.volumeId);
+            finished(job, c);
+        }
     }
 
     private synchronized void write(DriveJob job, Claim c) {
@@ -396,8 +419,10 @@ public final class ArchiveFlusher {
             FileArchived archived = tx.execute(s -> recordWritten(c, f, seg));
             if (archived != null) events.accept(archived);
         } catch (RuntimeException ex) {
-            // the copy stays 'writing' under our lease: it expires and the copy is written again
-            log.error("archive: recording the write of {} failed", f.name, ex);
+            // the copy stays 'writing' under a lease no longer renewed: it lapses and the copy is written again
+            log.error("archive: recording the write of {} failed; it is written again once its claim lapses", f.name, ex);
+        } finally {
+            inFlight.remove(new CopyKey(f.fileId, c.copy));
         }
     }
 
