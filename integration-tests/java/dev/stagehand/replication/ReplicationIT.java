@@ -273,6 +273,43 @@ class ReplicationIT {
     }
 
     /**
+     * Copies left marked 'deleting' (an instance crashed between the mark and the end of the deletion, which
+     * takes minutes) do not stay so: a rule wanting them makes them again, and unwanted ones are deleted again
+     * once the mark is old.
+     */
+    @Test
+    void copiesLeftDeletingByACrashAreMadeAgainWhenWantedAndDeletedOtherwise() throws Exception {
+        Path origin = site("LD-O-" + tag, Map.of());
+        Path z = site("LD-Z-" + tag, Map.of("ld", tag));
+        String ds = "ld-" + tag;
+        List<String> files = dataset(ds, 3, "LD-O-" + tag, origin);
+        long r = rule(new NewRule(ds, 1, "ld=" + tag, null, null, null, "it"));
+        await("dataset verified at Z", Duration.ofSeconds(60), () -> complete(ds, 1));
+        String markZ = """
+                UPDATE replica r SET state = 'deleting', unwanted_since = now() - interval '3 hours', updated_at = now() - interval '2 hours'
+                  FROM site s WHERE s.id = r.site_id AND s.name = ?""";
+
+        // wanted all along (say the rule came back meanwhile): made again, the one already deleted at Z too
+        Files.delete(z.resolve(files.getFirst().substring(1)));
+        jdbc.update(markZ, "LD-Z-" + tag);
+        await("made again", Duration.ofSeconds(30), () -> complete(ds, 1)
+                && rules.replicas(ds, "LD-Z-" + tag, "verified", 0, 10).size() == 3);
+        for (String f : files) assertThat(Files.mismatch(origin.resolve(f.substring(1)), z.resolve(f.substring(1)))).isEqualTo(-1L);
+
+        // unwanted (its rule gone in the same commit as the crash's marks): deleted at Z in the end, rows and files
+        tx.executeWithoutResult(st -> {
+            rules.delete(r);
+            jdbc.update(markZ, "LD-Z-" + tag);
+        });
+        createdRules.remove(r);
+        await("deleted at Z", Duration.ofSeconds(30), () -> rules.replicas(ds, "LD-Z-" + tag, null, 0, 10).isEmpty());
+        for (String f : files) {
+            assertThat(z.resolve(f.substring(1))).doesNotExist();
+            assertThat(origin.resolve(f.substring(1))).exists();
+        }
+    }
+
+    /**
      * Completeness is recomputed for the datasets whose replicas, wants or rules changed (database triggers mark
      * them, whoever changes them), not for every wanted replica each pass (bench/completeness.sh times it).
      */

@@ -475,6 +475,15 @@ public class ReplicationEngine implements SmartLifecycle {
      */
     /** How often {@link #reap} looks for unwanted copies, at most (less when the grace is shorter). */
     static final Duration REAP_EVERY = Duration.ofMinutes(1);
+    /**
+     * A copy still marked {@code deleting} this long after its mark was left by a crash or an error (a deletion
+     * batch takes minutes, not this long): its deletion is done again.
+     */
+    static final Duration DELETING_LAPSES = Duration.ofHours(1);
+    /** Back to pending, to be made again: a copy a rule wants after it was deleted, or while it was being deleted. */
+    private static final String REMAKE = """
+            state = 'pending', unwanted_since = NULL, attempts = 0, source = NULL, adler32 = NULL, transfer_job_id = NULL,
+            stage_request_id = NULL, last_error = NULL, waiting_for = NULL, next_attempt_at = NULL, done_at = NULL, updated_at = now()""";
     private long lastReap = Long.MIN_VALUE;
 
     private static final String WANTED = """
@@ -491,7 +500,9 @@ public class ReplicationEngine implements SmartLifecycle {
      * the file's last copy outside tape (no good tape segment and no other verified replica that a rule
      * wants), and a copy some transfer is reading from. A copy is marked {@code deleting} before the site is
      * asked, so no transfer starts from it meanwhile; if a rule comes to want it before the row goes, it is
-     * made again (pending). Returns how many copies were deleted.
+     * made again (pending). A mark left behind (a crash or a database error mid-deletion) does not stay: a rule
+     * wanting the copy makes it pending at the next look, otherwise it is deleted again after
+     * {@link #DELETING_LAPSES} (already gone at the site counts as deleted). Returns how many copies were deleted.
      */
     private int reap() {
         ReplicationProperties.Deletion del = props.deletion();
@@ -502,9 +513,21 @@ public class ReplicationEngine implements SmartLifecycle {
         jdbc.update("UPDATE replica r SET unwanted_since = now() WHERE unwanted_since IS NULL AND state IN ('done', 'verified') "
                 + "AND source IS DISTINCT FROM 'registered' AND NOT " + WANTED);
         jdbc.update("UPDATE replica r SET unwanted_since = NULL WHERE unwanted_since IS NOT NULL AND state <> 'deleting' AND " + WANTED);
+        // deleting rows always have unwanted_since (their mark needs it): the conditions below use its index.
+        // No deletion of this instance is under way now (the reaper runs in the pass, and its batch ended).
+        jdbc.update("UPDATE replica r SET " + REMAKE + " WHERE unwanted_since IS NOT NULL AND state = 'deleting' AND " + WANTED);
         if (!del.enabled()) return 0;
         record Doomed(long file, long site, String name) {}
-        List<Doomed> doomed = jdbc.query("""
+        // a mark left behind (updated_at is the mark: nothing else writes a deleting row) is taken again
+        List<Doomed> doomed = new ArrayList<>(jdbc.query("""
+                UPDATE replica r SET updated_at = now() FROM file f
+                 WHERE f.id = r.file_id AND (r.file_id, r.site_id) IN (
+                       SELECT c.file_id, c.site_id FROM replica c
+                        WHERE c.unwanted_since IS NOT NULL AND c.state = 'deleting' AND c.updated_at < now() - make_interval(secs => ?)
+                        ORDER BY c.updated_at LIMIT ? FOR UPDATE SKIP LOCKED)
+                RETURNING r.file_id, r.site_id, f.name""",
+                (rs, i) -> new Doomed(rs.getLong(1), rs.getLong(2), rs.getString(3)), DELETING_LAPSES.toSeconds(), del.batch()));
+        doomed.addAll(jdbc.query("""
                 UPDATE replica r SET state = 'deleting', updated_at = now() FROM file f
                  WHERE f.id = r.file_id AND (r.file_id, r.site_id) IN (
                        SELECT c.file_id, c.site_id FROM replica c
@@ -518,7 +541,7 @@ public class ReplicationEngine implements SmartLifecycle {
                         ORDER BY c.unwanted_since LIMIT ? FOR UPDATE SKIP LOCKED)
                 RETURNING r.file_id, r.site_id, f.name""",
                 (rs, i) -> new Doomed(rs.getLong(1), rs.getLong(2), rs.getString(3)),
-                del.grace().toMillis() / 1000.0, del.batch());
+                del.grace().toMillis() / 1000.0, Math.max(0, del.batch() - doomed.size())));
         if (doomed.isEmpty()) return 0;
         Map<Long, String> endpoints = endpoints();
         Map<URI, Doomed> byUrl = new LinkedHashMap<>();
@@ -555,10 +578,7 @@ public class ReplicationEngine implements SmartLifecycle {
             log.info("replica of {} deleted at {}: no rule wants it", d.name(), e.getKey());
             // gone at the site: the row goes too, unless a rule came to want the copy meanwhile (then it is made again)
             if (jdbc.update("DELETE FROM replica r WHERE file_id = ? AND site_id = ? AND NOT " + WANTED, d.file(), d.site()) == 0) {
-                jdbc.update("""
-                        UPDATE replica SET state = 'pending', unwanted_since = NULL, attempts = 0, source = NULL, adler32 = NULL,
-                               transfer_job_id = NULL, stage_request_id = NULL, last_error = NULL, next_attempt_at = NULL,
-                               done_at = NULL, updated_at = now() WHERE file_id = ? AND site_id = ?""", d.file(), d.site());
+                jdbc.update("UPDATE replica SET " + REMAKE + " WHERE file_id = ? AND site_id = ?", d.file(), d.site());
             }
         }
         return deleted;
