@@ -463,6 +463,62 @@ class ArchivePathIT {
         assertThat(segments(ids)).hasSize(2);
     }
 
+    String state(long id) {
+        return buffer.file(id).orElseThrow().state();
+    }
+
+    /**
+     * A buffer file whose bytes changed after registration fails for good with its reason: it is not written
+     * again every retry, and no volume is closed for it (each mismatch used to close one, burning the pool).
+     */
+    @Test
+    void aBufferFileChangedAfterRegistrationFailsForGoodAndClosesNoVolume() throws Exception {
+        start(3, 1, 100 * MB, 3, 500 * MB, List.of());
+        List<Path> paths = new ArrayList<>();
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            paths.add(land("chg/f" + i, MB));
+            files.add(entry(paths.get(i), "ds-chg-" + tag, null));
+        }
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        byte[] other = new byte[(int) MB];
+        new Random(7).nextBytes(other);
+        Files.write(paths.get(1), other); // rewritten in place by its producer: same size, other bytes
+
+        flushUntil(() -> state(ids.get(1)).equals("failed") && archived(List.of(ids.get(0), ids.get(2))) == 2 && !flusher.busy());
+        ArchiveBuffer.ArchiveFileStatus changed = buffer.file(ids.get(1)).orElseThrow();
+        assertThat(changed.error()).contains("changed after registration");
+        assertThat(changed.attempts()).isEqualTo(1);
+        assertThat(buffer.volumes("ds-chg-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("open");
+        assertThat(segments(ids)).extracting(Seg::volume).containsOnly("A" + tag + "01");
+        for (int i = 0; i < 10; i++) { // later rounds leave it alone
+            flusher.poll();
+            clock.advance(Duration.ofMinutes(2));
+        }
+        assertThat(buffer.file(ids.get(1)).orElseThrow().attempts()).isEqualTo(1);
+        assertThat(state(ids.get(1))).isEqualTo("failed");
+        assertThat(paths.get(1)).exists(); // its bytes stay in the buffer
+        assertThat(buffer.usage().files().get("failed")).isPositive();
+        assertThat(buffer.evict()).isZero();
+    }
+
+    /** Tape copies that keep failing their checksum (a drive writing bad data) close at most a few volumes. */
+    @Test
+    void aCopyThatKeepsFailingItsChecksumOnTapeFailsAfterAFewVolumes() throws Exception {
+        start(3, 1, 100 * MB, 5, 500 * MB, List.of());
+        List<NewArchiveFile> files = List.of(entry(land("cap/f0", MB), "ds-cap-" + tag, null), entry(land("cap/f1", MB), "ds-cap-" + tag, null));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        faults.corruptWrite(buffer.file(ids.get(0)).orElseThrow().name());
+
+        flushUntil(() -> state(ids.get(0)).equals("failed") && archived(List.of(ids.get(1))) == 1 && !flusher.busy());
+        ArchiveBuffer.ArchiveFileStatus bad = buffer.file(ids.get(0)).orElseThrow();
+        assertThat(bad.error()).contains("does not match").contains("the buffer file is intact");
+        assertThat(bad.attempts()).isEqualTo(3);
+        assertThat(buffer.volumes("ds-cap-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("full", "full", "full");
+        assertThat(count("SELECT count(*) FROM archive_volume av JOIN volume v ON v.id = av.volume_id WHERE v.label LIKE ? AND av.state = 'blank'",
+                "A" + tag + "%")).isEqualTo(2);
+    }
+
     @Test
     void badRegistrationsAreRefusedWithTheirReasonAndStoreNothing() throws Exception {
         start(2, 1, 100 * MB, 1, 500 * MB, List.of());

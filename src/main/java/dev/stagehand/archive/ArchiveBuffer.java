@@ -88,7 +88,7 @@ public interface ArchiveBuffer {
      * @param dataset   dataset name
      * @param family    file family
      * @param storageClass storage class
-     * @param state     queued, writing, archived, evictable or evicted
+     * @param state     queued, writing, archived, evictable, evicted, or failed (for good: see {@code error})
      * @param copies    tape copies wanted
      * @param segments  copies written: volume label, offset and fseq
      * @param attempts  failed write attempts so far (all copies)

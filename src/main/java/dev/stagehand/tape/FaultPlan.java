@@ -15,7 +15,9 @@ import java.util.Set;
  *     (DRIVE_FAILURE); it goes FAILED with its volume stuck in it until {@link SimulatedLibrary#recover};</li>
  * <li>hanging mount: the next mount of the volume never finishes loading; the caller gets TIMEOUT after
  *     the mount timeout and the drive goes FAILED with the cartridge in it;</li>
- * <li>missing volume: mounts fail with VOLUME_UNAVAILABLE until it is restored.</li>
+ * <li>missing volume: mounts fail with VOLUME_UNAVAILABLE until it is restored;</li>
+ * <li>corrupt write: every write of file {@code name} stores its bytes with one altered (a drive writing bad
+ *     data: only the checksum of the copy shows it).</li>
  * </ul>
  */
 public final class FaultPlan {
@@ -26,6 +28,7 @@ public final class FaultPlan {
     private final Set<String> failingDrives = new HashSet<>();
     private final Set<String> hangingMounts = new HashSet<>();
     private final Set<String> missingVolumes = new HashSet<>();
+    private final Set<String> corruptWrites = new HashSet<>();
 
     /** From configuration: bad segments as {@code VOLUME:file-name}, the rest as plain names. */
     public static FaultPlan of(Collection<String> badSegments, Collection<String> failingDrives,
@@ -78,6 +81,11 @@ public final class FaultPlan {
         return this;
     }
 
+    public synchronized FaultPlan corruptWrite(String fileName) {
+        corruptWrites.add(fileName);
+        return this;
+    }
+
     public synchronized FaultPlan restoreVolume(String volume) {
         missingVolumes.remove(volume);
         return this;
@@ -91,6 +99,7 @@ public final class FaultPlan {
         failingDrives.clear();
         hangingMounts.clear();
         missingVolumes.clear();
+        corruptWrites.clear();
     }
 
     synchronized boolean isBad(String volume, String fileName) {
@@ -110,6 +119,10 @@ public final class FaultPlan {
     /** True once: this mount hangs. */
     synchronized boolean takeHang(String volume) {
         return !hangingMounts.isEmpty() && hangingMounts.remove(volume);
+    }
+
+    synchronized boolean isCorruptWrite(String fileName) {
+        return !corruptWrites.isEmpty() && corruptWrites.contains(fileName);
     }
 
     synchronized boolean isMissing(String volume) {

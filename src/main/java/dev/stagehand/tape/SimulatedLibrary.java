@@ -1165,9 +1165,11 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
                         + " bytes in " + w.source() + ", expected " + w.sizeBytes());
             Adler32 sum = new Adler32();
             byte[] buf = new byte[1 << 16];
+            boolean corrupt = faults.isCorruptWrite(w.fileName());
             try (InputStream in = Files.newInputStream(w.source()); OutputStream out = Files.newOutputStream(part)) {
                 int n;
                 while ((n = in.read(buf)) > 0) {
+                    if (corrupt) buf[0] ^= 1; // the first byte of each block: the copy differs from its source
                     out.write(buf, 0, n);
                     sum.update(buf, 0, n);
                 }

@@ -46,6 +46,8 @@ import org.springframework.transaction.support.TransactionTemplate;
 public final class ArchiveFlusher {
 
     private static final Logger log = LoggerFactory.getLogger(ArchiveFlusher.class);
+    /** Tape copies of one file that may fail their checksum (each closes its volume) before the file fails for good. */
+    static final int MAX_MISMATCHES = 3;
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
@@ -411,9 +413,8 @@ public final class ArchiveFlusher {
             }
             String sum = dev.stagehand.cache.Checksums.hex(seg.adler32());
             if (!sum.equals(f.adler32) || !seg.volume().equals(c.label)) {
-                requeue(c, f, "the tape copy does not match: Adler32 " + sum + " on " + seg.volume() + ", expected "
-                        + f.adler32 + " on " + c.label, true);
-                closeVolume(c, "checksum mismatch");
+                mismatch(c, f, "the tape copy does not match: Adler32 " + sum + " on " + seg.volume() + ", expected "
+                        + f.adler32 + " on " + c.label);
                 return;
             }
             FileArchived archived = tx.execute(s -> recordWritten(c, f, seg));
@@ -447,6 +448,45 @@ public final class ArchiveFlusher {
                 RETURNING a.file_id, f.dataset_id, f.name, a.path, a.size_bytes, a.adler32, a.archived_at""",
                 (rs, i) -> JdbcArchiveBuffer.archived(rs), f.fileId);
         return done.isEmpty() ? null : done.get(0);
+    }
+
+    /**
+     * A tape copy that does not match the registered checksum. When the buffer file itself no longer has the
+     * registered bytes, writing it again cannot help: the file fails for good and the volume, which wrote what
+     * it was given, stays open. Otherwise the spot on tape is suspect: the volume is closed and the copy
+     * retried, up to {@link #MAX_MISMATCHES} times.
+     */
+    private void mismatch(Claim c, Item f, String error) {
+        String now;
+        try {
+            now = dev.stagehand.cache.Checksums.adler32Of(Path.of(f.path));
+        } catch (java.io.IOException e) {
+            now = "unreadable (" + e.getMessage() + ")";
+        }
+        if (!now.equals(f.adler32)) {
+            failForGood(c, f, "the buffer file changed after registration (Adler32 now " + now + ", registered " + f.adler32
+                    + "): not written to tape");
+            return;
+        }
+        int attempts = jdbc.queryForObject("SELECT attempts FROM archive_copy WHERE file_id = ? AND copy_no = ?",
+                Integer.class, f.fileId, c.copy);
+        if (attempts + 1 >= MAX_MISMATCHES) failForGood(c, f, error + " (" + MAX_MISMATCHES + " attempts; the buffer file is intact)");
+        else requeue(c, f, error, true);
+        closeVolume(c, "checksum mismatch");
+    }
+
+    /** The file cannot be archived: its copies not yet written fail with {@code error}, the file stays in the buffer. */
+    private void failForGood(Claim c, Item f, String error) {
+        log.error("archive: {} (copy {}) failed for good: {}", f.name, c.copy, error);
+        tx.executeWithoutResult(s -> {
+            jdbc.update("""
+                    UPDATE archive_copy SET state = 'failed', claimed_by = NULL, lease_until = NULL, volume_id = NULL,
+                           attempts = attempts + CASE WHEN copy_no = ? THEN 1 ELSE 0 END, error = ?
+                     WHERE file_id = ? AND (state = 'queued' OR (copy_no = ? AND state = 'writing'))""",
+                    c.copy, error, f.fileId, c.copy);
+            jdbc.update("UPDATE archive_file SET state = 'failed', updated_at = now() WHERE file_id = ? AND state IN ('queued', 'writing')",
+                    f.fileId);
+        });
     }
 
     /** The copy goes back to the queue (after the backoff when it is a real failure). */

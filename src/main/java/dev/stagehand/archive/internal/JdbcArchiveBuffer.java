@@ -457,7 +457,7 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
     @Override
     public BufferUsage usage() {
         Map<String, Long> files = new TreeMap<>(), bytes = new TreeMap<>();
-        for (String s : List.of("queued", "writing", "archived", "evictable", "evicted")) {
+        for (String s : List.of("queued", "writing", "archived", "evictable", "evicted", "failed")) {
             files.put(s, 0L);
             bytes.put(s, 0L);
         }
