@@ -51,6 +51,11 @@ class ReplicationIT {
     @Autowired ReplicationEngine engine;
     @Autowired ReplicaHolds holds;
     @Autowired org.springframework.transaction.support.TransactionTemplate tx;
+    @Autowired dev.stagehand.transfer.TransferQueue transferQueue;
+    @Autowired dev.stagehand.recall.StageRequests stageRequests;
+    @Autowired dev.stagehand.transfer.Mover mover;
+    @Autowired org.springframework.beans.factory.ObjectProvider<LocalSource> localSource;
+    @Autowired ReplicationProperties props;
 
     final String tag = UUID.randomUUID().toString().substring(0, 8);
     final List<Long> createdRules = new ArrayList<>();
@@ -270,6 +275,44 @@ class ReplicationIT {
         for (int i = 0; i < 3; i++) engine.pass();
         assertThat(rules.replicas(ds, "X-" + tag, "verified", 0, 10)).hasSize(3);
         for (String f : files) assertThat(x.resolve(f.substring(1))).exists();
+    }
+
+    /**
+     * Two passes at once (the lease moved to another instance while a pass was still sending): each replica
+     * gets one transfer. Here instance A's pass, while it makes the directory for its first replica, lets
+     * instance B take the lease and run a whole pass, which sends both replicas; A then sends nothing.
+     */
+    @Test
+    void twoPassesAtOnceSendEachReplicaOnce() throws Exception {
+        Path origin = site("TW-O-" + tag, Map.of());
+        Path t = site("TW-T-" + tag, Map.of("tw", tag));
+        String ds = "tw-" + tag;
+        List<String> files = dataset(ds, 2, "TW-O-" + tag, origin);
+        ReplicationEngine b = new ReplicationEngine(jdbc, tx, transferQueue, stageRequests, mover, localSource, props);
+        java.util.concurrent.atomic.AtomicReference<ReplicationEngine.PassReport> bPass = new java.util.concurrent.atomic.AtomicReference<>();
+        dev.stagehand.transfer.Mover racing = new dev.stagehand.transfer.Mover() {
+            @Override public dev.stagehand.transfer.CopyBatch submit(List<dev.stagehand.transfer.FileCopy> copies) { return mover.submit(copies); }
+            @Override public List<dev.stagehand.transfer.LinkStatus> links() { return mover.links(); }
+            @Override public void close() {}
+            @Override public void makeDirectories(java.net.URI url) {
+                if (bPass.get() == null) {
+                    b.takeLead();
+                    bPass.set(b.pass());
+                }
+                mover.makeDirectories(url);
+            }
+        };
+        ReplicationEngine a = new ReplicationEngine(jdbc, tx, transferQueue, stageRequests, racing, localSource, props);
+        a.takeLead(); // this context's engine stops leading: after its pass under way, if any
+        Thread.sleep(1_000);
+        rule(new NewRule(ds, 1, "tw=" + tag, null, null, null, "it"));
+        a.pass();
+        assertThat(bPass.get().dispatched()).as("B sent both").isEqualTo(2);
+        assertThat(jobs(ds)).as("one transfer per replica").isEqualTo(2);
+        engine.takeLead();
+        await("verified at T", Duration.ofSeconds(60), () -> complete(ds, 1));
+        assertThat(jobs(ds)).isEqualTo(2);
+        for (String f : files) assertThat(Files.mismatch(origin.resolve(f.substring(1)), t.resolve(f.substring(1)))).isEqualTo(-1L);
     }
 
     /**

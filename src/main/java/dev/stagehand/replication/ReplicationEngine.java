@@ -156,9 +156,11 @@ public class ReplicationEngine implements SmartLifecycle {
                 applied++;
             }
             int[] tracked = track();
-            int[] sent = dispatch();
-            recomputeStatus();
-            reap(); // after: its deletions at the sites take time, and what they change is counted next pass
+            // the lease is renewed between steps (a pass can outlast it): one that moved to another instance
+            // meanwhile ends this pass; the replica claims in send and stage keep any overlap from sending twice
+            int[] sent = lead() ? dispatch() : new int[3];
+            if (lead()) recomputeStatus();
+            if (lead()) reap(); // after: its deletions at the sites take time, and what they change is counted next pass
             return new PassReport(true, applied, tracked[0], tracked[1], sent[0], sent[1], sent[2]);
         } finally {
             passLock.unlock();
@@ -428,19 +430,24 @@ public class ReplicationEngine implements SmartLifecycle {
         return 1;
     }
 
-    /** Queues one transfer (and marks the replica transferring in the same transaction). */
+    /**
+     * Queues one transfer, in one transaction with the replica's claim: the replica is taken from pending first,
+     * and only a replica this pass took gets a transfer (another instance's pass, after the lease moved, may have
+     * sent it since this pass read it; its row lock makes this claim wait for its commit and then find nothing).
+     */
     private int send(Pending p, URI source, URI destination, String sourceName) {
         if (!makeParent(p, destination)) return 0;
         Long adler = p.adler32() == null ? null : Long.parseLong(p.adler32().trim(), 16);
-        tx.executeWithoutResult(status -> {
+        return tx.execute(status -> {
+            if (jdbc.update("""
+                    UPDATE replica SET state = 'transferring', source = ?, transfer_job_id = NULL, stage_request_id = NULL,
+                           waiting_for = NULL, updated_at = now() WHERE file_id = ? AND site_id = ? AND state = 'pending'""",
+                    sourceName, p.file(), p.site()) == 0) return 0;
             long job = transfers.enqueue(List.of(new TransferQueue.Request("replica:" + p.file() + ":" + p.site(), source,
                     destination, p.size(), adler))).getFirst();
-            jdbc.update("""
-                    UPDATE replica SET state = 'transferring', source = ?, transfer_job_id = ?, stage_request_id = NULL,
-                           waiting_for = NULL, updated_at = now() WHERE file_id = ? AND site_id = ? AND state = 'pending'""",
-                    sourceName, job, p.file(), p.site());
+            jdbc.update("UPDATE replica SET transfer_job_id = ? WHERE file_id = ? AND site_id = ?", job, p.file(), p.site());
+            return 1;
         });
-        return 1;
     }
 
     /**
@@ -452,17 +459,19 @@ public class ReplicationEngine implements SmartLifecycle {
         List<Pending> ready = files.stream().filter(p -> makeParent(p, url(base, p.name()))).toList();
         if (ready.isEmpty()) return 0;
         try {
-            tx.executeWithoutResult(status -> {
+            return tx.execute(status -> {
+                // the replicas are claimed first, and only those this pass took are recalled (as in send)
+                List<Pending> claimed = ready.stream().filter(p -> jdbc.update("""
+                        UPDATE replica SET state = 'staging', source = 'tape', stage_request_id = NULL, transfer_job_id = NULL,
+                               waiting_for = NULL, updated_at = now() WHERE file_id = ? AND site_id = ? AND state = 'pending'""",
+                        p.file(), p.site()) == 1).toList();
+                if (claimed.isEmpty()) return 0;
                 UUID request = stageRequests.submit(props.owner(), new NewStageRequest(null,
-                        ready.stream().map(Pending::name).toList(), null, null, base, g.experiment())).request().id();
-                for (Pending p : ready) {
-                    jdbc.update("""
-                            UPDATE replica SET state = 'staging', source = 'tape', stage_request_id = ?, transfer_job_id = NULL,
-                                   waiting_for = NULL, updated_at = now() WHERE file_id = ? AND site_id = ? AND state = 'pending'""",
-                            request, p.file(), p.site());
-                }
+                        claimed.stream().map(Pending::name).toList(), null, null, base, g.experiment())).request().id();
+                for (Pending p : claimed)
+                    jdbc.update("UPDATE replica SET stage_request_id = ? WHERE file_id = ? AND site_id = ?", request, p.file(), p.site());
+                return claimed.size();
             });
-            return ready.size();
         } catch (StageRequestRejected e) {
             for (Pending p : ready) failNow(p, "recall refused: " + e.getMessage());
             return 0;
