@@ -502,23 +502,6 @@ class ArchivePathIT {
         assertThat(buffer.evict()).isZero();
     }
 
-    /** Tape copies that keep failing their checksum (a drive writing bad data) close at most a few volumes. */
-    @Test
-    void aCopyThatKeepsFailingItsChecksumOnTapeFailsAfterAFewVolumes() throws Exception {
-        start(3, 1, 100 * MB, 5, 500 * MB, List.of());
-        List<NewArchiveFile> files = List.of(entry(land("cap/f0", MB), "ds-cap-" + tag, null), entry(land("cap/f1", MB), "ds-cap-" + tag, null));
-        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
-        faults.corruptWrite(buffer.file(ids.get(0)).orElseThrow().name());
-
-        flushUntil(() -> state(ids.get(0)).equals("failed") && archived(List.of(ids.get(1))) == 1 && !flusher.busy());
-        ArchiveBuffer.ArchiveFileStatus bad = buffer.file(ids.get(0)).orElseThrow();
-        assertThat(bad.error()).contains("does not match").contains("the buffer file is intact");
-        assertThat(bad.attempts()).isEqualTo(3);
-        assertThat(buffer.volumes("ds-cap-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("full", "full", "full");
-        assertThat(count("SELECT count(*) FROM archive_volume av JOIN volume v ON v.id = av.volume_id WHERE v.label LIKE ? AND av.state = 'blank'",
-                "A" + tag + "%")).isEqualTo(2);
-    }
-
     @Test
     void badRegistrationsAreRefusedWithTheirReasonAndStoreNothing() throws Exception {
         start(2, 1, 100 * MB, 1, 500 * MB, List.of());
