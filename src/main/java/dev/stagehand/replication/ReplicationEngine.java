@@ -6,11 +6,11 @@ import dev.stagehand.recall.StageRequests.NewStageRequest;
 import dev.stagehand.replication.ReplicaPlanner.Decision;
 import dev.stagehand.replication.ReplicaPlanner.FileView;
 import dev.stagehand.replication.ReplicaPlanner.SiteRef;
+import dev.stagehand.transfer.FileUrls;
 import dev.stagehand.transfer.Mover;
 import dev.stagehand.transfer.TransferFailure;
 import dev.stagehand.transfer.TransferQueue;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -34,7 +34,6 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.TransactionException;
 import org.springframework.transaction.support.TransactionTemplate;
-import org.springframework.web.util.UriUtils;
 
 /**
  * Makes the replicas the rules ask for. One pass (every {@code pass-interval}, on one instance at a time
@@ -736,14 +735,9 @@ public class ReplicationEngine implements SmartLifecycle {
         return new ReplicaPlanner(home, links);
     }
 
-    /**
-     * A file's URL at a site: the endpoint's base directory plus the file's logical name, percent-encoded so that
-     * the URL's decoded path (what the movers use) is exactly that name: a space would not parse, and a {@code #}
-     * or {@code ?} would cut the name short and send two files to one path (as the recall hand-off does).
-     */
+    /** A file's URL at a site: the endpoint's base directory plus the file's name ({@link FileUrls#under}). */
     static URI url(String base, String name) {
-        String b = base.endsWith("/") ? base.substring(0, base.length() - 1) : base;
-        return URI.create(b + UriUtils.encodePath(name.startsWith("/") ? name : "/" + name, StandardCharsets.UTF_8));
+        return FileUrls.under(base, name);
     }
 
     Duration passInterval() {

@@ -3,9 +3,8 @@ package dev.stagehand.recall.service;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.recall.request.RecallMetrics;
 import dev.stagehand.recall.request.RequestSettlement;
+import dev.stagehand.transfer.FileUrls;
 import dev.stagehand.transfer.TransferQueue;
-import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -14,7 +13,6 @@ import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.web.util.UriUtils;
 
 /**
  * Hands each verified file of a request with a destination to the transfer queue as soon as it is on disk
@@ -46,16 +44,6 @@ final class TransferHandOff {
         return CORRELATION_PREFIX + requestId + ":" + fileId;
     }
 
-    /**
-     * Where a file goes: the request's destination directory URL plus the file's logical name, percent-encoded
-     * so that the URL's decoded path is exactly that name (a space would not parse, and a {@code #} or {@code ?}
-     * would cut the name short, sending two files to one path).
-     */
-    static URI destination(String base, String name) {
-        String b = base.endsWith("/") ? base.substring(0, base.length() - 1) : base;
-        return URI.create(b + UriUtils.encodePath(name.startsWith("/") ? name : "/" + name, StandardCharsets.UTF_8));
-    }
-
     /** One round: queue newly verified files, then end files whose transfers ended. Returns whether any ended. */
     boolean run() {
         handOver();
@@ -78,7 +66,7 @@ final class TransferHandOff {
             TransferQueue.Request job;
             try {
                 job = new TransferQueue.Request(correlation(r.request(), r.file()), Path.of(r.path()).toUri(),
-                        destination(r.destination(), r.name()), r.size(), r.adler() == null ? null : Long.parseLong(r.adler().trim(), 16));
+                        FileUrls.under(r.destination(), r.name()), r.size(), r.adler() == null ? null : Long.parseLong(r.adler().trim(), 16));
             } catch (RuntimeException e) {
                 // this file cannot be sent; failing it keeps it from blocking every later hand-off
                 log.warn("cannot hand {} of request {} to the movers: {}", r.name(), r.request(), e.toString());
