@@ -290,6 +290,18 @@ class ApiSecurityIT {
         Answer wlcgNone = alice.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(Map.of("path", nowhere)))));
         assertProblem(wlcgProbe, 400);
         assertThat(wlcgProbe.body().replace(bFile, "P")).isEqualTo(wlcgNone.body().replace(nowhere, "P"));
+        // beside a file of hers, the WLCG API takes the request; the other experiment's file fails as an unknown one
+        Answer mixed = alice.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(
+                Map.of("path", catalogA.files.get(2)), Map.of("path", bFile), Map.of("path", nowhere)))));
+        assertThat(mixed.status()).as(mixed.body()).isEqualTo(201);
+        JsonNode mixedFiles = alice.get("/api/v1/stage/" + mixed.json().get("requestId").stringValue()).json().get("files");
+        assertThat(alice.get("/api/v1/requests/" + mixed.json().get("requestId").stringValue()).json().get("request")
+                .get("experiment").stringValue()).isEqualTo(expA);
+        assertThat(mixedFiles.get(0).get("state").stringValue()).isEqualTo("SUBMITTED");
+        assertThat(mixedFiles.get(1).get("state").stringValue()).isEqualTo("FAILED");
+        assertThat(mixedFiles.get(1).toString().replace(bFile, "P")).isEqualTo(mixedFiles.get(2).toString().replace(nowhere, "P"));
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM stage_request_file x JOIN file f ON f.id = x.file_id "
+                + "WHERE x.request_id = ?::uuid AND f.name = ?", Long.class, mixed.json().get("requestId").stringValue(), bFile)).isZero();
         // naming another experiment is refused; the admin may
         Map<String, Object> named = new LinkedHashMap<>();
         named.put("files", catalogB.files.subList(5, 6));
@@ -298,7 +310,7 @@ class ApiSecurityIT {
         assertProblem(foreignExperiment, 400);
         assertThat(foreignExperiment.json().get("errors").get(0).get("field").stringValue()).isEqualTo("experiment");
         assertThat(admin.post("/api/v1/requests", ApiClient.json(named)).status()).isEqualTo(201);
-        assertThat(count("stage_request WHERE owner = 'alice-" + tag + "'")).isEqualTo(1);
+        assertThat(count("stage_request WHERE owner = 'alice-" + tag + "'")).as("hers: the first and the mixed WLCG one").isEqualTo(2);
     }
 
     @Test

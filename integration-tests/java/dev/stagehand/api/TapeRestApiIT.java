@@ -239,6 +239,51 @@ class TapeRestApiIT {
     }
 
     @Test
+    void aFileNotInTheCatalogFailsAloneAndTheOthersAreStaged() {
+        String vol = "U" + tag;
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", vol);
+        String a = file("a", vol, "ok"), b = file("b", vol, "ok");
+        String nowhere = "/wlcg/" + tag + "/never-written", gone = "/wlcg/" + tag + "/gone";
+        // as FTS3 sends them: several files in one call, two of them unknown here (dCache and EOS answer 201 too)
+        ApiClient.Answer created = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(
+                Map.of("path", nowhere), Map.of("path", a, "diskLifetime", "P1D"), Map.of("path", gone), Map.of("path", b)))));
+        assertThat(created.status()).as(created.body()).isEqualTo(201);
+        String id = created.json().get("requestId").stringValue();
+        JsonNode r = api.get("/api/v1/stage/" + id).json();
+        List<String> order = new ArrayList<>();
+        for (JsonNode f : r.get("files")) order.add(f.get("path").stringValue() + " " + f.get("state").stringValue());
+        assertThat(order).containsExactly(nowhere + " FAILED", a + " SUBMITTED", gone + " FAILED", b + " SUBMITTED");
+        JsonNode failed = filesOf(r).get(nowhere);
+        assertThat(failed.get("error").stringValue()).isEqualTo("no such file in the catalog");
+        assertThat(failed.get("onDisk").booleanValue()).isFalse();
+        assertThat(failed.get("finishedAt").isIntegralNumber()).isTrue();
+        // the native view counts them as failed files of the request; only the known files are queued for tape
+        JsonNode detail = api.get("/api/v1/requests/" + id).json();
+        assertThat(detail.get("request").get("fileCount").intValue()).isEqualTo(4);
+        assertThat(detail.get("counts").get("failed").longValue()).isEqualTo(2);
+        assertThat(detail.get("counts").get("queued").longValue()).isEqualTo(2);
+        // the native cancel reports it as left as it was
+        JsonNode unchanged = api.post("/api/v1/requests/" + id + "/cancel", ApiClient.json(Map.of("files", List.of(nowhere)))).json();
+        assertThat(unchanged.get("changed").longValue()).isZero();
+        assertThat(unchanged.get("unchanged").get(0).get("path").stringValue()).isEqualTo(nowhere);
+        assertThat(unchanged.get("unchanged").get(0).get("state").stringValue()).isEqualTo("failed");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM stage_request_file WHERE request_id = ?::uuid", Long.class, id)).isEqualTo(2L);
+        // cancelling an absent file changes nothing and is not an error; a name the request never held still is
+        assertThat(api.post("/api/v1/stage/" + id + "/cancel", paths(gone)).status()).isEqualTo(200);
+        assertThat(api.post("/api/v1/stage/" + id + "/cancel", paths("/wlcg/" + tag + "/other")).status()).isEqualTo(400);
+
+        recall(LibraryEvents.NONE).until(() -> filesOf(api.get("/api/v1/stage/" + id).json()).get(b).get("state").stringValue().equals("COMPLETED"));
+        r = api.get("/api/v1/stage/" + id).json();
+        assertThat(filesOf(r).get(a).get("state").stringValue()).isEqualTo("COMPLETED");
+        assertThat(filesOf(r).get(gone).get("state").stringValue()).isEqualTo("FAILED");
+        // the request ends once its known files are on disk, failed because some of its files could not be staged
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?::uuid", String.class, id)).isEqualTo("failed");
+        assertThat(r.get("completedAt").isIntegralNumber()).isTrue();
+        assertThat(api.delete("/api/v1/stage/" + id).status()).isEqualTo(200);
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM stage_request_absent WHERE request_id = ?::uuid", Long.class, id)).isZero();
+    }
+
+    @Test
     void badInputIsAProblemDocumentNamingEachEntryAndNothingIsStored() {
         String vol = "X" + tag;
         jdbc.update("INSERT INTO volume (label) VALUES (?)", vol);

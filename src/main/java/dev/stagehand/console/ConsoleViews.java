@@ -112,14 +112,15 @@ class ConsoleViews {
     List<RequestProgress> openRequests(int limit) {
         return db.sql("""
                 SELECT r.id, r.owner, r.experiment, r.priority, r.state, r.eta_at, r.created_at,
-                       count(x.file_id) AS files,
+                       r.file_count AS files,
                        count(*) FILTER (WHERE x.state = 'queued') AS queued,
                        count(*) FILTER (WHERE x.state = 'staging') AS staging,
                        count(*) FILTER (WHERE x.state IN ('on_disk', 'transferring')) AS on_disk,
                        count(*) FILTER (WHERE x.state = 'done') AS done,
-                       count(*) FILTER (WHERE x.state = 'failed') AS failed,
+                       count(*) FILTER (WHERE x.state = 'failed')
+                         + (SELECT count(*) FROM stage_request_absent a WHERE a.request_id = r.id) AS failed,
                        count(*) FILTER (WHERE x.state = 'cancelled') AS cancelled
-                  FROM stage_request r JOIN stage_request_file x ON x.request_id = r.id
+                  FROM stage_request r LEFT JOIN stage_request_file x ON x.request_id = r.id
                  WHERE r.state IN ('submitted', 'active') OR r.completed_at > now() - interval '10 minutes'
                  GROUP BY r.id ORDER BY r.created_at DESC LIMIT ?""")
                 .param(limit)

@@ -32,6 +32,17 @@ public interface StageRequests {
     Submission submit(String owner, NewStageRequest request);
 
     /**
+     * Submits a request the way the WLCG Tape REST API takes one: files not in the catalog, and those in
+     * {@code absent} (the caller may not see them; they are reported alike), do not refuse the request but are
+     * recorded as {@link FileState#FAILED} with {@link #ABSENT_FILE}; the others are staged. Every other rule
+     * of {@link #submit} holds.
+     */
+    Submission submitFailingAbsent(String owner, NewStageRequest request, java.util.Set<String> absent);
+
+    /** The error of a file a request named that was not in the catalog (or not the caller's to see). */
+    String ABSENT_FILE = "no such file in the catalog";
+
+    /**
      * The errors {@link #submit} would report without looking at the catalog (fields, path rules,
      * duplicates; null list entries count as missing names). Empty when the request is well formed.
      */

@@ -73,6 +73,24 @@ public class ExperimentAccess {
     }
 
     /**
+     * The well-formed names among {@code names} that a WLCG stage request of {@code user} cannot stage: not in
+     * the catalog, or of an experiment the caller does not see (the two alike, so nothing is given away). A name
+     * outside a token's storage.stage scopes is refused first (403), as by {@link #experimentFor}.
+     */
+    public Set<String> absent(ApiUser user, List<String> names) {
+        withinScopes(user, StorageScopes.Op.STAGE, names, null);
+        List<String> valid = new ArrayList<>(names.size());
+        for (String n : names) if (n != null && FileNames.problem(n) == null) valid.add(n);
+        Map<String, String> of = files.of(valid);
+        Set<String> out = new java.util.HashSet<>();
+        for (String n : valid) {
+            String e = of.get(n);
+            if (e == null || !user.sees(e)) out.add(n);
+        }
+        return out;
+    }
+
+    /**
      * For a caller limited by storage scopes, a call on a request is allowed only when every file it touches is
      * within its {@code op} scopes: the files it names ({@code named}), else every file of the request
      * ({@code named} null: {@code all} supplies them, asked only for such a caller). Otherwise 403 naming the files

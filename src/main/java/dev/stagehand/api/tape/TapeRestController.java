@@ -173,9 +173,16 @@ class TapeRestController {
             }
             throw new BadInput(HttpStatus.BAD_REQUEST, JsonBodies.describe(errors), errors);
         }
+        Set<String> absent = Set.of();
         if (!paths.isEmpty() && requests.check(who, req).isEmpty()) {
+            // A file not in the catalog fails alone, as dCache and EOS have it: FTS3 sends many files per call and
+            // wants an answer per path. When none is known there is nothing to stage: 400 naming each, as natively.
+            Set<String> unknown = access.absent(user, paths);
+            boolean someKnown = unknown.size() < paths.size();
+            List<String> known = someKnown ? paths.stream().filter(p -> !unknown.contains(p)).toList() : paths;
             // the request's experiment: the one its files belong to (WLCG clients do not name one)
-            req = req.withExperiment(access.experimentFor(user, null, paths));
+            req = req.withExperiment(access.experimentFor(user, null, known));
+            if (someKnown) absent = unknown;
         }
         StageRequests.Load load = requests.load(who);
         if (load.openRequests() >= props.maxActiveRequests() || load.openFiles() + paths.size() > props.maxActiveFiles()) {
@@ -190,7 +197,7 @@ class TapeRestController {
                     + load.ownerFiles() + " files waiting (limits per account " + props.maxActiveRequestsPerAccount()
                     + " and " + props.maxActiveFilesPerAccount() + "); try again later", props.retryAfter().toSeconds());
         }
-        UUID id = requests.submit(who, req).request().id();
+        UUID id = (absent.isEmpty() ? requests.submit(who, req) : requests.submitFailingAbsent(who, req, absent)).request().id();
         return ResponseEntity.created(URI.create("/api/v1/stage/" + id)).body(new Created(id.toString()));
     }
 

@@ -17,6 +17,7 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.HexFormat;
@@ -24,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.regex.Pattern;
 import org.springframework.context.ApplicationEventPublisher;
@@ -79,6 +81,16 @@ class JdbcStageRequests implements StageRequests {
 
     @Override
     public Submission submit(String owner, NewStageRequest req) {
+        return submit(owner, req, null);
+    }
+
+    @Override
+    public Submission submitFailingAbsent(String owner, NewStageRequest req, Set<String> absent) {
+        return submit(owner, req, Objects.requireNonNull(absent));
+    }
+
+    /** {@code absent} null: a file not in the catalog refuses the request; else such files, and those in it, fail alone. */
+    private Submission submit(String owner, NewStageRequest req, Set<String> absent) {
         List<EntryError> errors = new ArrayList<>();
         checkFields(owner, req, errors);
         List<String> files = req.files();
@@ -100,6 +112,18 @@ class JdbcStageRequests implements StageRequests {
                 if (earlier.isPresent()) return earlier.get();
             }
             long[] ids = resolve(files, errors);
+            List<Integer> missing = new ArrayList<>(); // 0-based positions recorded as absent
+            if (absent != null) {
+                for (EntryError e : errors) missing.add(e.index());
+                errors.clear();
+                for (int i = 0; i < files.size(); i++) {
+                    if (ids[i] != 0 && absent.contains(files.get(i))) {
+                        missing.add(i);
+                        ids[i] = 0; // not inserted as a file to stage
+                    }
+                }
+                missing.sort(null);
+            }
             if (!errors.isEmpty()) throw invalid(errors);
             UUID id = UUID.randomUUID();
             int priority = req.priority() == null ? 0 : req.priority();
@@ -119,12 +143,24 @@ class JdbcStageRequests implements StageRequests {
             String[] meta = req.targetedMetadata() == null ? new String[ids.length] : req.targetedMetadata().toArray(String[]::new);
             jdbc.update(con -> {
                 var ps = con.prepareStatement("INSERT INTO stage_request_file (request_id, file_id, ordinal, targeted_metadata) "
-                        + "SELECT ?, t.id, t.ord, t.meta::jsonb FROM unnest(?::bigint[], ?::text[]) WITH ORDINALITY AS t(id, meta, ord)");
+                        + "SELECT ?, t.id, t.ord, t.meta::jsonb FROM unnest(?::bigint[], ?::text[]) WITH ORDINALITY AS t(id, meta, ord) "
+                        + "WHERE t.id <> 0"); // 0: absent (no catalog id)
                 ps.setObject(1, id);
                 ps.setObject(2, ids);
                 ps.setArray(3, con.createArrayOf("text", meta));
                 return ps;
             });
+            if (!missing.isEmpty()) {
+                jdbc.update(con -> {
+                    var ps = con.prepareStatement("INSERT INTO stage_request_absent (request_id, ordinal, path) "
+                            + "SELECT ?, t.ord, t.path FROM unnest(?::integer[], ?::text[]) AS t(ord, path)");
+                    ps.setObject(1, id);
+                    ps.setArray(2, con.createArrayOf("integer", missing.stream().map(i -> i + 1).toArray()));
+                    ps.setArray(3, con.createArrayOf("text", missing.stream().map(files::get).toArray()));
+                    return ps;
+                });
+                settlement.settle(id); // failed at once when nothing of it is left to stage
+            }
             return new Submission(summary(id).orElseThrow(), true);
         });
         // committed: the scheduler of this instance may take it now rather than at its next poll
@@ -292,14 +328,20 @@ class JdbcStageRequests implements StageRequests {
                 counts.put(FileState.ofDb(rs.getString(1)), rs.getLong(2));
                 released[0] += rs.getLong(3);
             }, id);
+            Long absent = jdbc.queryForObject("SELECT count(*) FROM stage_request_absent WHERE request_id = ?", Long.class, id);
+            counts.merge(FileState.FAILED, absent == null ? 0L : absent, Long::sum);
             record Row(long fileId, RequestFile file) {}
+            // files absent from the catalog at submission (WLCG API) are failed files in their place (file id 0)
             List<Row> rows = jdbc.query("""
-                    SELECT f.name, srf.state, srf.error, srf.released, srf.started_at, srf.finished_at, f.id
-                    FROM stage_request_file srf JOIN file f ON f.id = srf.file_id
-                    WHERE srf.request_id = ? ORDER BY srf.ordinal, srf.file_id OFFSET ? LIMIT ?""",
+                    SELECT f.name, srf.state, srf.error, srf.released, srf.started_at, srf.finished_at, f.id, srf.ordinal
+                      FROM stage_request_file srf JOIN file f ON f.id = srf.file_id WHERE srf.request_id = ?
+                    UNION ALL
+                    SELECT a.path, 'failed', ?, false, r.created_at, r.created_at, 0, a.ordinal
+                      FROM stage_request_absent a JOIN stage_request r ON r.id = a.request_id WHERE a.request_id = ?
+                    ORDER BY 8, 7 OFFSET ? LIMIT ?""",
                     (rs, i) -> new Row(rs.getLong(7), new RequestFile(rs.getString(1), FileState.ofDb(rs.getString(2)),
                             rs.getString(3), rs.getBoolean(4), instant(rs, 5), instant(rs, 6), false)),
-                    id, fileOffset, fileLimit);
+                    id, ABSENT_FILE, id, fileOffset, fileLimit);
             // staged once is not on disk for ever: a copy may since have been evicted or discarded (corrupt)
             List<Long> staged = rows.stream().filter(r -> r.file().state().staged()).map(Row::fileId).toList();
             Map<Long, CacheEntry> live = staged.isEmpty() ? Map.of() : cache.lookup(staged);
@@ -315,9 +357,12 @@ class JdbcStageRequests implements StageRequests {
 
     @Override
     public List<String> paths(UUID id) {
-        return jdbc.queryForList("""
-                SELECT f.name FROM stage_request_file srf JOIN file f ON f.id = srf.file_id
-                WHERE srf.request_id = ? ORDER BY srf.ordinal, srf.file_id""", String.class, id);
+        return jdbc.query("""
+                SELECT f.name, srf.ordinal, srf.file_id FROM stage_request_file srf JOIN file f ON f.id = srf.file_id
+                 WHERE srf.request_id = ?
+                UNION ALL
+                SELECT path, ordinal, 0 FROM stage_request_absent WHERE request_id = ?
+                ORDER BY 2, 3""", (rs, i) -> rs.getString(1), id, id);
     }
 
     @Override
@@ -408,7 +453,7 @@ class JdbcStageRequests implements StageRequests {
                 return ps;
             });
             List<Long> ids = new ArrayList<>(named.ids().length);
-            for (long f : named.ids()) ids.add(f);
+            for (long f : named.ids()) if (f != 0) ids.add(f);
             cache.release(ids, id.toString()); // served at once: no lock shared with staging
             return new FileChange(id, lockRequest(id), changed, already);
         });
@@ -459,6 +504,7 @@ class JdbcStageRequests implements StageRequests {
         return RequestState.ofDb(s.getFirst());
     }
 
+    /** Named files: catalog ids (0 for a file absent from the catalog at submission) in the order named. */
     private record Named(List<String> files, long[] ids) {}
 
     /** Catalog ids of the named files, all of which must belong to the request; otherwise INVALID naming each. */
@@ -470,11 +516,14 @@ class JdbcStageRequests implements StageRequests {
         if (!errors.isEmpty()) throw invalid(errors);
         long[] ids = new long[files.size()];
         jdbc.query(con -> {
-            var ps = con.prepareStatement("SELECT t.ord, srf.file_id FROM unnest(?::text[]) WITH ORDINALITY AS t(name, ord) "
+            var ps = con.prepareStatement("SELECT t.ord, coalesce(srf.file_id, CASE WHEN a.path IS NOT NULL THEN 0 END) "
+                    + "FROM unnest(?::text[]) WITH ORDINALITY AS t(name, ord) "
                     + "LEFT JOIN file f ON f.name = t.name "
-                    + "LEFT JOIN stage_request_file srf ON srf.file_id = f.id AND srf.request_id = ?");
+                    + "LEFT JOIN stage_request_file srf ON srf.file_id = f.id AND srf.request_id = ? "
+                    + "LEFT JOIN stage_request_absent a ON a.request_id = ? AND a.path = t.name");
             ps.setArray(1, con.createArrayOf("text", files.toArray()));
             ps.setObject(2, id);
+            ps.setObject(3, id);
             return ps;
         }, rs -> {
             int i = rs.getInt(1) - 1;
@@ -489,9 +538,12 @@ class JdbcStageRequests implements StageRequests {
         return new Named(files, ids);
     }
 
-    /** Named files matching {@code condition} (they were left as they were), in the order named. */
+    /**
+     * Named files matching {@code condition} (they were left as they were), in the order named. Files absent
+     * from the catalog at submission ended failed then: left as they were by any cancel or release.
+     */
     private List<Unchanged> unchanged(UUID id, Named named, String condition) {
-        return jdbc.query(con -> {
+        List<Unchanged> present = jdbc.query(con -> {
             var ps = con.prepareStatement("SELECT f.name, srf.state FROM unnest(?::bigint[]) WITH ORDINALITY AS t(id, ord) "
                     + "JOIN stage_request_file srf ON srf.request_id = ? AND srf.file_id = t.id JOIN file f ON f.id = t.id "
                     + "JOIN stage_request r ON r.id = srf.request_id "
@@ -500,6 +552,16 @@ class JdbcStageRequests implements StageRequests {
             ps.setObject(2, id);
             return ps;
         }, (rs, i) -> new Unchanged(rs.getString(1), FileState.ofDb(rs.getString(2))));
+        if (Arrays.stream(named.ids()).allMatch(f -> f != 0)) return present;
+        Map<String, Unchanged> byName = new HashMap<>();
+        present.forEach(u -> byName.put(u.path(), u));
+        List<Unchanged> all = new ArrayList<>();
+        for (int i = 0; i < named.ids().length; i++) {
+            String name = named.files().get(i);
+            if (named.ids()[i] == 0) all.add(new Unchanged(name, FileState.FAILED));
+            else if (byName.containsKey(name)) all.add(byName.get(name));
+        }
+        return all;
     }
 
     private static final RowMapper<StageRequestSummary> SUMMARY = (rs, i) -> new StageRequestSummary(

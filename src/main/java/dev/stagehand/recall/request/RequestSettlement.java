@@ -9,7 +9,8 @@ import org.springframework.stereotype.Component;
  * transferring, and those on disk that wait for a transfer (the request has a destination); a file on
  * disk in a request without destination has ended (it stays pinned until released or expired).
  *
- * <p>The final state: cancelled when every file was cancelled, failed when any file failed, else done.
+ * <p>The final state: cancelled when every file was cancelled, failed when any file failed (a file the request
+ * named that was absent from the catalog counts as failed), else done.
  * Call it in the transaction that moved a file to an ended state (cancel does; the scheduler should).
  */
 @Component
@@ -85,6 +86,7 @@ public class RequestSettlement {
     private static final String SETTLE = """
             UPDATE stage_request r SET
               state = CASE
+                WHEN EXISTS (SELECT 1 FROM stage_request_absent a WHERE a.request_id = r.id) THEN 'failed'
                 WHEN NOT EXISTS (SELECT 1 FROM stage_request_file f WHERE f.request_id = r.id AND f.state <> 'cancelled') THEN 'cancelled'
                 WHEN EXISTS (SELECT 1 FROM stage_request_file f WHERE f.request_id = r.id AND f.state = 'failed') THEN 'failed'
                 ELSE 'done' END,
