@@ -172,7 +172,15 @@ class ArchivePathIT {
             flusher.poll();
             clock.advance(Duration.ofSeconds(20));
         }
-        assertThat(done.getAsBoolean()).as("flushing finished").isTrue();
+        assertThat(done.getAsBoolean()).as(() -> "flushing finished; this test's copies: " + copies()).isTrue();
+    }
+
+    /** This test's tape copies, with who holds them and where they went (for failure messages). */
+    String copies() {
+        return jdbc.queryForList("""
+                SELECT f.name, c.copy_no, c.state, c.attempts, c.claimed_by, v.label, v.library, c.error FROM archive_copy c
+                  JOIN file f ON f.id = c.file_id LEFT JOIN volume v ON v.id = c.volume_id WHERE f.name LIKE ? ORDER BY f.name, c.copy_no""",
+                "%" + tag + "%").toString();
     }
 
     long count(String sql, Object... args) {
@@ -413,7 +421,7 @@ class ArchivePathIT {
             clock.advance(Duration.ofSeconds(20));
             Thread.sleep(200);
         }
-        assertThat(done.getAsBoolean()).as("flushing finished").isTrue();
+        assertThat(done.getAsBoolean()).as(() -> "flushing finished; this test's copies: " + copies()).isTrue();
     }
 
     /**
@@ -502,6 +510,23 @@ class ArchivePathIT {
         assertThat(buffer.evict()).isZero();
     }
 
+    /** Tape copies that keep failing their checksum (a drive writing bad data) close at most a few volumes. */
+    @Test
+    void aCopyThatKeepsFailingItsChecksumOnTapeFailsAfterAFewVolumes() throws Exception {
+        start(3, 1, 100 * MB, 5, 500 * MB, List.of());
+        List<NewArchiveFile> files = List.of(entry(land("cap/f0", MB), "ds-cap-" + tag, null), entry(land("cap/f1", MB), "ds-cap-" + tag, null));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        faults.corruptWrite(buffer.file(ids.get(0)).orElseThrow().name());
+
+        flushUntil(() -> state(ids.get(0)).equals("failed") && archived(List.of(ids.get(1))) == 1 && !flusher.busy());
+        ArchiveBuffer.ArchiveFileStatus bad = buffer.file(ids.get(0)).orElseThrow();
+        assertThat(bad.error()).contains("does not match").contains("the buffer file is intact");
+        assertThat(bad.attempts()).as(this::copies).isEqualTo(3);
+        assertThat(buffer.volumes("ds-cap-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("full", "full", "full");
+        assertThat(count("SELECT count(*) FROM archive_volume av JOIN volume v ON v.id = av.volume_id WHERE v.label LIKE ? AND av.state = 'blank'",
+                "A" + tag + "%")).isEqualTo(2);
+    }
+
     @Test
     void badRegistrationsAreRefusedWithTheirReasonAndStoreNothing() throws Exception {
         start(2, 1, 100 * MB, 1, 500 * MB, List.of());
@@ -568,6 +593,34 @@ class ArchivePathIT {
         buffer.evict();
         assertThat(watcher.scan()).as("the last one").isEqualTo(1);
         assertThat(count("SELECT count(*) FROM file f JOIN dataset d ON d.id = f.dataset_id WHERE d.name = ?", "ds-bl-" + tag)).isEqualTo(12);
+    }
+
+    /**
+     * A landed file bigger than high-water minus low-water fits only below the low-water mark: eviction makes
+     * that room for the file the watcher waits on, or the landing queue would stop at it for ever.
+     */
+    @Test
+    void aLandedFileBiggerThanWhatEvictionUsuallyFreesGetsItsRoom() throws Exception {
+        start(3, 1, 100 * MB, 2, 10 * MB, List.of()); // high-water 8 MB, low-water 5 MB
+        List<Path> landed = new ArrayList<>();
+        for (String n : List.of("a", "b", "c", "d", "e", "f-big", "g")) {
+            Path p = landAt("it/ds-big-" + tag + "/" + n, n.equals("f-big") ? 6 * MB : MB);
+            Files.writeString(p.resolveSibling(p.getFileName() + ".done"), "");
+            landed.add(p);
+        }
+        LandingWatcher watcher = new LandingWatcher(buffer);
+        assertThat(watcher.scan()).as("the five small files").isEqualTo(5);
+        List<Long> ids = jdbc.queryForList("SELECT f.id FROM file f JOIN dataset d ON d.id = f.dataset_id WHERE d.name = ?",
+                Long.class, "ds-big-" + tag);
+        flushUntil(() -> archived(ids) == 5 && !flusher.busy());
+        assertThat(buffer.evict()).as("down to 2 MB, below the 5 MB low-water mark: room for 6 MB").isEqualTo(3);
+        assertThat(watcher.scan()).as("the big file").isEqualTo(1);
+        assertThat(buffer.fileByName(landed.get(5).toRealPath().toString())).isPresent();
+        assertThat(buffer.fileByName(landed.get(6).toRealPath().toString())).as("the next waits").isEmpty();
+        flushUntil(() -> archived(jdbc.queryForList("SELECT f.id FROM file f JOIN dataset d ON d.id = f.dataset_id WHERE d.name = ?",
+                Long.class, "ds-big-" + tag)) == 6 && !flusher.busy());
+        buffer.evict();
+        assertThat(watcher.scan()).as("the last one").isEqualTo(1);
     }
 
     @Test

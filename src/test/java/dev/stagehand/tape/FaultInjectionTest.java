@@ -44,6 +44,40 @@ class FaultInjectionTest {
         assertThat(m).isCompleted();
     }
 
+    /**
+     * A corrupt write stores one altered byte, so the copy's Adler32 always differs from its source's. (An earlier
+     * version altered the first byte of every 64 KiB block: on java.util.Random content those flips often
+     * cancelled out in Adler32, and the archive's checksum check saw a good copy.)
+     */
+    @Test
+    void aCorruptWriteAltersOneByteAndTheCopysChecksumAlwaysShowsIt() throws Exception {
+        SimulatedLibrary writer = SimulatedLibrary.builder(clock).drives(1).accessors(1).root(tmp.resolve("w")).faults(faults).build();
+        CompletableFuture<Void> m = writer.mount("drive01", "W1");
+        clock.runUntilIdle();
+        assertThat(m).isCompleted();
+        for (int i = 0; i < 20; i++) {
+            byte[] data = new byte[1_000_000];
+            new java.util.Random(("/cap/f" + i).hashCode()).nextBytes(data);
+            Path src = java.nio.file.Files.write(tmp.resolve("src" + i), data);
+            FileWrite w = new FileWrite(100 + i, "/cap/f" + i, src, data.length);
+            faults.corruptWrite(w.fileName());
+            WriteBatch batch = writer.write("drive01", List.of(w));
+            clock.runUntilIdle();
+            WriteBatch.WrittenSegment seg = batch.result(w).join();
+            java.util.zip.Adler32 sum = new java.util.zip.Adler32();
+            sum.update(data);
+            assertThat(seg.adler32()).as("file %d", i).isNotEqualTo(sum.getValue());
+            Path back = tmp.resolve("back" + i);
+            SegmentRead r = new SegmentRead(100 + i, w.fileName(), "W1", seg.offsetBytes(), data.length, back);
+            writer.read("drive01", List.of(r)).result(r);
+            clock.runUntilIdle();
+            byte[] stored = java.nio.file.Files.readAllBytes(back);
+            int differ = 0;
+            for (int j = 0; j < data.length; j++) if (stored[j] != data[j]) differ++;
+            assertThat(differ).as("bytes altered in file %d", i).isEqualTo(1);
+        }
+    }
+
     @Test
     void badSegmentFailsWithMediaErrorAndTheRestAreRead() {
         faults.badSegment("V1", "/data/f2");

@@ -516,12 +516,25 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
     // ------------------------------------------------------------------ eviction
 
     /**
+     * Bytes of the landed file the watcher waits to register (0: none). Eviction frees room for it below the
+     * low-water mark when it needs more than high-water minus low-water: otherwise such a file, and the landing
+     * queue behind it, would wait for ever. A hint the watcher renews at every scan: nothing is lost with it.
+     */
+    private volatile long waiting;
+
+    /** The watcher's next landed file needs {@code bytes} below the high-water mark (0: it waits for nothing). */
+    void waitingFor(long bytes) {
+        waiting = Math.max(0, bytes);
+    }
+
+    /**
      * Archived files every hold releases become evictable; then, while the buffer is above its low-water
-     * mark, evictable files are deleted oldest archived first. Returns how many files were deleted.
+     * mark (or above what a waiting landed file needs, when that is lower), evictable files are deleted oldest
+     * archived first. Returns how many files were deleted.
      */
     public synchronized int evict() {
         release();
-        long excess = usedBytes() - props.lowWaterBytes();
+        long excess = usedBytes() - Math.min(props.lowWaterBytes(), props.highWaterBytes() - waiting);
         int deleted = 0;
         while (excess > 0) {
             record Victim(long id, String path, long size) {}

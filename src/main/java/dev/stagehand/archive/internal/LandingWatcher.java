@@ -20,7 +20,8 @@ import org.slf4j.LoggerFactory;
  * survives restarts. The marker is removed once the file is registered; a file that is refused keeps its
  * bytes and gets its marker renamed to {@code <file>.rejected} with the reason inside. When a chunk would take
  * the buffer past its high-water mark, the longest run of its first files that fits is registered and the scan
- * stops until the next round (the rest wait for eviction, in landing order).
+ * stops until the next round (the rest wait for eviction, in landing order). Eviction is told the size of the
+ * file that waits, so a file bigger than high-water minus low-water gets its room too.
  */
 public final class LandingWatcher {
 
@@ -50,6 +51,7 @@ public final class LandingWatcher {
         List<NewArchiveFile> batch = new ArrayList<>();
         int registered = 0;
         full = false;
+        buffer.waitingFor(0);
         for (Path m : markers) {
             String n = m.getFileName().toString();
             Path file = m.resolveSibling(n.substring(0, n.length() - MARKER.length()));
@@ -99,8 +101,11 @@ public final class LandingWatcher {
                 int fit = 0;
                 while (fit < files.size() && sum + files.get(fit).sizeBytes() <= room) sum += files.get(fit++).sizeBytes();
                 int n = fit > 0 && fit < files.size() ? submit(files.subList(0, fit), markers.subList(0, fit)) : 0;
-                if (!full) log.info("archive watcher: {} bytes left below the buffer's high-water mark; the next landed file "
-                        + "({} bytes) waits for eviction", Math.max(0, buffer.headroom()), files.get(n).sizeBytes());
+                if (!full) {
+                    log.info("archive watcher: {} bytes left below the buffer's high-water mark; the next landed file "
+                            + "({} bytes) waits for eviction", Math.max(0, buffer.headroom()), files.get(n).sizeBytes());
+                    buffer.waitingFor(files.get(n).sizeBytes()); // eviction makes room for it even below low water
+                }
                 full = true;
                 return n;
             }
