@@ -349,6 +349,34 @@ class PipelineIT {
                 .isEqualTo(2L); // each file handed on exactly once
     }
 
+    /** A destination down for longer than the disk lifetime: the copy stays pinned until its transfer ends. */
+    @Test
+    void aFileWaitingForItsTransferStaysPinnedPastItsDiskLifetime() {
+        start(100 * SIZE, 1, transfers);
+        String a = file("w0", volume("a"));
+        UUID id = requests.submit("it", new NewStageRequest(null, List.of(a), null, 600L,
+                "gsiftp://down.example.org:2811/data/", "atlas")).request().id();
+        submitted.add(id);
+        for (int i = 0; i < 200 && !states(id).containsKey("transferring"); i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+        }
+        assertThat(states(id)).containsEntry("transferring", 1L);
+        long fileId = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, a);
+        // two hours of the transfer waiting (no mover takes it here): four times the 10 min disk lifetime
+        for (int i = 0; i < 240; i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(30));
+        }
+        assertThat(cache.pins(fileId).get(id.toString())).as("pin of the waiting file").isAfter(clock.now());
+        assertThat(cache.pins(fileId).get(id.toString())).isBeforeOrEqualTo(clock.now().plusSeconds(600));
+        // delivered at last: the pin goes, as for any delivered file
+        jdbc.update("UPDATE transfer_job SET state = 'done', finished_at = now() WHERE correlation LIKE ?", "stage:" + id + ":%");
+        service.poll();
+        assertThat(requestState(id)).isEqualTo("done");
+        assertThat(cache.pins(fileId)).doesNotContainKey(id.toString());
+    }
+
     @Test
     void namesThatNeedEscapingReachTheirOwnDestinationAndAFileThatCannotBeSentFailsAloneWithoutBlockingOthers() {
         start(100 * SIZE, 2, transfers);

@@ -491,6 +491,30 @@ public class DiskCache {
         return files.size();
     }
 
+    /** A pin an owner still needs: file, owner, and the lifetime it is renewed for. */
+    public record PinNeed(long fileId, String owner, Duration lifetime) {}
+
+    /**
+     * Keeps pins alive while their owners still need the copies (a file waiting for its transfer to a
+     * destination that is down): each pin that expires within half its lifetime, or has expired or gone, is set
+     * to its lifetime from now. Returns how many pins were renewed or put back.
+     */
+    public int keepPinned(Collection<PinNeed> needs) {
+        if (needs.isEmpty()) return 0;
+        Instant now = clock.instant();
+        return db.sql("""
+                INSERT INTO cache_pin (file_id, owner, expires_at, created_at)
+                SELECT t.f, t.o, :now + t.s * interval '1 second', :now
+                  FROM unnest(:files::bigint[], :owners::text[], :secs::bigint[]) AS t(f, o, s)
+                ON CONFLICT (file_id, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at
+                 WHERE cache_pin.expires_at < :now + (EXCLUDED.expires_at - :now) / 2""")
+                .param("now", ts(now))
+                .param("files", needs.stream().map(PinNeed::fileId).toArray(Long[]::new))
+                .param("owners", needs.stream().map(PinNeed::owner).toArray(String[]::new))
+                .param("secs", needs.stream().map(n -> Math.max(1, n.lifetime().toSeconds())).toArray(Long[]::new))
+                .update();
+    }
+
     /**
      * Deletes expired pins. Not needed for correctness (expired pins never protect a copy); it keeps the
      * pin table small. @return pins removed

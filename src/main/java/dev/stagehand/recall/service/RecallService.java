@@ -212,7 +212,10 @@ public final class RecallService {
         engine.requestPass();
     }
 
-    /** How often open requests without open files are looked for (a repair: see {@link #settleLost}). */
+    /**
+     * How often open requests without open files are looked for (a repair: see {@link #settleLost}) and the
+     * pins of files waiting for their transfers renewed.
+     */
     static final Duration SETTLE_SWEEP = Duration.ofMinutes(1);
     private Instant lastSettleSweep = Instant.EPOCH;
 
@@ -226,6 +229,10 @@ public final class RecallService {
         lastSettleSweep = now;
         int n = store.settleLost();
         if (n > 0) log.warn("{} request(s) had ended without being settled (a settle lost to a crash); settled now", n);
+        if (handOff != null) {
+            int renewed = handOff.keepPinned();
+            if (renewed > 0) log.info("{} pin(s) of files still waiting for their transfers renewed", renewed);
+        }
     }
 
     /**

@@ -86,6 +86,21 @@ final class TransferHandOff {
         if (!ready.isEmpty()) log.debug("{} staged files handed to the transfer queue", ready.size());
     }
 
+    /**
+     * Keeps the pins of files handed to the movers alive until their transfers end: a pin counts from the
+     * file's landing, and a destination down for longer than the request's disk lifetime would otherwise let
+     * the copy be evicted before it is sent. Returns how many pins were renewed.
+     */
+    int keepPinned() {
+        List<DiskCache.PinNeed> needs = jdbc.query("""
+                SELECT x.file_id, x.request_id::text, r.disk_lifetime_s FROM stage_request_file x
+                  JOIN stage_request r ON r.id = x.request_id
+                 WHERE x.state = 'transferring' AND NOT x.released AND r.state IN ('submitted', 'active')""",
+                (rs, i) -> new DiskCache.PinNeed(rs.getLong(1), rs.getString(2),
+                        java.time.Duration.ofSeconds(rs.getLong(3) > 0 ? rs.getLong(3) : 86_400)));
+        return cache.keepPinned(needs);
+    }
+
     private boolean collect() {
         record Ended(String request, long file, String state, String error, long job) {}
         List<Ended> ended = new ArrayList<>(jdbc.query("""
