@@ -109,6 +109,11 @@ class ArchiveApiIT {
         assertThat(one.status()).isEqualTo(200);
         assertThat(one.json().get("dataset").asString()).isEqualTo(ds);
         assertThat(api.get("/api/v1/archive/files?name=/exp/" + tag + "/b").json().get("storageClass").asString()).isEqualTo("dual");
+        // only a failed file can be written again
+        Answer notFailed = api.post("/api/v1/archive/files/" + id + "/retry", "");
+        assertThat(notFailed.status()).as(notFailed.body()).isEqualTo(409);
+        assertThat(notFailed.json().get("detail").asString()).contains("only a failed file can be retried");
+        assertThat(api.post("/api/v1/archive/files/999999999/retry", "").status()).isEqualTo(404);
         Answer missing = api.get("/api/v1/archive/files/999999999");
         assertThat(missing.status()).isEqualTo(404);
         assertThat(missing.contentType()).contains("application/problem+json");

@@ -497,6 +497,12 @@ class ArchivePathIT {
         ArchiveBuffer.ArchiveFileStatus changed = buffer.file(ids.get(1)).orElseThrow();
         assertThat(changed.error()).contains("changed after registration");
         assertThat(changed.attempts()).isEqualTo(1);
+        // a retry cannot help a changed file: refused, and it stays failed
+        assertThatThrownBy(() -> buffer.retry(ids.get(1))).isInstanceOfSatisfying(ArchiveRejected.class, e -> {
+            assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.CONFLICT);
+            assertThat(e.getMessage()).contains("no longer has the registered bytes").contains("register it anew");
+        });
+        assertThat(state(ids.get(1))).isEqualTo("failed");
         assertThat(buffer.volumes("ds-chg-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("open");
         assertThat(segments(ids)).extracting(Seg::volume).containsOnly("A" + tag + "01");
         for (int i = 0; i < 10; i++) { // later rounds leave it alone
@@ -525,6 +531,18 @@ class ArchivePathIT {
         assertThat(buffer.volumes("ds-cap-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("full", "full", "full");
         assertThat(count("SELECT count(*) FROM archive_volume av JOIN volume v ON v.id = av.volume_id WHERE v.label LIKE ? AND av.state = 'blank'",
                 "A" + tag + "%")).isEqualTo(2);
+
+        // the drive is mended: an operator's retry writes it again, attempts counted anew, and it is archived
+        faults.clear();
+        assertThatThrownBy(() -> buffer.retry(ids.get(1))).isInstanceOfSatisfying(ArchiveRejected.class,
+                e -> assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.CONFLICT)); // archived: nothing to retry
+        assertThatThrownBy(() -> buffer.retry(-1)).isInstanceOfSatisfying(ArchiveRejected.class,
+                e -> assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.NOT_FOUND));
+        ArchiveBuffer.ArchiveFileStatus again = buffer.retry(ids.get(0));
+        assertThat(again.state()).isEqualTo("queued");
+        assertThat(again.attempts()).isZero();
+        flushUntil(() -> archived(List.of(ids.get(0))) == 1 && !flusher.busy());
+        assertThat(segments(List.of(ids.get(0)))).extracting(Seg::volume).containsExactly("A" + tag + "04");
     }
 
     @Test

@@ -27,6 +27,15 @@ public interface ArchiveBuffer {
     /** One registered file's state. */
     Optional<ArchiveFileStatus> file(long fileId);
 
+    /**
+     * Writes a {@code failed} file again (once the drive or media that failed it is dealt with): its copies not
+     * yet on tape are queued with their attempts counted from zero, in their place in the family's write order.
+     *
+     * @throws ArchiveRejected NOT_FOUND for an unknown file; CONFLICT when it is not failed, or when its buffer
+     *                         file no longer has the registered bytes (writing it again cannot help: register anew)
+     */
+    ArchiveFileStatus retry(long fileId);
+
     /** A registered file by its logical name or by its path in the buffer. */
     Optional<ArchiveFileStatus> fileByName(String nameOrPath);
 

@@ -144,13 +144,27 @@ class ArchiveController {
     @GetMapping("/files/{id}")
     @Operation(summary = "One registered file: state, tape copies, last failure")
     ArchiveFileStatus file(@PathVariable String id) {
-        long fileId;
+        long fileId = fileId(id);
+        return readable(buffer.file(fileId), "no archived file with id " + fileId);
+    }
+
+    private static long fileId(String id) {
         try {
-            fileId = Long.parseLong(id);
+            return Long.parseLong(id);
         } catch (NumberFormatException e) {
             throw BadInput.field("id", "expected a numeric file id, got '" + id + "'");
         }
-        return readable(buffer.file(fileId), "no archived file with id " + fileId);
+    }
+
+    @PostMapping(path = "/files/{id}/retry", consumes = MediaType.ALL_VALUE)
+    @Operation(summary = "Write a failed file to tape again (operator)",
+            description = "Once the drive or media that failed it is dealt with: its copies not yet on tape are queued again, "
+                    + "attempts counted from zero. 409 when the file is not failed, or when its buffer file no longer has the "
+                    + "registered bytes (register it anew).")
+    ArchiveFileStatus retry(@PathVariable String id) {
+        long fileId = fileId(id);
+        readable(buffer.file(fileId), "no archived file with id " + fileId); // another experiment's file: 404
+        return buffer.retry(fileId);
     }
 
     @GetMapping("/files")

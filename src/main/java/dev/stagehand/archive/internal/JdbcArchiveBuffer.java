@@ -504,6 +504,40 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
     }
 
     @Override
+    public ArchiveFileStatus retry(long fileId) {
+        ArchiveFileStatus f = file(fileId).orElseThrow(() -> new ArchiveRejected(Kind.NOT_FOUND, "no archived file with id " + fileId,
+                List.of(EntryError.field("id", "no archived file with id " + fileId))));
+        if (!f.state().equals("failed")) throw notFailed(f);
+        String now;
+        try {
+            now = Checksums.adler32Of(Path.of(f.path())); // read before any lock: it may be large
+        } catch (IOException e) {
+            now = "unreadable (" + e.getMessage() + ")";
+        }
+        if (!now.equals(f.adler32())) {
+            throw new ArchiveRejected(Kind.CONFLICT, f.name() + ": the buffer file no longer has the registered bytes (Adler32 now "
+                    + now + ", registered " + f.adler32() + "); writing it again cannot help: register it anew",
+                    List.of(EntryError.file(0, f.name(), "buffer file changed after registration")));
+        }
+        tx.executeWithoutResult(s -> {
+            List<String> state = jdbc.queryForList("SELECT state FROM archive_file WHERE file_id = ? FOR UPDATE", String.class, fileId);
+            if (state.isEmpty() || !state.get(0).equals("failed")) throw notFailed(file(fileId).orElse(f));
+            jdbc.update("""
+                    UPDATE archive_copy SET state = 'queued', attempts = 0, error = NULL,
+                           claimed_by = NULL, lease_until = NULL, volume_id = NULL
+                     WHERE file_id = ? AND state = 'failed'""", fileId);
+            jdbc.update("UPDATE archive_file SET state = 'queued', updated_at = now() WHERE file_id = ?", fileId);
+        });
+        log.info("archive: {} queued for tape again by an operator's retry", f.name());
+        return file(fileId).orElseThrow();
+    }
+
+    private static ArchiveRejected notFailed(ArchiveFileStatus f) {
+        return new ArchiveRejected(Kind.CONFLICT, f.name() + " is " + f.state() + "; only a failed file can be retried",
+                List.of(EntryError.field("state", f.state())));
+    }
+
+    @Override
     public List<WriteFailure> failures(int limit) {
         return jdbc.query("""
                 SELECT c.file_id, f.name, c.family, c.copy_no, c.attempts, c.error, c.not_before
