@@ -44,8 +44,7 @@ public class ExperimentAccess {
     public String experimentFor(ApiUser user, String given, List<String> names) {
         // a token limited by storage scopes stages only beneath its storage.stage paths (it knows them: nothing is given away)
         withinScopes(user, StorageScopes.Op.STAGE, names, null);
-        List<String> valid = new ArrayList<>(names.size());
-        for (String n : names) if (n != null && FileNames.problem(n) == null) valid.add(n);
+        List<String> valid = wellFormed(names);
         Map<String, String> of = files.of(valid);
         List<EntryError> errors = new ArrayList<>();
         if (given != null && !user.sees(given)) {
@@ -79,8 +78,7 @@ public class ExperimentAccess {
      */
     public Set<String> absent(ApiUser user, List<String> names) {
         withinScopes(user, StorageScopes.Op.STAGE, names, null);
-        List<String> valid = new ArrayList<>(names.size());
-        for (String n : names) if (n != null && FileNames.problem(n) == null) valid.add(n);
+        List<String> valid = wellFormed(names);
         Map<String, String> of = files.of(valid);
         Set<String> out = new java.util.HashSet<>();
         for (String n : valid) {
@@ -88,6 +86,13 @@ public class ExperimentAccess {
             if (e == null || !user.sees(e)) out.add(n);
         }
         return out;
+    }
+
+    /** The names that are well-formed logical names (others are reported by the submission's own checks). */
+    private static List<String> wellFormed(List<String> names) {
+        List<String> valid = new ArrayList<>(names.size());
+        for (String n : names) if (n != null && FileNames.problem(n) == null) valid.add(n);
+        return valid;
     }
 
     /**
