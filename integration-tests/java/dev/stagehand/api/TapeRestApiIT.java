@@ -272,7 +272,11 @@ class TapeRestApiIT {
         assertThat(api.post("/api/v1/stage/" + id + "/cancel", paths(gone)).status()).isEqualTo(200);
         assertThat(api.post("/api/v1/stage/" + id + "/cancel", paths("/wlcg/" + tag + "/other")).status()).isEqualTo(400);
 
-        recall(LibraryEvents.NONE).until(() -> filesOf(api.get("/api/v1/stage/" + id).json()).get(b).get("state").stringValue().equals("COMPLETED"));
+        // both known files (their order on the volume depends on the run's random names)
+        recall(LibraryEvents.NONE).until(() -> {
+            Map<String, JsonNode> now = filesOf(api.get("/api/v1/stage/" + id).json());
+            return now.get(a).get("state").stringValue().equals("COMPLETED") && now.get(b).get("state").stringValue().equals("COMPLETED");
+        });
         r = api.get("/api/v1/stage/" + id).json();
         assertThat(filesOf(r).get(a).get("state").stringValue()).isEqualTo("COMPLETED");
         assertThat(filesOf(r).get(gone).get("state").stringValue()).isEqualTo("FAILED");
