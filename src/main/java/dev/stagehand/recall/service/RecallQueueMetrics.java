@@ -92,30 +92,35 @@ final class RecallQueueMetrics implements SmartLifecycle {
         }
     }
 
-    /** Reads the queue and sets every row of the four gauges. */
+    /**
+     * Reads the queue and sets every row of the four gauges. One statement, so the per-experiment and per-volume
+     * figures come from one snapshot: read in two, a request committed in between showed on one and not the other.
+     */
     void refresh() {
         Map<Tags, Long> f = new HashMap<>(), b = new HashMap<>();
-        jdbc.query(WANTED + """
-                SELECT coalesce(f.experiment, '') AS experiment, w.state, count(*) AS n, coalesce(sum(f.size_bytes), 0) AS bytes
-                  FROM w JOIN file f ON f.id = w.file_id GROUP BY 1, 2""", rs -> {
-            Tags tags = Tags.of("experiment", rs.getString("experiment"), "state", rs.getString("state"));
-            f.put(tags, rs.getLong("n"));
-            b.put(tags, rs.getLong("bytes"));
-        });
         Map<String, long[]> perVolume = new TreeMap<>();
         jdbc.query(WANTED + """
-                SELECT v.label, count(*) AS n, coalesce(sum(f.size_bytes), 0) AS bytes
+                SELECT 'experiment' AS kind, coalesce(f.experiment, '') AS k, w.state, count(*) AS n, coalesce(sum(f.size_bytes), 0) AS bytes
+                  FROM w JOIN file f ON f.id = w.file_id GROUP BY 2, 3
+                UNION ALL
+                SELECT 'volume', v.label, NULL, count(*), coalesce(sum(f.size_bytes), 0)
                   FROM w JOIN file f ON f.id = w.file_id
                   JOIN segment s ON s.file_id = w.file_id AND s.state = 'ok'
                   JOIN volume v ON v.id = s.volume_id AND v.state = 'available'
                  WHERE w.state = 'queued' GROUP BY v.label
                 UNION ALL
-                SELECT w.volume, count(*), coalesce(sum(f.size_bytes), 0)
+                SELECT 'volume', w.volume, NULL, count(*), coalesce(sum(f.size_bytes), 0)
                   FROM w JOIN file f ON f.id = w.file_id
                  WHERE w.state = 'staging' GROUP BY w.volume""", rs -> {
-            long[] v = perVolume.computeIfAbsent(rs.getString(1), k -> new long[2]);
-            v[0] += rs.getLong(2);
-            v[1] += rs.getLong(3);
+            if (rs.getString(1).equals("experiment")) {
+                Tags tags = Tags.of("experiment", rs.getString(2), "state", rs.getString(3));
+                f.put(tags, rs.getLong(4));
+                b.put(tags, rs.getLong(5));
+            } else {
+                long[] v = perVolume.computeIfAbsent(rs.getString(2), k -> new long[2]);
+                v[0] += rs.getLong(4);
+                v[1] += rs.getLong(5);
+            }
         });
         Map<Tags, Long> vf = new HashMap<>(), vb = new HashMap<>();
         perVolume.forEach((label, v) -> {
