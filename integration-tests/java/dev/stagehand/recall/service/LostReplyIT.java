@@ -74,7 +74,28 @@ class LostReplyIT {
         long adler = SimulatedContent.writeTo(f.name(), f.sizeBytes(), slot.target());
         assertThat(cache.commit(slot.handle(), String.format("%08x", adler)).verified()).isTrue(); // its reply never arrived
 
-        assertThat(staging.commit(f, "L1", slot, adler)).as("refusal reason").isNull();
+        assertThat(staging.commit(f, "L1", slot, adler)).isEqualTo(Staging.Committed.KEPT);
         assertThat(cache.lookup(List.of(f.id())).get(f.id()).cached()).isTrue();
+    }
+
+    @Test
+    void aCopyWhoseReservationWasGivenUpUnderItIsLostNotBlamedOnTheTape() throws Exception {
+        String tag = UUID.randomUUID().toString().substring(0, 8);
+        DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache"), 10_000_000, "lg-" + tag, new VirtualClock());
+        CacheStaging staging = new CacheStaging(cache, jdbc, 1_000_000, RecallMetrics.NONE);
+        long volume = jdbc.queryForObject("INSERT INTO volume (label) VALUES (?) RETURNING id", Long.class, "G" + tag);
+        FileWork f = file("/it/" + tag + "/given-up");
+        jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, 0)", f.id(), volume);
+        Staging.Slot slot = staging.reserve("G" + tag, List.of(f)).getFirst();
+        long adler = SimulatedContent.writeTo(f.name(), f.sizeBytes(), slot.target());
+        // another instance took the file's lapsed claim while the database was away from this one
+        cache.abort(slot.handle(), "claim's lease expired (instance gone)");
+
+        Staging.Committed c = staging.commit(f, "G" + tag, slot, adler);
+
+        assertThat(c.verdict()).isEqualTo(Staging.Verdict.LOST);
+        assertThat(c.reason()).startsWith("staged copy lost before it was verified");
+        assertThat(jdbc.queryForObject("SELECT state FROM segment WHERE file_id = ?", String.class, f.id()))
+                .as("the tape copy is not blamed").isEqualTo("ok");
     }
 }

@@ -945,9 +945,17 @@ public final class RecallEngine {
             d.head = s.offsetBytes() + s.sizeBytes();
             d.moved += s.sizeBytes();
             // nothing unverified is ever handed on: a refused copy is gone, the file goes to another copy or fails
-            String refused = staging.commit(f, s.volume(), slot, r.adler32());
-            if (refused != null) {
-                afterFailure(f, model.copyFailed(f, s.volume(), refused, t, this::isMounted), t);
+            Staging.Committed c = staging.commit(f, s.volume(), slot, r.adler32());
+            if (c.verdict() == Staging.Verdict.REFUSED) {
+                afterFailure(f, model.copyFailed(f, s.volume(), c.reason(), t, this::isMounted), t);
+                return;
+            }
+            if (c.verdict() == Staging.Verdict.LOST) {
+                // read again, as after a lapsed claim: blaming the copy would fail a file that has only this one
+                System.getLogger(RecallEngine.class.getName()).log(System.Logger.Level.WARNING,
+                        f.name + " read again: " + c.reason());
+                model.requeue(f, this::isMounted);
+                store.released(f);
                 return;
             }
             listener.segmentRead(d.name, f, r, t);

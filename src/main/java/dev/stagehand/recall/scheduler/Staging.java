@@ -36,6 +36,23 @@ public interface Staging {
         public static Slot fail(String reason) { return new Slot(Kind.FAIL, null, -1, null, reason); }
     }
 
+    /** What became of a copy handed to {@link #commit}. */
+    enum Verdict {
+        /** Verified: it may be handed on. */
+        KEPT,
+        /** Refused (checksum or size mismatch): the copy is gone and the tape copy is to blame. */
+        REFUSED,
+        /** Lost before it was verified (its space was given up under it): the tape copy is not to blame. */
+        LOST
+    }
+
+    /** A {@link Verdict} with the reason for REFUSED and LOST. */
+    record Committed(Verdict verdict, String reason) {
+        public static final Committed KEPT = new Committed(Verdict.KEPT, null);
+        public static Committed refused(String reason) { return new Committed(Verdict.REFUSED, reason); }
+        public static Committed lost(String reason) { return new Committed(Verdict.LOST, reason); }
+    }
+
     /** Places for {@code files} (in read order) about to be read from {@code volume}; one slot per file. */
     List<Slot> reserve(String volume, List<FileWork> files);
 
@@ -48,9 +65,9 @@ public interface Staging {
     /**
      * Ends a read that delivered bytes with this Adler32 (-1: no bytes were kept).
      *
-     * @return null if the copy is good and may be handed on; else why it was refused (the copy is gone)
+     * @return KEPT if the copy is good and may be handed on; else why it is gone
      */
-    String commit(FileWork file, String volume, Slot slot, long adler32);
+    Committed commit(FileWork file, String volume, Slot slot, long adler32);
 
     /** Gives the slot up: the read failed or was cancelled. */
     void abort(FileWork file, Slot slot, String reason);
@@ -68,9 +85,9 @@ public interface Staging {
         @Override public long usefulBatchBytes() { return 0; }
 
         @Override
-        public String commit(FileWork f, String volume, Slot slot, long adler32) {
-            if (adler32 < 0 || f.adler32() == null || f.adler32().equalsIgnoreCase(String.format("%08x", adler32))) return null;
-            return "checksum mismatch on " + volume + ": catalog " + f.adler32() + ", read " + String.format("%08x", adler32);
+        public Committed commit(FileWork f, String volume, Slot slot, long adler32) {
+            if (adler32 < 0 || f.adler32() == null || f.adler32().equalsIgnoreCase(String.format("%08x", adler32))) return Committed.KEPT;
+            return Committed.refused("checksum mismatch on " + volume + ": catalog " + f.adler32() + ", read " + String.format("%08x", adler32));
         }
 
         @Override public void abort(FileWork f, Slot slot, String reason) { }

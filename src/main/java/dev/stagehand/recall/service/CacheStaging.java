@@ -89,11 +89,11 @@ final class CacheStaging implements Staging {
     }
 
     @Override
-    public String commit(FileWork file, String volume, Slot slot, long adler32) {
+    public Committed commit(FileWork file, String volume, Slot slot, long adler32) {
         CommitResult r = DatabaseRetry.call("cache commit", () -> cache.commit(slot.handle(), String.format("%08x", adler32)));
         if (r.verified() || committedBeforeReplyLost(file, slot, r)) {
             metrics.staged(file.sizeBytes());
-            return null;
+            return Committed.KEPT;
         }
         metrics.stageFailed(r.outcome() == CommitResult.Outcome.CORRUPT ? "checksum" : "lost");
         if (r.outcome() == CommitResult.Outcome.CORRUPT) {
@@ -101,9 +101,11 @@ final class CacheStaging implements Staging {
                     UPDATE segment s SET state = 'suspect' FROM volume v
                      WHERE v.id = s.volume_id AND v.label = ? AND s.file_id = ? AND s.state = 'ok'""", volume, file.id()));
             log.warn("file {}: copy on {} refused ({}); {} segment(s) marked suspect", file.name(), volume, r.reason(), n);
-            return "checksum mismatch reading " + volume + ": " + r.reason() + " (segment marked suspect)";
+            return Committed.refused("checksum mismatch reading " + volume + ": " + r.reason() + " (segment marked suspect)");
         }
-        return "staged copy lost before it was verified: " + r.reason();
+        // its reservation was given up under it: another instance took the file's lapsed claim while the
+        // database was away from this one, or recovery discarded it. The tape copy is not to blame.
+        return Committed.lost("staged copy lost before it was verified: " + r.reason());
     }
 
     /**

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.recall.scheduler.SchedulerConfig.Policy;
 import dev.stagehand.tape.SegmentRead;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -480,5 +482,31 @@ class RecallEngineTest {
         assertThat(shrt.finished()).isTrue();
         // in the tour along the tape its file comes near the end, over ten minutes later
         assertThat(shrt.completedAt() - shrt.arrival()).isGreaterThan(600);
+    }
+
+    @Test
+    void aCopyLostInTheStagingAreaIsReadAgainAndItsOnlyTapeCopyNotBlamed() {
+        TestClock clock = new TestClock();
+        FakeLibrary library = new FakeLibrary(clock, 1, 1);
+        int[] commits = {0};
+        // the first commit finds its reservation given up (another instance took the lapsed claim meanwhile)
+        Staging losesFirst = new Staging() {
+            @Override public List<Slot> reserve(String volume, List<FileWork> files) { return NONE.reserve(volume, files); }
+            @Override public long reservableBytes() { return Long.MAX_VALUE; }
+            @Override public long usefulBatchBytes() { return 0; }
+            @Override public void abort(FileWork file, Slot slot, String reason) { }
+            @Override
+            public Committed commit(FileWork file, String volume, Slot slot, long adler32) {
+                return ++commits[0] == 1 ? Committed.lost("reservation given up") : Committed.KEPT;
+            }
+        };
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
+                QueueStore.IN_MEMORY, losesFirst, EngineListener.NONE);
+        clock.schedule(Duration.ZERO, () -> engine.submit("r1", Instant.EPOCH, 0, "exp", List.of(file(1, "V1", 0, 1_000_000_000L))));
+        clock.run(20_000);
+
+        assertThat(engine.model().request("r1").finished()).isTrue();
+        assertThat(engine.model().request("r1").failed()).isFalse();
+        assertThat(library.reads).extracting(SegmentRead::fileId).containsExactly(1L, 1L);
     }
 }
