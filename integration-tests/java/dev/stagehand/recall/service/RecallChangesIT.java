@@ -24,7 +24,8 @@ import org.springframework.transaction.support.TransactionTemplate;
 /**
  * What operators and the library change under a running scheduler reaches it: a volume the library reports
  * unavailable is disabled in the catalog (its files go to their other copies or fail with the reason), and a
- * priority changed in the database re-ranks the request's queued files.
+ * priority changed in the database re-ranks the request's queued files. A request whose transaction committed
+ * long after it began (its creation time) is still taken in.
  */
 @SpringBootTest(properties = {"stagehand.recall.enabled=false"})
 class RecallChangesIT {
@@ -107,6 +108,37 @@ class RecallChangesIT {
         s.poll();
         assertThat(s.engine().model().request(low.toString()).priority()).isEqualTo(7);
         assertThat(s.engine().model().file(f1).priority()).isEqualTo(7);
+        lib.close();
+    }
+
+    @Test
+    void aRequestCommittedLongAfterItsCreationTimeIsTakenInByTheSweep() {
+        String tag = UUID.randomUUID().toString().substring(0, 8);
+        long a = file("/it/" + tag + "/late", volume("A" + tag)), b = file("/it/" + tag + "/early", volume("B" + tag));
+        VirtualClock clock = new VirtualClock();
+        SimulatedLibrary lib = SimulatedLibrary.builder(clock).name("l").drives(1).accessors(1).root(tmp.resolve("lib")).build();
+        DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache"), 10_000_000_000L, "l-" + tag, clock);
+        RecallService s = new RecallService(jdbc, lib, clock, TapeModel.lto9(), props("l-" + tag), cache);
+        s.start();
+        UUID early = request(0, b);
+        s.poll();
+        assertThat(s.engine().model().request(early.toString())).isNotNull();
+        // a submission whose transaction began five minutes ago (a huge request, a slow client) commits only now
+        UUID late = request(0, a);
+        jdbc.update("UPDATE stage_request SET created_at = now() - interval '5 minutes' WHERE id = ?", late);
+        s.poll();
+        assertThat(s.engine().model().request(late.toString())).as("outside the round's window").isNull();
+
+        clock.advance(RecallService.SWEEP);
+        s.poll();
+        assertThat(s.engine().model().request(late.toString())).as("taken in by the sweep").isNotNull();
+        for (int round = 0; round < 40; round++) {
+            clock.advance(Duration.ofSeconds(30));
+            s.poll();
+            if (jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?", String.class, late).equals("done")) break;
+        }
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request_file WHERE request_id = ?", String.class, late))
+                .isEqualTo("on_disk");
         lib.close();
     }
 }

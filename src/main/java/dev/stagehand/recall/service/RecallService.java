@@ -60,8 +60,15 @@ public final class RecallService {
     private RecallEngine engine;
     private JdbcQueueStore store;
     private volatile ScheduledExecutorService poller;
-    private final Set<String> known = new HashSet<>();
+    /** Requests given to the engine, with their creation time; forgotten once older than the intake window. */
+    private final Map<String, Instant> known = new HashMap<>();
+    /** The newest request creation time seen (the database's clock): the intake window ends {@link #LATE_COMMIT} before it. */
     private Instant watermark = Instant.EPOCH;
+    /**
+     * A request's creation time is its transaction's start: one that commits later than this after it may be
+     * missed by a round's window, and is then found by the next sweep ({@link #SWEEP}).
+     */
+    static final Duration LATE_COMMIT = Duration.ofSeconds(60);
 
     public RecallService(JdbcTemplate jdbc, TapeLibrary library, EventClock clock, TapeModel model, RecallProperties props,
                          DiskCache cache) {
@@ -203,30 +210,33 @@ public final class RecallService {
 
     /** One intake round: leases, new requests, reconciliation with the rows, then a scheduling pass. */
     public synchronized void poll() {
+        Instant now = clock.now();
+        boolean sweep = Duration.between(lastSweep, now).compareTo(SWEEP) >= 0;
+        if (sweep) lastSweep = now;
         settleLeases();
-        registerQueuedFiles();
-        intake();
+        Map<String, Instant> fresh = freshRequests(sweep);
+        registerQueuedFiles(sweep ? null : fresh.keySet());
+        intake(fresh);
         reconcile();
         if (handOff != null) handOff.run();
-        settleLost();
+        if (sweep) settleLost();
         engine.requestPass();
     }
 
     /**
-     * How often open requests without open files are looked for (a repair: see {@link #settleLost}) and the
-     * pins of files waiting for their transfers renewed.
+     * How often a round looks at the whole queue rather than at the requests new since the last round: every
+     * queued file against the cache and the tape copies (a file cached or a volume lost since), open requests
+     * without open files (a repair: see {@link #settleLost}), the pins of files waiting for their transfers.
+     * Looking at the whole queue every round cost seconds at 10^6 queued files (bench/intake.sh).
      */
-    static final Duration SETTLE_SWEEP = Duration.ofMinutes(1);
-    private Instant lastSettleSweep = Instant.EPOCH;
+    static final Duration SWEEP = Duration.ofMinutes(1);
+    private Instant lastSweep = Instant.EPOCH;
 
     /**
      * Ends requests whose last file ended without their settle (an instance killed between a transfer's end
      * and its request's, or any other lost statement): otherwise such a request stayed active for ever.
      */
     private void settleLost() {
-        Instant now = clock.now();
-        if (Duration.between(lastSettleSweep, now).compareTo(SETTLE_SWEEP) < 0) return;
-        lastSettleSweep = now;
         int n = store.settleLost();
         if (n > 0) log.warn("{} request(s) had ended without being settled (a settle lost to a crash); settled now", n);
         if (handOff != null) {
@@ -257,19 +267,47 @@ public final class RecallService {
         }
     }
 
-    private void registerQueuedFiles() {
-        jdbc.update("""
-                INSERT INTO recall_file (file_id)
-                SELECT DISTINCT file_id FROM stage_request_file WHERE state = 'queued'
-                ON CONFLICT (file_id) DO NOTHING""");
+    /**
+     * Open requests the engine does not have, with their creation times: those created in the window (since
+     * {@link #LATE_COMMIT} before the newest seen); {@code all}: any the engine does not serve (one committed
+     * later than the window allowed). Looked up alone, before their files: joined to them, the planner walked
+     * every queued file (bench/intake.sh).
+     */
+    private Map<String, Instant> freshRequests(boolean all) {
+        Set<String> skip = new HashSet<>(known.keySet());
+        if (all) skip.addAll(engine.openRequestIds());
+        Map<String, Instant> fresh = new LinkedHashMap<>();
+        jdbc.query("""
+                SELECT id::text, created_at FROM stage_request
+                 WHERE state IN ('submitted', 'active') AND created_at >= ? AND id <> ALL(?::uuid[])
+                 ORDER BY created_at, id""",
+                rs -> { fresh.put(rs.getString(1), rs.getTimestamp(2).toInstant()); },
+                Timestamp.from(all ? Instant.EPOCH : watermark.minus(LATE_COMMIT)), skip.toArray(String[]::new));
+        return fresh;
+    }
+
+    /**
+     * Files of queued requests: each gets its {@code recall_file} row; one already in the cache is answered at
+     * once, one with no usable tape copy or already failed fails at once. Only the files of {@code requests}
+     * (those new since the last round), or every queued file when null: those given to the engine are not
+     * looked at every round (its outcomes keep their rows; the sweep catches what changed under them).
+     */
+    private void registerQueuedFiles(Set<String> requests) {
+        if (requests != null && requests.isEmpty()) return;
+        List<Long> queued = requests == null
+                ? jdbc.queryForList("SELECT DISTINCT file_id FROM stage_request_file WHERE state = 'queued'", Long.class)
+                : jdbc.queryForList("SELECT DISTINCT file_id FROM stage_request_file WHERE request_id = ANY(?::uuid[]) AND state = 'queued'",
+                        Long.class, (Object) requests.toArray(String[]::new));
+        if (queued.isEmpty()) return;
+        Long[] queuedIds = queued.toArray(Long[]::new);
+        jdbc.update("INSERT INTO recall_file (file_id) SELECT unnest(?::bigint[]) ON CONFLICT (file_id) DO NOTHING", (Object) queuedIds);
         // asked again after it failed: try again
         jdbc.update("""
                 UPDATE recall_file rf SET state = 'queued', error = NULL, updated_at = now()
-                 WHERE rf.state = 'failed' AND EXISTS (
+                 WHERE rf.state = 'failed' AND rf.file_id = ANY(?) AND EXISTS (
                        SELECT 1 FROM stage_request_file x JOIN stage_request r ON r.id = x.request_id
-                        WHERE x.file_id = rf.file_id AND x.state = 'queued' AND r.created_at > rf.updated_at)""");
+                        WHERE x.file_id = rf.file_id AND x.state = 'queued' AND r.created_at > rf.updated_at)""", (Object) queuedIds);
         // already in the cache: answered at once, no tape read; staged once but evicted since: read again
-        List<Long> queued = jdbc.queryForList("SELECT DISTINCT file_id FROM stage_request_file WHERE state = 'queued'", Long.class);
         List<Long> cached = new ArrayList<>();
         for (CacheEntry e : cache.lookup(queued).values()) if (e.cached()) cached.add(e.fileId());
         List<Long> onDisk = List.of();
@@ -286,7 +324,7 @@ public final class RecallService {
         List<Long> evicted = jdbc.queryForList("""
                 UPDATE recall_file SET state = 'queued', path = NULL, updated_at = now()
                  WHERE state = 'on_disk' AND file_id = ANY(?) AND NOT (file_id = ANY(?)) RETURNING file_id""",
-                Long.class, queued.toArray(Long[]::new), cached.toArray(Long[]::new));
+                Long.class, queuedIds, cached.toArray(Long[]::new));
         if (!evicted.isEmpty()) {
             // staged and committed between the cache lookup above and that update: not evicted after all (a staging
             // still under way is 'staging', never matched there, so looking again now closes the window); without
@@ -308,15 +346,16 @@ public final class RecallService {
         List<Long> failed = jdbc.queryForList("""
                 UPDATE stage_request_file x SET state = 'failed', error = rf.error, finished_at = now()
                   FROM recall_file rf WHERE rf.file_id = x.file_id AND rf.state = 'failed' AND x.state = 'queued'
-                RETURNING x.file_id""", Long.class);
+                   AND x.file_id = ANY(?)
+                RETURNING x.file_id""", Long.class, (Object) queuedIds);
         // no usable copy on tape: fail at once with the reason
         List<Long> noCopy = jdbc.queryForList("""
                 UPDATE recall_file rf SET state = 'failed', error = 'no usable tape copy (segment lost or volume unavailable)',
                        updated_at = now()
-                 WHERE rf.state = 'queued' AND NOT EXISTS (
+                 WHERE rf.state = 'queued' AND rf.file_id = ANY(?) AND NOT EXISTS (
                        SELECT 1 FROM segment s JOIN volume v ON v.id = s.volume_id
                         WHERE s.file_id = rf.file_id AND s.state = 'ok' AND v.state = 'available')
-                RETURNING rf.file_id""", Long.class);
+                RETURNING rf.file_id""", Long.class, (Object) queuedIds);
         if (!noCopy.isEmpty()) {
             jdbc.update("""
                     UPDATE stage_request_file x SET state = 'failed', error = rf.error, finished_at = now()
@@ -326,11 +365,14 @@ public final class RecallService {
         for (List<Long> ids : List.of(onDisk, failed, noCopy)) for (long id : new HashSet<>(ids)) store.completeRequests(id);
     }
 
-    private void intake() {
-        record Row(String request, int priority, String experiment, FileSpec file) {}
-        Instant since = watermark.minusSeconds(60); // rows committed late still get seen
+    /** Gives the engine those of {@code fresh} requests that have files to read. */
+    private void intake(Map<String, Instant> fresh) {
+        record Row(String request, Instant created, int priority, String experiment, FileSpec file) {}
+        for (Instant created : fresh.values()) if (created.isAfter(watermark)) watermark = created;
+        Instant window = watermark.minus(LATE_COMMIT);
+        known.values().removeIf(created -> created.isBefore(window)); // outside every later window: never read again
+        if (fresh.isEmpty()) return;
         List<Row> rows = new ArrayList<>();
-        Instant[] newest = {watermark};
         jdbc.query("""
                 SELECT sr.id, sr.priority, sr.experiment, sr.created_at, f.id AS fid, f.name, f.size_bytes, f.adler32,
                        f.experiment AS fexp, d.name AS dataset, x.targeted_metadata::text AS meta,
@@ -341,12 +383,10 @@ public final class RecallService {
                   JOIN stage_request_file x ON x.request_id = sr.id
                   JOIN file f ON f.id = x.file_id
                   LEFT JOIN dataset d ON d.id = f.dataset_id
-                 WHERE x.state IN ('queued', 'staging') AND sr.state IN ('submitted', 'active') AND sr.created_at >= ?
+                 WHERE x.state IN ('queued', 'staging') AND sr.state IN ('submitted', 'active') AND sr.id = ANY(?::uuid[])
                  ORDER BY sr.created_at, sr.id""", rs -> {
             String id = rs.getString("id");
             Instant created = rs.getTimestamp("created_at").toInstant();
-            if (created.isAfter(newest[0])) newest[0] = created;
-            if (known.contains(id)) return;
             String copies = rs.getString("copies");
             if (copies == null) return; // failed above as having no usable copy
             List<Copy> cs = new ArrayList<>();
@@ -355,12 +395,11 @@ public final class RecallService {
                 cs.add(new Copy(c.substring(0, sp), Long.parseLong(c.substring(sp + 1))));
             }
             String adler = rs.getString("adler32");
-            rows.add(new Row(id, rs.getInt("priority"), rs.getString("experiment"),
+            rows.add(new Row(id, created, rs.getInt("priority"), rs.getString("experiment"),
                     new FileSpec(rs.getLong("fid"), rs.getString("name"), rs.getLong("size_bytes"), cs,
                             rs.getString("fexp"), rs.getString("dataset"), adler == null ? null : adler.trim(),
                             rs.getString("meta"))));
-        }, Timestamp.from(since));
-        watermark = newest[0];
+        }, (Object) fresh.keySet().toArray(String[]::new));
         Map<String, List<Row>> byRequest = new LinkedHashMap<>();
         for (Row r : rows) byRequest.computeIfAbsent(r.request, k -> new ArrayList<>()).add(r);
         Instant now = clock.now();
@@ -371,7 +410,7 @@ public final class RecallService {
             // pins precede the files' arrival: a copy that lands is held for the request from the start
             pin(files.stream().map(FileSpec::id).toList(), e.getKey());
             engine.submit(e.getKey(), now, first.priority, first.experiment == null ? first.file.experiment() : first.experiment, files);
-            known.add(e.getKey());
+            known.put(e.getKey(), first.created);
         }
     }
 

@@ -1,0 +1,98 @@
+package dev.stagehand.bench;
+
+import dev.stagehand.StagehandApplication;
+import dev.stagehand.cache.DiskCache;
+import dev.stagehand.catalog.CatalogImporter;
+import dev.stagehand.platform.VirtualClock;
+import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.recall.service.RecallService;
+import dev.stagehand.tape.SimulatedLibrary;
+import dev.stagehand.tape.TapeModel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.UUID;
+import org.springframework.boot.SpringApplication;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * The recall scheduler's intake round in the service ({@link RecallService#poll}) with a large queue in
+ * PostgreSQL: the round that takes {@code files} queued file requests in, then the rounds that follow while
+ * they wait (the service runs one every poll interval, 2 s by default), and a round after a small new
+ * request, and the once-a-minute round that looks at the whole queue. The library is simulated on a virtual clock that is not advanced, so nothing is mounted: only
+ * the database side of the round is timed. Usage: IntakeBench [files] [rounds].
+ */
+public final class IntakeBench {
+
+    public static void main(String[] args) throws Exception {
+        int files = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
+        int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
+        Path dump = Path.of("target/bench/catalog-" + (files + files / 10) + "-7.csv");
+        if (!Files.exists(dump)) BenchSupport.writeCatalog(dump, files + files / 10, 7);
+        String[] spring = Arrays.copyOf(BenchSupport.springArgs(false), BenchSupport.springArgs(false).length + 1);
+        spring[spring.length - 1] = "--stagehand.recall.enabled=false"; // the bench's own instance is the only scheduler
+        try (var ctx = SpringApplication.run(StagehandApplication.class, spring)) {
+            JdbcTemplate jdbc = ctx.getBean(JdbcTemplate.class);
+            BenchSupport.clean(jdbc);
+            jdbc.execute("TRUNCATE recall_file");
+            ctx.getBean(CatalogImporter.class).importFile(dump);
+            long t0 = System.nanoTime();
+            request(jdbc, "ORDER BY name LIMIT " + files);
+            jdbc.execute("VACUUM ANALYZE");
+            double submit = (System.nanoTime() - t0) / 1e9;
+
+            VirtualClock clock = new VirtualClock();
+            Path root = Files.createDirectories(Path.of("target/bench/intake-library"));
+            SimulatedLibrary library = SimulatedLibrary.builder(clock).name("bench").drives(8).accessors(2).root(root).build();
+            RecallProperties props = new RecallProperties(true, "tape-aware", 20_000_000_000L, Duration.ZERO, Duration.ofMinutes(10),
+                    // no queue is worth a mount within the bench's minute: only the rounds are timed, no reads
+                    "bench-intake", Long.MAX_VALUE, Integer.MAX_VALUE, Duration.ofDays(365), Duration.ofDays(365), Duration.ofMinutes(5),
+                    2_000_000_000_000L, 20_000, 4, Map.of(), Map.of());
+            RecallService service = new RecallService(jdbc, library, clock, TapeModel.lto9(), props, ctx.getBean(DiskCache.class));
+            service.start();
+            long t1 = System.nanoTime();
+            service.poll();
+            double first = (System.nanoTime() - t1) / 1e9;
+            List<String> waiting = new ArrayList<>();
+            double[] each = new double[rounds];
+            for (int i = 0; i < rounds; i++) {
+                long t = System.nanoTime();
+                service.poll();
+                each[i] = (System.nanoTime() - t) / 1e9;
+                waiting.add(String.format(Locale.ROOT, "%.3f", each[i]));
+            }
+            // a new request of 1,000 files: 500 already queued, 500 new
+            request(jdbc, "ORDER BY name OFFSET " + (files - 500) + " LIMIT 1000");
+            long t2 = System.nanoTime();
+            service.poll();
+            double afterNew = (System.nanoTime() - t2) / 1e9;
+            clock.advance(Duration.ofSeconds(61)); // the once-a-minute round over the whole queue is due
+            long t3 = System.nanoTime();
+            service.poll();
+            double sweep = (System.nanoTime() - t3) / 1e9;
+            service.stop();
+            long queued = jdbc.queryForObject("SELECT count(*) FROM stage_request_file WHERE state = 'queued'", Long.class);
+            Arrays.sort(each);
+            System.out.printf(Locale.ROOT, "%nrecall intake rounds with %,d queued file requests in PostgreSQL (%,d queued after the rounds):%n",
+                    files, queued);
+            System.out.printf(Locale.ROOT, "  %-46s %8.2f s%n", "submission (SQL insert, analyze)", submit);
+            System.out.printf(Locale.ROOT, "  %-46s %8.2f s%n", "first round (takes the request in)", first);
+            System.out.printf(Locale.ROOT, "  %-46s %8.3f s   (each: %s)%n", "round while it waits, median of " + rounds,
+                    each[rounds / 2], String.join(" ", waiting));
+            System.out.printf(Locale.ROOT, "  %-46s %8.3f s%n", "round after a new 1,000-file request", afterNew);
+            System.out.printf(Locale.ROOT, "  %-46s %8.3f s%n", "sweep round (once a minute: the whole queue)", sweep);
+        }
+    }
+
+    private static void request(JdbcTemplate jdbc, String pick) {
+        UUID id = UUID.randomUUID();
+        jdbc.update("INSERT INTO stage_request (id, owner, experiment, file_count) VALUES (?, 'bench', 'atlas', 1)", id);
+        int n = jdbc.update("INSERT INTO stage_request_file (request_id, file_id) SELECT ?, id FROM file " + pick, id);
+        jdbc.update("UPDATE stage_request SET file_count = ? WHERE id = ?", n, id);
+    }
+}
