@@ -17,6 +17,16 @@ final class BenchSupport {
     private BenchSupport() {}
 
     /**
+     * A catalog for requests of {@code files} files (a tenth more rows, seed 7), written on first use and kept
+     * in target/bench for the next run.
+     */
+    static Path catalogFor(int files) throws IOException {
+        Path dump = Path.of("target/bench/catalog-" + (files + files / 10) + "-7.csv");
+        if (!Files.exists(dump)) writeCatalog(dump, files + files / 10, 7);
+        return dump;
+    }
+
+    /**
      * Writes {@code rows} catalog rows: files of 20 datasets (sizes 10 MB-4 GB) written back to back on
      * LTO-9 volumes, a new volume when one is full; every 10th file has a second copy on another volume.
      * The same seed gives the same bytes.

@@ -32,8 +32,7 @@ public final class IntakeBench {
     public static void main(String[] args) throws Exception {
         int files = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
         int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
-        Path dump = Path.of("target/bench/catalog-" + (files + files / 10) + "-7.csv");
-        if (!Files.exists(dump)) BenchSupport.writeCatalog(dump, files + files / 10, 7);
+        Path dump = BenchSupport.catalogFor(files);
         String[] spring = Arrays.copyOf(BenchSupport.springArgs(false), BenchSupport.springArgs(false).length + 1);
         spring[spring.length - 1] = "--stagehand.recall.enabled=false"; // the bench's own instance is the only scheduler
         try (var ctx = SpringApplication.run(StagehandApplication.class, spring)) {

@@ -6,7 +6,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -30,8 +29,7 @@ public final class StageRequestBench {
     public static void main(String[] args) throws Exception {
         int files = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
         int runs = args.length > 1 ? Integer.parseInt(args[1]) : 5;
-        Path dump = Path.of("target/bench/catalog-" + (files + files / 10) + "-7.csv");
-        if (!Files.exists(dump)) BenchSupport.writeCatalog(dump, files + files / 10, 7);
+        Path dump = BenchSupport.catalogFor(files);
         try (var ctx = SpringApplication.run(StagehandApplication.class, BenchSupport.springArgs(true))) {
             JdbcTemplate jdbc = ctx.getBean(JdbcTemplate.class);
             BenchSupport.clean(jdbc);
