@@ -6,10 +6,14 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MultiGauge;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** Queue gauge rows keep their gauge between refreshes (re-registering them races with Prometheus scrapes). */
+/**
+ * Queue gauge rows keep their gauge between refreshes (re-registering them races with Prometheus scrapes), and
+ * refreshes are spaced so that a slow one (a huge queue) does not keep the database busy.
+ */
 class QueueGaugeRowsTest {
 
     @Test
@@ -27,5 +31,13 @@ class QueueGaugeRowsTest {
         assertThat(again).isSameAs(first);
         assertThat(again.value()).isEqualTo(7);
         assertThat(registry.find("q").tags(b).gauge()).isNull();
+    }
+
+    @Test
+    void aRefreshLongerThanATenthOfTheIntervalIsFollowedByTenTimesItsOwnTime() {
+        Duration interval = Duration.ofSeconds(30);
+        assertThat(RecallQueueMetrics.pauseAfter(interval, Duration.ofMillis(40))).isEqualTo(interval);
+        assertThat(RecallQueueMetrics.pauseAfter(interval, Duration.ofSeconds(3))).isEqualTo(interval);
+        assertThat(RecallQueueMetrics.pauseAfter(interval, Duration.ofSeconds(9))).isEqualTo(Duration.ofSeconds(90));
     }
 }
