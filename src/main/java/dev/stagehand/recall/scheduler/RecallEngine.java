@@ -773,8 +773,7 @@ public final class RecallEngine {
                 }
                 case WAIT -> {
                     waiting = true;
-                    model.requeue(f, this::isMounted);
-                    store.released(f);
+                    putBack(f);
                 }
                 case FAIL -> {
                     afterFailure(f, model.fail(f, slot.reason(), t), t);
@@ -954,8 +953,7 @@ public final class RecallEngine {
                 // read again, as after a lapsed claim: blaming the copy would fail a file that has only this one
                 System.getLogger(RecallEngine.class.getName()).log(System.Logger.Level.WARNING,
                         f.name + " read again: " + c.reason());
-                model.requeue(f, this::isMounted);
-                store.released(f);
+                putBack(f);
                 return;
             }
             listener.segmentRead(d.name, f, r, t);
@@ -966,8 +964,7 @@ public final class RecallEngine {
         staging.abort(f, slot, String.valueOf(rootCause(e).getMessage()));
         TapeFailure tf = tapeFailure(e);
         if (tf == null || rootCause(e) instanceof CancellationException) {
-            model.requeue(f, this::isMounted);
-            store.released(f);
+            putBack(f);
         } else if (tf.kind() == TapeFailure.Kind.DRIVE_FAILURE) {
             d.failed = true;
             model.requeue(f, v -> false);
@@ -976,6 +973,12 @@ public final class RecallEngine {
             afterFailure(f, model.copyFailed(f, s.volume(), tf.getMessage(), t, this::isMounted), t);
             if (tf.kind() == TapeFailure.Kind.VOLUME_UNAVAILABLE) volumeUnavailable(s.volume(), tf.getMessage(), t);
         }
+    }
+
+    /** The file is queued here again (a mounted copy first) and its claim given back, to be read again. */
+    private void putBack(FileWork f) {
+        model.requeue(f, this::isMounted);
+        store.released(f);
     }
 
     /**

@@ -367,14 +367,14 @@ public final class RecallService {
 
     /** Gives the engine those of {@code fresh} requests that have files to read. */
     private void intake(Map<String, Instant> fresh) {
-        record Row(String request, Instant created, int priority, String experiment, FileSpec file) {}
+        record Row(String request, int priority, String experiment, FileSpec file) {}
         for (Instant created : fresh.values()) if (created.isAfter(watermark)) watermark = created;
         Instant window = watermark.minus(LATE_COMMIT);
         known.values().removeIf(created -> created.isBefore(window)); // outside every later window: never read again
         if (fresh.isEmpty()) return;
         List<Row> rows = new ArrayList<>();
         jdbc.query("""
-                SELECT sr.id, sr.priority, sr.experiment, sr.created_at, f.id AS fid, f.name, f.size_bytes, f.adler32,
+                SELECT sr.id, sr.priority, sr.experiment, f.id AS fid, f.name, f.size_bytes, f.adler32,
                        f.experiment AS fexp, d.name AS dataset, x.targeted_metadata::text AS meta,
                        (SELECT string_agg(v.label || ' ' || s.offset_bytes, ',' ORDER BY v.label)
                           FROM segment s JOIN volume v ON v.id = s.volume_id
@@ -389,7 +389,6 @@ public final class RecallService {
                    AND x.request_id = ANY(?::uuid[])
                  ORDER BY sr.created_at, sr.id""", rs -> {
             String id = rs.getString("id");
-            Instant created = rs.getTimestamp("created_at").toInstant();
             String copies = rs.getString("copies");
             if (copies == null) return; // failed above as having no usable copy
             List<Copy> cs = new ArrayList<>();
@@ -398,7 +397,7 @@ public final class RecallService {
                 cs.add(new Copy(c.substring(0, sp), Long.parseLong(c.substring(sp + 1))));
             }
             String adler = rs.getString("adler32");
-            rows.add(new Row(id, created, rs.getInt("priority"), rs.getString("experiment"),
+            rows.add(new Row(id, rs.getInt("priority"), rs.getString("experiment"),
                     new FileSpec(rs.getLong("fid"), rs.getString("name"), rs.getLong("size_bytes"), cs,
                             rs.getString("fexp"), rs.getString("dataset"), adler == null ? null : adler.trim(),
                             rs.getString("meta"))));
@@ -413,7 +412,7 @@ public final class RecallService {
             // pins precede the files' arrival: a copy that lands is held for the request from the start
             pin(files.stream().map(FileSpec::id).toList(), e.getKey());
             engine.submit(e.getKey(), now, first.priority, first.experiment == null ? first.file.experiment() : first.experiment, files);
-            known.put(e.getKey(), first.created);
+            known.put(e.getKey(), fresh.get(e.getKey()));
         }
     }
 
