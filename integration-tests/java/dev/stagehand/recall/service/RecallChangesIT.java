@@ -6,6 +6,7 @@ import dev.stagehand.ItDb;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.VirtualClock;
 import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.recall.scheduler.FileWork;
 import dev.stagehand.tape.FaultPlan;
 import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeModel;
@@ -43,8 +44,13 @@ class RecallChangesIT {
     Path tmp;
 
     static RecallProperties props(String instance) {
+        return props(instance, Duration.ofMinutes(5));
+    }
+
+    /** {@code mountAge}: how old a volume's oldest request must be before it is worth a mount on its own. */
+    static RecallProperties props(String instance, Duration mountAge) {
         return new RecallProperties(true, "tape-aware", 20_000_000L, Duration.ZERO, Duration.ofMinutes(10), instance,
-                500_000_000_000L, 10_000, Duration.ofMinutes(5), Duration.ofHours(4), Duration.ofMinutes(5),
+                500_000_000_000L, 10_000, mountAge, Duration.ofHours(4), Duration.ofMinutes(5),
                 2_000_000_000_000L, 20_000, 4, Map.of(), Map.of());
     }
 
@@ -140,5 +146,63 @@ class RecallChangesIT {
         assertThat(jdbc.queryForObject("SELECT state FROM stage_request_file WHERE request_id = ?", String.class, late))
                 .isEqualTo("on_disk");
         lib.close();
+    }
+
+    /**
+     * The engine held a file as on disk that had left the cache (the statement that tells it so was lost to a
+     * database error), so a new request for it ended at once inside the engine while its row waited for ever. The
+     * sweep forgets ended requests and takes in again any still open in the rows: the file is read and the request
+     * ends. (Before, the sweep handed the engine the request it still held, which threw at every sweep.)
+     */
+    @Test
+    void aRequestEndedInTheSchedulerButOpenInTheRowsIsTakenInAgainByTheSweep() {
+        String tag = UUID.randomUUID().toString().substring(0, 8);
+        long f = file("/it/" + tag + "/f", volume("F" + tag)), g = file("/it/" + tag + "/g", volume("H" + tag));
+        VirtualClock clock = new VirtualClock();
+        SimulatedLibrary lib = SimulatedLibrary.builder(clock).name("s").drives(1).accessors(1).root(tmp.resolve("lib")).build();
+        DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache"), 10_000_000_000L, "s-" + tag, clock);
+        RecallService s = new RecallService(jdbc, lib, clock, TapeModel.lto9(), props("s-" + tag, Duration.ZERO), cache);
+        s.start();
+        // urgent: ahead of any request other tests left open in the shared database, which this scheduler takes in too
+        UUID first = request(9, f);
+        jdbc.update("UPDATE stage_request SET created_at = now() - interval '10 minutes' WHERE id = ?", first);
+        // read before the next sweep (a minute on): until then the engine holds the file as on disk
+        untilEnded(s, clock, first, Duration.ofSeconds(5), 10);
+        assertThat(s.engine().model().file(f).state()).isEqualTo(FileWork.State.ON_DISK);
+
+        // the copy leaves the cache and the rows say so, but the engine is never told
+        assertThat(cache.discardCopy(f, "test: gone")).isTrue();
+        jdbc.update("UPDATE recall_file SET state = 'queued', path = NULL WHERE file_id = ?", f);
+        UUID again = request(9, f);
+        s.poll();
+        assertThat(s.engine().model().request(again.toString()).finished()).as("ended at once in the engine").isTrue();
+        // a request created two minutes later (by the database's clock; the test does not wait) moves the round's
+        // window past it
+        UUID newer = request(9, g);
+        jdbc.update("UPDATE stage_request SET created_at = now() + interval '2 minutes' WHERE id = ?", newer);
+        s.poll();
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?", String.class, again)).matches("submitted|active");
+
+        clock.advance(RecallService.SWEEP);
+        untilEnded(s, clock, again, Duration.ofSeconds(30), 60);
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request_file WHERE request_id = ?", String.class, again))
+                .isEqualTo("on_disk");
+        assertThat(cache.lookup(java.util.List.of(f)).get(f).cached()).isTrue();
+        untilEnded(s, clock, newer, Duration.ofSeconds(30), 60);
+        clock.advance(RecallService.SWEEP);
+        s.poll();
+        assertThat(s.engine().heldRequestIds()).as("ended requests are not held for ever")
+                .doesNotContain(first.toString(), again.toString(), newer.toString());
+        lib.close();
+    }
+
+    private void untilEnded(RecallService s, VirtualClock clock, UUID request, Duration step, int rounds) {
+        for (int round = 0; round < rounds; round++) {
+            s.poll();
+            if (!jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?", String.class, request).matches("submitted|active")) return;
+            clock.advance(step);
+        }
+        throw new AssertionError("request " + request + " did not end: "
+                + jdbc.queryForList("SELECT state FROM stage_request_file WHERE request_id = ?", String.class, request));
     }
 }

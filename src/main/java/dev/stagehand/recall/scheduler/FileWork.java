@@ -32,6 +32,8 @@ public final class FileWork {
     String error;
     /** On the FIFO policy's arrival-order queue. */
     boolean inFifo;
+    /** Staged copies lost before they were verified (see {@link RecallEngine#MAX_LOST_COPIES}). */
+    int lostCopies;
     /** The first targetedMetadata a request addressed to this site for the file (JSON object), or null. */
     String targetedMetadata;
 

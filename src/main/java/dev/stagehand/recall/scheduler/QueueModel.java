@@ -267,6 +267,26 @@ public final class QueueModel {
         r.remaining = 0;
     }
 
+    /**
+     * Drops the ended requests, and the files no open request wants that are done with (on disk or failed).
+     * A service's engine would otherwise hold every request and file it ever served. Only where the disk cache
+     * answers for staged files (a file asked for again is looked up there before it reaches the engine): in a
+     * simulation this memory is the cache. Returns how many requests were dropped.
+     */
+    public int forgetEnded() {
+        int n = 0;
+        for (var it = requests.values().iterator(); it.hasNext(); ) {
+            RequestWork r = it.next();
+            if (!r.finished()) continue;
+            it.remove();
+            n++;
+            for (FileWork f : r.files) f.requests.remove(r);
+        }
+        files.values().removeIf(f -> (f.state == FileWork.State.ON_DISK || f.state == FileWork.State.FAILED)
+                && f.requests.stream().allMatch(RequestWork::finished));
+        return n;
+    }
+
     /** The file is on disk: returns the requests this completed. */
     public List<RequestWork> onDisk(FileWork f, double now) {
         unclaim(f);

@@ -240,6 +240,16 @@ public final class RecallEngine {
         return ids;
     }
 
+    /** Ids of the requests this engine holds, open or ended but not yet forgotten ({@link #forgetEnded}). */
+    public synchronized Set<String> heldRequestIds() {
+        return new HashSet<>(model.requests.keySet());
+    }
+
+    /** See {@link QueueModel#forgetEnded}: returns how many ended requests were dropped. */
+    public synchronized int forgetEnded() {
+        return model.forgetEnded();
+    }
+
     /** Schedules one pass soon (coalesced). */
     public synchronized void requestPass() {
         if (passScheduled) return;
@@ -950,6 +960,10 @@ public final class RecallEngine {
                 return;
             }
             if (c.verdict() == Staging.Verdict.LOST) {
+                if (++f.lostCopies >= MAX_LOST_COPIES) {
+                    afterFailure(f, model.fail(f, c.reason() + " (" + f.lostCopies + " times)", t), t);
+                    return;
+                }
                 // read again, as after a lapsed claim: blaming the copy would fail a file that has only this one
                 System.getLogger(RecallEngine.class.getName()).log(System.Logger.Level.WARNING,
                         f.name + " read again: " + c.reason());
@@ -974,6 +988,13 @@ public final class RecallEngine {
             if (tf.kind() == TapeFailure.Kind.VOLUME_UNAVAILABLE) volumeUnavailable(s.volume(), tf.getMessage(), t);
         }
     }
+
+    /**
+     * A file whose staged copy was lost this many times fails (a new request reads it anew): each loss needs
+     * an outside event (a claim lapsed in a long database outage, two instances sharing one cache node name),
+     * and one that keeps happening would otherwise read the tape for ever.
+     */
+    static final int MAX_LOST_COPIES = 3;
 
     /** The file is queued here again (a mounted copy first) and its claim given back, to be read again. */
     private void putBack(FileWork f) {

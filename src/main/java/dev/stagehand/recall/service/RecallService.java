@@ -107,6 +107,9 @@ public final class RecallService {
     public synchronized void start() {
         SchedulerConfig config = props.schedulerConfig();
         engine = null;
+        known.clear(); // a new engine holds nothing: every open request is taken in again
+        watermark = Instant.EPOCH;
+        lastSweep = Instant.EPOCH;
         store = new JdbcQueueStore(jdbc, instance, props.lease(), this::wallClock, ids -> pin(ids, null), metrics, this::pipelineChanged);
         store.releaseOwnStaleClaims(); // before the engine: it takes back the volumes still in its drives
         engine = new RecallEngine(library, clock, new TapeModelCosts(model), config, store,
@@ -212,14 +215,22 @@ public final class RecallService {
     public synchronized void poll() {
         Instant now = clock.now();
         boolean sweep = Duration.between(lastSweep, now).compareTo(SWEEP) >= 0;
-        if (sweep) lastSweep = now;
         settleLeases();
+        if (sweep) {
+            // the cache answers for what was staged: the engine need not hold every request it ever served, and a
+            // request it ended that is still open in the rows (a settle lost, a stale answer) is taken in again
+            int forgotten = engine.forgetEnded();
+            if (forgotten > 0) log.debug("{} ended request(s) forgotten by the scheduler", forgotten);
+        }
         Map<String, Instant> fresh = freshRequests(sweep);
         registerQueuedFiles(sweep ? null : fresh.keySet());
         intake(fresh);
         reconcile();
         if (handOff != null) handOff.run();
-        if (sweep) settleLost();
+        if (sweep) {
+            settleLost();
+            lastSweep = now; // only once it went through: a sweep cut short by the database is done again next round
+        }
         engine.requestPass();
     }
 
@@ -275,7 +286,7 @@ public final class RecallService {
      */
     private Map<String, Instant> freshRequests(boolean all) {
         Set<String> skip = new HashSet<>(known.keySet());
-        if (all) skip.addAll(engine.openRequestIds());
+        if (all) skip.addAll(engine.heldRequestIds());
         Map<String, Instant> fresh = new LinkedHashMap<>();
         jdbc.query("""
                 SELECT id::text, created_at FROM stage_request
@@ -365,13 +376,17 @@ public final class RecallService {
         for (List<Long> ids : List.of(onDisk, failed, noCopy)) for (long id : new HashSet<>(ids)) store.completeRequests(id);
     }
 
-    /** Gives the engine those of {@code fresh} requests that have files to read. */
+    /** Gives the engine those of {@code fresh} requests that have files to read, then moves the round's window on. */
     private void intake(Map<String, Instant> fresh) {
-        record Row(String request, int priority, String experiment, FileSpec file) {}
+        if (!fresh.isEmpty()) submit(fresh);
+        // only once they were given to the engine: a round cut short reads the same requests again
         for (Instant created : fresh.values()) if (created.isAfter(watermark)) watermark = created;
         Instant window = watermark.minus(LATE_COMMIT);
         known.values().removeIf(created -> created.isBefore(window)); // outside every later window: never read again
-        if (fresh.isEmpty()) return;
+    }
+
+    private void submit(Map<String, Instant> fresh) {
+        record Row(String request, int priority, String experiment, FileSpec file) {}
         List<Row> rows = new ArrayList<>();
         jdbc.query("""
                 SELECT sr.id, sr.priority, sr.experiment, f.id AS fid, f.name, f.size_bytes, f.adler32,

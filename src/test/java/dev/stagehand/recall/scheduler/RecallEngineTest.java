@@ -488,25 +488,71 @@ class RecallEngineTest {
     void aCopyLostInTheStagingAreaIsReadAgainAndItsOnlyTapeCopyNotBlamed() {
         TestClock clock = new TestClock();
         FakeLibrary library = new FakeLibrary(clock, 1, 1);
-        int[] commits = {0};
         // the first commit finds its reservation given up (another instance took the lapsed claim meanwhile)
-        Staging losesFirst = new Staging() {
-            @Override public List<Slot> reserve(String volume, List<FileWork> files) { return NONE.reserve(volume, files); }
-            @Override public long reservableBytes() { return Long.MAX_VALUE; }
-            @Override public long usefulBatchBytes() { return 0; }
-            @Override public void abort(FileWork file, Slot slot, String reason) { }
-            @Override
-            public Committed commit(FileWork file, String volume, Slot slot, long adler32) {
-                return ++commits[0] == 1 ? Committed.lost("reservation given up") : Committed.KEPT;
-            }
-        };
         RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
-                QueueStore.IN_MEMORY, losesFirst, EngineListener.NONE);
+                QueueStore.IN_MEMORY, losesCommits(1), EngineListener.NONE);
         clock.schedule(Duration.ZERO, () -> engine.submit("r1", Instant.EPOCH, 0, "exp", List.of(file(1, "V1", 0, 1_000_000_000L))));
         clock.run(20_000);
 
         assertThat(engine.model().request("r1").finished()).isTrue();
         assertThat(engine.model().request("r1").failed()).isFalse();
         assertThat(library.reads).extracting(SegmentRead::fileId).containsExactly(1L, 1L);
+    }
+
+    @Test
+    void aCopyLostAgainAndAgainFailsTheFileAfterAFewReads() {
+        TestClock clock = new TestClock();
+        FakeLibrary library = new FakeLibrary(clock, 1, 1);
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
+                QueueStore.IN_MEMORY, losesCommits(Integer.MAX_VALUE), EngineListener.NONE);
+        clock.schedule(Duration.ZERO, () -> engine.submit("r1", Instant.EPOCH, 0, "exp", List.of(file(1, "V1", 0, 1_000_000_000L))));
+        clock.run(100_000);
+
+        assertThat(engine.model().request("r1").failed()).isTrue();
+        assertThat(engine.model().file(1).error()).contains("reservation given up", RecallEngine.MAX_LOST_COPIES + " times");
+        assertThat(library.reads).hasSize(RecallEngine.MAX_LOST_COPIES);
+    }
+
+    /** A staging area whose first {@code n} commits find their reservation given up. */
+    private static Staging losesCommits(int n) {
+        int[] commits = {0};
+        return new Staging() {
+            @Override public List<Slot> reserve(String volume, List<FileWork> files) { return NONE.reserve(volume, files); }
+            @Override public long reservableBytes() { return Long.MAX_VALUE; }
+            @Override public long usefulBatchBytes() { return 0; }
+            @Override public void abort(FileWork file, Slot slot, String reason) { }
+            @Override
+            public Committed commit(FileWork file, String volume, Slot slot, long adler32) {
+                return ++commits[0] <= n ? Committed.lost("reservation given up") : Committed.KEPT;
+            }
+        };
+    }
+
+    @Test
+    void endedRequestsAndTheirDoneFilesAreForgottenWhileOpenOnesAndTheirFilesStay() {
+        TestClock clock = new TestClock();
+        FakeLibrary library = new FakeLibrary(clock, 1, 1);
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
+                QueueStore.IN_MEMORY, Staging.NONE, EngineListener.NONE);
+        var shared = file(1, "V1", 0, 1_000_000L);
+        clock.schedule(Duration.ZERO, () -> {
+            engine.submit("r1", Instant.EPOCH, 0, "exp", List.of(shared, file(2, "V1", 1_000_000L, 1_000_000L)));
+            engine.submit("r2", Instant.EPOCH, 0, "exp", List.of(shared));
+        });
+        clock.run(20_000);
+        assertThat(engine.openRequests()).isZero();
+        // r3 is taken in but the clock is not run: its file on V2 stays queued, r3 open
+        engine.submit("r3", Instant.EPOCH, 0, "exp", List.of(shared, file(3, "V2", 0, 1_000_000L)));
+
+        assertThat(engine.forgetEnded()).isEqualTo(2);
+        assertThat(engine.heldRequestIds()).containsExactly("r3");
+        assertThat(engine.model().file(2)).as("done, wanted by no open request").isNull();
+        assertThat(engine.model().file(1)).as("on disk, still wanted by r3").isNotNull();
+        assertThat(engine.model().file(3)).isNotNull();
+        // a forgotten request asked again (the service's sweep found it still open in the database) is taken anew
+        engine.submit("r1", Instant.EPOCH, 0, "exp", List.of(file(2, "V1", 1_000_000L, 1_000_000L)));
+        assertThat(engine.heldRequestIds()).containsExactlyInAnyOrder("r1", "r3");
+        assertThat(engine.model().file(2).state()).as("read again: the cache, not the engine, answers for staged files")
+                .isEqualTo(FileWork.State.QUEUED);
     }
 }
