@@ -149,23 +149,26 @@ final class RecallQueueMetrics implements SmartLifecycle {
     static final int PAUSE_PER_REFRESH = 10;
 
     /**
-     * The pause before the next refresh: the interval, or ten times what this one took when that is longer. At
-     * 10^6 queued files a refresh reads them all (9 s on the 2-core machine): every 30 s on every instance that
-     * was a third of a database core for gauges.
+     * The pause before the next refresh: the interval, or ten times what this one took when that is longer, but
+     * never more than ten intervals (a query slowed by a busy database would otherwise leave the gauges stale for
+     * hours). At 10^6 queued files a refresh reads them all (9 s on the 2-core machine): every 30 s on every
+     * instance that was a third of a database core for gauges.
      */
     static Duration pauseAfter(Duration interval, Duration took) {
         Duration bounded = took.multipliedBy(PAUSE_PER_REFRESH);
-        return bounded.compareTo(interval) > 0 ? bounded : interval;
+        Duration most = interval.multipliedBy(PAUSE_PER_REFRESH);
+        return bounded.compareTo(interval) <= 0 ? interval : bounded.compareTo(most) > 0 ? most : bounded;
     }
 
     private void refreshAndReschedule(ScheduledExecutorService on) {
         long t0 = System.nanoTime();
+        Duration pause = interval; // after a failure (the database away, perhaps after a long wait): the plain interval
         try {
             refresh();
+            pause = pauseAfter(interval, Duration.ofNanos(System.nanoTime() - t0));
         } catch (RuntimeException e) {
-            log.debug("recall queue metrics not refreshed: {}", e.toString()); // the database may be away
+            log.debug("recall queue metrics not refreshed: {}", e.toString());
         }
-        Duration pause = pauseAfter(interval, Duration.ofNanos(System.nanoTime() - t0));
         if (pause.compareTo(interval) > 0) log.debug("recall queue metrics: next refresh in {} (the last took a tenth of that)", pause);
         synchronized (this) {
             // stopped (or stopped and started again: that timer has its own chain) ends this chain
