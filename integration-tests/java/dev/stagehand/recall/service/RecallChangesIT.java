@@ -121,11 +121,10 @@ class RecallChangesIT {
     void aRequestCommittedLongAfterItsCreationTimeIsTakenInByTheSweep() {
         String tag = UUID.randomUUID().toString().substring(0, 8);
         long a = file("/it/" + tag + "/late", volume("A" + tag)), b = file("/it/" + tag + "/early", volume("B" + tag));
-        VirtualClock clock = new VirtualClock();
-        SimulatedLibrary lib = SimulatedLibrary.builder(clock).name("l").drives(1).accessors(1).root(tmp.resolve("lib")).build();
-        DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache"), 10_000_000_000L, "l-" + tag, clock);
-        RecallService s = new RecallService(jdbc, lib, clock, TapeModel.lto9(), props("l-" + tag), cache);
-        s.start();
+        Scheduler sch = scheduler("l-" + tag, props("l-" + tag));
+        VirtualClock clock = sch.clock();
+        SimulatedLibrary lib = sch.library();
+        RecallService s = sch.service();
         UUID early = request(0, b);
         s.poll();
         assertThat(s.engine().model().request(early.toString())).isNotNull();
@@ -158,11 +157,11 @@ class RecallChangesIT {
     void aRequestEndedInTheSchedulerButOpenInTheRowsIsTakenInAgainByTheSweep() {
         String tag = UUID.randomUUID().toString().substring(0, 8);
         long f = file("/it/" + tag + "/f", volume("F" + tag)), g = file("/it/" + tag + "/g", volume("H" + tag));
-        VirtualClock clock = new VirtualClock();
-        SimulatedLibrary lib = SimulatedLibrary.builder(clock).name("s").drives(1).accessors(1).root(tmp.resolve("lib")).build();
-        DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache"), 10_000_000_000L, "s-" + tag, clock);
-        RecallService s = new RecallService(jdbc, lib, clock, TapeModel.lto9(), props("s-" + tag, Duration.ZERO), cache);
-        s.start();
+        Scheduler sch = scheduler("s-" + tag, props("s-" + tag, Duration.ZERO));
+        VirtualClock clock = sch.clock();
+        SimulatedLibrary lib = sch.library();
+        DiskCache cache = sch.cache();
+        RecallService s = sch.service();
         // urgent: ahead of any request other tests left open in the shared database, which this scheduler takes in too
         UUID first = request(9, f);
         jdbc.update("UPDATE stage_request SET created_at = now() - interval '10 minutes' WHERE id = ?", first);
@@ -194,6 +193,18 @@ class RecallChangesIT {
         assertThat(s.engine().heldRequestIds()).as("ended requests are not held for ever")
                 .doesNotContain(first.toString(), again.toString(), newer.toString());
         lib.close();
+    }
+
+    record Scheduler(VirtualClock clock, SimulatedLibrary library, DiskCache cache, RecallService service) {}
+
+    /** A started scheduler on a one-drive simulated library and a cache of its own, on a virtual clock. */
+    private Scheduler scheduler(String name, RecallProperties props) {
+        VirtualClock clock = new VirtualClock();
+        SimulatedLibrary lib = SimulatedLibrary.builder(clock).name(name).drives(1).accessors(1).root(tmp.resolve("lib")).build();
+        DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache"), 10_000_000_000L, name, clock);
+        RecallService s = new RecallService(jdbc, lib, clock, TapeModel.lto9(), props, cache);
+        s.start();
+        return new Scheduler(clock, lib, cache, s);
     }
 
     private void untilEnded(RecallService s, VirtualClock clock, UUID request, Duration step, int rounds) {
