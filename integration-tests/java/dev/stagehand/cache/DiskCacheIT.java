@@ -158,6 +158,45 @@ class DiskCacheIT {
     }
 
     @Test
+    void theRoomAskedUpToAFigureCountsCopiesOnlyAsFarAsNeededAndNeverPinnedOnes() throws Exception {
+        DiskCache cache = cache("n", tmp.resolve("c"), 1000);
+        long a = staged(cache, 100);
+        staged(cache, 100);
+        staged(cache, 100);
+        cache.pin(List.of(a), "req-a", Duration.ofHours(1));
+        assertThat(cache.reservableBytes(500)).as("the free space alone is enough").isEqualTo(700);
+        assertThat(cache.reservableBytes(10_000)).as("exact below the figure asked: two unpinned copies")
+                .isEqualTo(900).isEqualTo(cache.reservableBytes());
+        assertThat(cache.reservableBytes(750)).isBetween(750L, 900L);
+    }
+
+    @Test
+    void theCountOfEvictableCopiesWalksPageAfterPageAndCountsEachCopyOnce() {
+        DiskCache cache = cache("n", tmp.resolve("c"), 1_000_000);
+        int dir = db.sql("SELECT id FROM cache_directory WHERE path = :p").param("p", tmp.resolve("c").toString())
+                .query(Integer.class).single();
+        int n = DiskCache.EVICTABLE_PAGE * 2 + 7;
+        List<Long> files = new ArrayList<>();
+        for (int i = 0; i < n; i++) files.add(catalogFile(10, null));
+        // copies in groups of five with the same last access: the walk's order must break the ties
+        db.sql("""
+                INSERT INTO cache_file (file_id, directory_id, path, size_bytes, state, created_at, verified_at, last_access)
+                SELECT f, :d, CAST(:root AS text) || '/' || f, 10, 'verified', CAST(:t AS timestamptz), CAST(:t AS timestamptz),
+                       CAST(:t AS timestamptz) + (o / 5) * interval '1 second'
+                  FROM unnest(:files::bigint[]) WITH ORDINALITY AS u(f, o)""")
+                .param("d", dir).param("root", tmp.resolve("c").toString()).param("t", java.sql.Timestamp.from(clock.instant()))
+                .param("files", files.toArray(Long[]::new)).update();
+        db.sql("UPDATE cache_directory SET used_bytes = :b WHERE id = :d").param("b", 10L * n).param("d", dir).update();
+        List<Long> pinned = new ArrayList<>();
+        for (int i = 0; i < n; i += 3) pinned.add(files.get(i));
+        cache.pin(pinned, "req-every-third", Duration.ofHours(1));
+
+        long free = 1_000_000 - 10L * n;
+        long evictable = 10L * (n - pinned.size());
+        assertThat(cache.reservableBytes(Long.MAX_VALUE)).isEqualTo(free + evictable).isEqualTo(cache.reservableBytes());
+    }
+
+    @Test
     void evictionIsLeastRecentlyUsedFirstAndSkipsPinnedFiles() throws Exception {
         DiskCache cache = cache("n", tmp.resolve("c"), 400);
         long a = staged(cache, 100);

@@ -79,7 +79,7 @@ class ConsoleController {
         model.addAttribute("queues", views.volumeQueues(20));
         model.addAttribute("open", views.openRequests(15));
         model.addAttribute("requestCounts", views.requestCounts());
-        model.addAttribute("cache", cache.usage());
+        model.addAttribute("cache", cache.recentUsage());
         model.addAttribute("chart", Svg.throughput(views.throughput()));
         model.addAttribute("now", Instant.now());
         return LivePart.view("console/overview", http);

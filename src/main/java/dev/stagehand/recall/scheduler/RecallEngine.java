@@ -270,8 +270,9 @@ public final class RecallEngine {
             if (d.state == DState.IDLE && hasWork(d.volume)) startBatch(d, null);
             if (d.state == DState.FAILED && d.volume != null && hasWork(d.volume)) rehomeFromStuck(d);
         }
-        long room = staging.reservableBytes();
-        for (long p : promised.values()) room -= p;
+        // the cache's room is asked only when a volume may be mounted, and only as far as this pass can use it:
+        // counting a large cache's evictable copies is not free
+        long room = Long.MIN_VALUE;
         Set<String> busy = new HashSet<>();
         Map<String, Integer> inUse = new HashMap<>();
         int mounting = 0;
@@ -315,6 +316,13 @@ public final class RecallEngine {
             // Backpressure: a volume is mounted only when the cache can take a useful batch of it now; the
             // queue waits (nothing fails) and a later pass mounts it as space frees.
             long needed = Math.min(q.bytes(), Math.max(staging.usefulBatchBytes(), 1));
+            if (room == Long.MIN_VALUE) {
+                long promisedBytes = 0;
+                for (long p : promised.values()) promisedBytes += p;
+                long wanted = promisedBytes + Math.max(staging.usefulBatchBytes(), 1) * (long) drives.size();
+                room = staging.reservableBytes(wanted);
+                if (room != Long.MAX_VALUE) room -= promisedBytes;
+            }
             if (room < needed) continue;
             if (empty != null) {
                 if (!store.claimVolume(q.label)) { // mounted by another instance sharing the library
@@ -688,7 +696,7 @@ public final class RecallEngine {
     private void startBatch(Drive d, List<FileWork> only) {
         String volume = d.volume;
         promised.remove(volume);
-        long room = staging.reservableBytes();
+        long room = staging.reservableBytes(config.maxBatchBytes());
         if (room <= 0) { // the cache is full: wait for space (a later pass tries again)
             if (only != null) for (FileWork f : only) if (!f.inFifo) { f.inFifo = true; fifo.addFirst(f); }
             return;

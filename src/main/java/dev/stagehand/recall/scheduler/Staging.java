@@ -59,6 +59,15 @@ public interface Staging {
     /** Bytes that could be reserved now; {@link Long#MAX_VALUE} when unbounded. */
     long reservableBytes();
 
+    /**
+     * As {@link #reservableBytes()}, but the count may stop once {@code wanted} bytes are found: the answer is
+     * exact below {@code wanted}, else some figure at least {@code wanted}. The scheduler asks at its passes and
+     * needs no more; a large cache counts its evictable copies only as far as that.
+     */
+    default long reservableBytes(long wanted) {
+        return reservableBytes();
+    }
+
     /** A volume is mounted only when this many bytes (or its whole queue, if less) can be reserved. */
     long usefulBatchBytes();
 

@@ -84,6 +84,11 @@ final class CacheStaging implements Staging {
     }
 
     @Override
+    public long reservableBytes(long wanted) {
+        return DatabaseRetry.call("cache space", () -> cache.reservableBytes(wanted));
+    }
+
+    @Override
     public long usefulBatchBytes() {
         return usefulBatchBytes;
     }
