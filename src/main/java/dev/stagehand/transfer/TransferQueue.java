@@ -143,16 +143,29 @@ public class TransferQueue {
                 TransferQueue::row, states.toArray(String[]::new), limit);
     }
 
-    /** Claims up to {@code limit} queued rows (or active ones whose lease expired) for {@code owner}. */
+    /**
+     * Claims up to {@code limit} rows for {@code owner}: active ones whose lease expired (their mover is gone)
+     * first, then queued ones in {@code not_before} order. Two statements, not one with OR: together they
+     * could not use the ready index's order, so each claim read and sorted every ready row (135 ms at 100,000
+     * queued, against 0.25 ms).
+     */
     @Transactional
     public List<TransferJob> claim(String owner, int limit, Duration lease) {
+        List<TransferJob> claimed = new ArrayList<>(claimWhere(owner, limit, lease,
+                "state = 'active' AND lease_until < now() ORDER BY lease_until, id"));
+        if (claimed.size() < limit) {
+            claimed.addAll(claimWhere(owner, limit - claimed.size(), lease,
+                    "state = 'queued' AND not_before <= now() ORDER BY not_before, id"));
+        }
+        return claimed;
+    }
+
+    private List<TransferJob> claimWhere(String owner, int limit, Duration lease, String whereAndOrder) {
         return jdbc.query("""
                 UPDATE transfer_job SET state = 'active', lease_owner = ?, lease_until = now() + make_interval(secs => ?),
                        attempts = attempts + 1, started_at = coalesce(started_at, now())
-                WHERE id IN (SELECT id FROM transfer_job
-                             WHERE (state = 'queued' AND not_before <= now()) OR (state = 'active' AND lease_until < now())
-                             ORDER BY not_before, id LIMIT ? FOR UPDATE SKIP LOCKED)
-                RETURNING *""", TransferQueue::row, owner, lease.toMillis() / 1000.0, limit);
+                WHERE id IN (SELECT id FROM transfer_job WHERE %s LIMIT ? FOR UPDATE SKIP LOCKED)
+                RETURNING *""".formatted(whereAndOrder), TransferQueue::row, owner, lease.toMillis() / 1000.0, limit);
     }
 
     /**
