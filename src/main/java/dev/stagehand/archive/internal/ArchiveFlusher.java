@@ -203,11 +203,14 @@ public final class ArchiveFlusher {
     private void renewLeases() {
         Timestamp until = leaseUntil();
         if (!inFlight.isEmpty()) {
+            // only leases with less than half their time left: not every copy in flight at every poll
             jdbc.update("""
                     UPDATE archive_copy SET lease_until = ? WHERE state = 'writing' AND claimed_by = ?
-                       AND (file_id, copy_no) IN (SELECT * FROM unnest(?::bigint[], ?::smallint[]))""", until, instance,
+                       AND (file_id, copy_no) IN (SELECT * FROM unnest(?::bigint[], ?::smallint[]))
+                       AND (lease_until IS NULL OR lease_until < ?)""", until, instance,
                     inFlight.stream().map(CopyKey::fileId).toArray(Long[]::new),
-                    inFlight.stream().map(CopyKey::copy).toArray(Integer[]::new));
+                    inFlight.stream().map(CopyKey::copy).toArray(Integer[]::new),
+                    Timestamp.from(Instant.now().plus(props.flush().lease().dividedBy(2))));
         }
         jdbc.update("UPDATE archive_volume SET lease_until = ? WHERE claimed_by = ?", until, instance);
     }

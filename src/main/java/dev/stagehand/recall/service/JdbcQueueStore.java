@@ -213,10 +213,13 @@ public final class JdbcQueueStore implements QueueStore {
      * and the file is queued again.
      */
     public void renewLeases(List<Long> live) {
+        // only leases with less than half their time left (or lapsed): every file of every read list rewritten at
+        // every poll (2 s) was up to 20,000 row versions per drive for a 10-minute lease
         jdbc.update("""
                 UPDATE recall_file SET lease_until = now() + make_interval(secs => ?)
-                 WHERE claimed_by = ? AND state = 'staging' AND file_id = ANY(?)""", (double) lease.toSeconds(), instance,
-                live.toArray(Long[]::new));
+                 WHERE claimed_by = ? AND state = 'staging' AND file_id = ANY(?)
+                   AND lease_until < now() + make_interval(secs => ?)""", (double) lease.toSeconds(), instance,
+                live.toArray(Long[]::new), lease.toSeconds() / 2.0);
         jdbc.update("UPDATE volume_lease SET lease_until = now() + make_interval(secs => ?) WHERE instance = ?",
                 (double) lease.toSeconds(), instance);
     }
