@@ -9,7 +9,7 @@ import java.util.function.ToDoubleFunction;
 
 /**
  * Gauges per cache directory ({@code stagehand.cache.*}, tag {@code directory}). One usage query serves all
- * gauges of a scrape: {@link DiskCache#recentUsage} reuses it for 5 s, or ten times what it took.
+ * gauges of a scrape: {@link DiskCache#recentUsage} shares one snapshot, reused for 5 s or ten times what it took.
  */
 class CacheMetrics implements MeterBinder {
 

@@ -1,6 +1,7 @@
 package dev.stagehand.cache;
 
 import dev.stagehand.platform.DatabaseRetry;
+import dev.stagehand.platform.Throttled;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.DirectoryStream;
@@ -598,30 +599,15 @@ public class DiskCache {
                 .list();
     }
 
-    /** How long a {@link #recentUsage} snapshot is reused at least, and per time its query took. */
-    static final Duration USAGE_REUSE = Duration.ofSeconds(5);
-    static final int USAGE_REUSE_PER_QUERY = 10;
-
-    private record UsageSnapshot(List<DirectoryUsage> usage, long takenAt, long reuseNanos) {}
-
-    private UsageSnapshot usageSnapshot; // guarded by usageLock (not this: start() must not wait behind a slow query)
-    private final Object usageLock = new Object();
+    private final Throttled<List<DirectoryUsage>> recentUsage = new Throttled<>(Duration.ofSeconds(5), this::usage);
 
     /**
-     * {@link #usage()} for displays and gauges: a snapshot reused for 5 s, or ten times what its query took
-     * when that is longer. The query sums every cached copy (2.1 s at 500,000 copies), and an operator's open
-     * overview asks every 2 s.
+     * {@link #usage()} for displays and gauges: one snapshot shared by all, reused for 5 s or ten times what its
+     * query took ({@link Throttled}). The query sums every cached copy (2.1 s at 500,000 copies), and an
+     * operator's open overview asks every 2 s.
      */
     public List<DirectoryUsage> recentUsage() {
-        synchronized (usageLock) {
-            long now = System.nanoTime();
-            if (usageSnapshot == null || now - usageSnapshot.takenAt() > usageSnapshot.reuseNanos()) {
-                List<DirectoryUsage> u = usage();
-                long took = System.nanoTime() - now;
-                usageSnapshot = new UsageSnapshot(u, now, Math.max(USAGE_REUSE.toNanos(), took * USAGE_REUSE_PER_QUERY));
-            }
-            return usageSnapshot.usage();
-        }
+        return recentUsage.get();
     }
 
     // ---------------------------------------------------------------------------------------------------

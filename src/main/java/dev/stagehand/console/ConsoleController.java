@@ -76,12 +76,14 @@ class ConsoleController {
         if (!ConsoleUser.of(who).siteWide()) return "redirect:/console/requests";
         model.addAttribute("drives", views.drives());
         model.addAttribute("accessors", views.accessors());
-        model.addAttribute("queues", views.volumeQueues(20));
-        model.addAttribute("open", views.openRequests(15));
-        model.addAttribute("requestCounts", views.requestCounts());
+        ConsoleViews.Overview figures = views.overview();
+        model.addAttribute("queues", figures.queues());
+        model.addAttribute("open", figures.open());
+        model.addAttribute("requestCounts", figures.requestCounts());
         model.addAttribute("cache", cache.recentUsage());
-        model.addAttribute("chart", Svg.throughput(views.throughput()));
+        model.addAttribute("chart", Svg.throughput(figures.throughput()));
         model.addAttribute("now", Instant.now());
+        model.addAttribute("figuresAsOf", figures.asOf());
         return LivePart.view("console/overview", http);
     }
 

@@ -1,5 +1,6 @@
 package dev.stagehand.console;
 
+import dev.stagehand.platform.Throttled;
 import dev.stagehand.tape.DriveState;
 import dev.stagehand.tape.DriveStatus;
 import dev.stagehand.tape.SimulatedLibrary;
@@ -44,14 +45,29 @@ class ConsoleViews {
     /** Bytes per minute over the last hour: tape reads (files staged) and WAN out (transfers done). */
     record Throughput(Instant from, List<Long> tapeRead, List<Long> wanOut) {}
 
+    /** The overview's figures that read whole tables, computed together ({@link #overview}). */
+    record Overview(List<VolumeQueue> queues, List<RequestProgress> open, Map<String, Long> requestCounts,
+                    Throughput throughput, Instant asOf) {}
+
     private final JdbcClient db;
     private final TapeLibrary library;
     private final MountLog mounts;
+    /**
+     * Shared by every open overview (each asks every 2 s) and recomputed at most a tenth of the time: with
+     * 10^6 queued files the per-volume figures alone took 22 s, so one open overview kept a database core busy.
+     */
+    private final Throttled<Overview> overview = new Throttled<>(Duration.ofSeconds(2),
+            () -> new Overview(volumeQueues(20), openRequests(15), requestCounts(), throughput(), Instant.now()));
 
     ConsoleViews(JdbcClient db, TapeLibrary library, MountLog mounts) {
         this.db = db;
         this.library = library;
         this.mounts = mounts;
+    }
+
+    /** The queue, request and throughput figures of the overview (drives and accessors are read live). */
+    Overview overview() {
+        return overview.get();
     }
 
     List<DriveRow> drives() {
@@ -120,9 +136,12 @@ class ConsoleViews {
                        count(*) FILTER (WHERE x.state = 'failed')
                          + (SELECT count(*) FROM stage_request_absent a WHERE a.request_id = r.id) AS failed,
                        count(*) FILTER (WHERE x.state = 'cancelled') AS cancelled
-                  FROM stage_request r LEFT JOIN stage_request_file x ON x.request_id = r.id
-                 WHERE r.state IN ('submitted', 'active') OR r.completed_at > now() - interval '10 minutes'
-                 GROUP BY r.id ORDER BY r.created_at DESC LIMIT ?""")
+                  FROM (SELECT * FROM stage_request
+                         WHERE state IN ('submitted', 'active') OR completed_at > now() - interval '10 minutes'
+                         ORDER BY created_at DESC LIMIT ?) r -- the shown ones first: not every open request's files
+                  LEFT JOIN stage_request_file x ON x.request_id = r.id
+                 GROUP BY r.id, r.owner, r.experiment, r.priority, r.state, r.eta_at, r.created_at, r.file_count
+                 ORDER BY r.created_at DESC""")
                 .param(limit)
                 .query((rs, n) -> new RequestProgress(rs.getString("id"), rs.getString("owner"), rs.getString("experiment"),
                         rs.getInt("priority"), rs.getString("state"), rs.getInt("files"), rs.getLong("queued"),
