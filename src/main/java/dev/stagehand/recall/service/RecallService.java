@@ -228,6 +228,7 @@ public final class RecallService {
         reconcile();
         if (handOff != null) handOff.run();
         if (sweep) {
+            if (handOff != null && handOff.collectAll()) engine.requestPass();
             settleLost();
             lastSweep = now; // only once it went through: a sweep cut short by the database is done again next round
         }
