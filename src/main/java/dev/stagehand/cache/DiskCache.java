@@ -752,7 +752,7 @@ public class DiskCache {
         }
     }
 
-        /** Copies looked at per statement while counting evictable bytes ({@link #evictableUpTo}). */
+    /** Copies looked at per statement while counting evictable bytes ({@link #evictableUpTo}). */
     static final int EVICTABLE_PAGE = 1000;
 
     /**
