@@ -237,7 +237,9 @@ public class CatalogImporter {
      */
     private static boolean bulkReferencesAllowed(Statement st) throws SQLException {
         boolean superuser = scalar(st, "SELECT count(*) FROM pg_roles WHERE rolname = current_user AND rolsuper") > 0;
-        long userTriggers = scalar(st, "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgrelid IN "
+        // triggers replica mode would skip (ENABLE ALWAYS ones, such as replication's mark of datasets that got
+        // files, still fire)
+        long userTriggers = scalar(st, "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgenabled = 'O' AND tgrelid IN "
                 + "('dataset'::regclass, 'file'::regclass, 'volume'::regclass, 'segment'::regclass)");
         if (!superuser || userTriggers > 0) return false;
         st.execute("SET LOCAL session_replication_role = replica");

@@ -207,12 +207,18 @@ public class ReplicationRules {
         long siteId = siteId(site);
         List<String> unknown = unknownFiles(files);
         if (!unknown.isEmpty()) throw ReplicationRejected.invalid("files", "not in the catalog: " + String.join(", ", unknown));
-        return jdbc.update("""
+        int registered = jdbc.update("""
                 INSERT INTO replica (file_id, site_id, state, source, adler32, done_at)
                 SELECT f.id, ?, 'verified', 'registered', f.adler32, now() FROM file f WHERE f.name = ANY (?)
                 ON CONFLICT (file_id, site_id) DO UPDATE SET state = 'verified', source = 'registered', last_error = NULL,
                     waiting_for = NULL, adler32 = EXCLUDED.adler32, done_at = now(), updated_at = now()""",
                 siteId, files.toArray(String[]::new));
+        // copies elsewhere waiting for a source are looked at at the next pass, not at their next look
+        jdbc.update("""
+                UPDATE replica r SET next_attempt_at = NULL FROM file f
+                 WHERE f.name = ANY (?) AND r.file_id = f.id AND r.state = 'pending' AND r.waiting_for IS NOT NULL""",
+                (Object) files.toArray(String[]::new));
+        return registered;
     }
 
     /**

@@ -52,6 +52,8 @@ public class Sites {
                 ON CONFLICT (name) DO UPDATE SET attributes = EXCLUDED.attributes RETURNING id""", Long.class, name, json.toString());
         jdbc.update("DELETE FROM site_endpoint WHERE site_id = ?", id);
         for (String u : urls) jdbc.update("INSERT INTO site_endpoint (site_id, url) VALUES (?, ?) ON CONFLICT DO NOTHING", id, u);
+        // replicas waiting for this site (an endpoint, say) are looked at at the next pass, not at their next look
+        jdbc.update("UPDATE replica SET next_attempt_at = NULL WHERE site_id = ? AND state = 'pending' AND waiting_for IS NOT NULL", id);
         return get(name).orElseThrow();
     }
 

@@ -1,0 +1,243 @@
+package dev.stagehand.replication;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.stagehand.catalog.CatalogImporter;
+import dev.stagehand.replication.ReplicationRules.NewRule;
+import dev.stagehand.transfer.GridFtpScratch;
+import dev.stagehand.transfer.GridFtpServer;
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.sql.Timestamp;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.annotation.DirtiesContext;
+
+/**
+ * The replication pass step by step (the engine does not run by itself here, and no transfer is sent: the
+ * queue is off, so a dispatched replica stays transferring until the test ends its transfer): each step reads
+ * what changed since the last pass, and replicas that must wait cannot hold up the others.
+ */
+@DirtiesContext
+@ExtendWith(OutputCaptureExtension.class)
+@SpringBootTest(properties = {"stagehand.replication.enabled=false", "stagehand.transfer.queue.enabled=false",
+        "stagehand.replication.dispatch-batch=5"})
+class ReplicationPassIT {
+
+    static GridFtpScratch scratch;
+    static GridFtpServer server;
+
+    @Autowired JdbcTemplate jdbc;
+    @Autowired Sites sites;
+    @Autowired ReplicationRules rules;
+    @Autowired ReplicationEngine engine;
+    @Autowired CatalogImporter importer;
+
+    final String tag = UUID.randomUUID().toString().substring(0, 8);
+    final List<Long> createdRules = new ArrayList<>();
+
+    @BeforeAll
+    static void start() throws Exception {
+        scratch = GridFtpScratch.create("stagehand-replication-pass-it");
+        server = scratch.anonymous("server");
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        if (scratch != null) scratch.close();
+    }
+
+    @BeforeEach
+    void lead() {
+        engine.takeLead();
+    }
+
+    @AfterEach
+    void cleanUp() {
+        createdRules.forEach(rules::delete);
+    }
+
+    /** A site whose endpoint is a fresh directory on the loopback server. */
+    void site(String name) throws Exception {
+        Path dir = scratch.root.resolve("sites").resolve(name);
+        GridFtpServer.openUp(dir);
+        sites.put(name, Map.of(), List.of(server.url(dir)));
+    }
+
+    /** A site with no endpoint: its replicas wait. */
+    void siteWithoutEndpoint(String name) {
+        jdbc.update("INSERT INTO site (name) VALUES (?)", name);
+    }
+
+    /** A dataset of {@code n} catalog files (Adler32 0000000a) registered as verified at {@code origin}. */
+    List<String> dataset(String dataset, int n, String origin) {
+        long ds = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, dataset);
+        List<String> names = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            String name = "/pass/" + dataset + "/f" + i;
+            jdbc.update("INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, 1000, '0000000a', ?, 'phenix')",
+                    name, ds);
+            names.add(name);
+        }
+        assertThat(rules.register(origin, names)).isEqualTo(n);
+        return names;
+    }
+
+    long rule(String dataset, String site) {
+        long id = rules.create(new NewRule(dataset, 1, site, null, null, null, "it")).id();
+        createdRules.add(id);
+        return id;
+    }
+
+    List<Map<String, Object>> replicas(String dataset, String site) {
+        return jdbc.queryForList("""
+                SELECT f.name, r.state, r.waiting_for, r.next_attempt_at, r.transfer_job_id FROM replica r
+                  JOIN file f ON f.id = r.file_id JOIN dataset d ON d.id = f.dataset_id JOIN site s ON s.id = r.site_id
+                 WHERE d.name = ? AND s.name = ? ORDER BY f.name""", dataset, site);
+    }
+
+    long inState(String dataset, String site, String state) {
+        return replicas(dataset, site).stream().filter(r -> r.get("state").equals(state)).count();
+    }
+
+    /** Runs passes until {@code done}, at most {@code passes} of them; returns whether it came true. */
+    boolean passUntil(int passes, BooleanSupplier done) {
+        for (int i = 0; i < passes; i++) {
+            if (done.getAsBoolean()) return true;
+            assertThat(engine.pass().led()).isTrue();
+        }
+        return done.getAsBoolean();
+    }
+
+    @Test
+    void replicasWaitingForTheirSiteDoNotHoldUpTheOthersAndGoOnceItHasAnEndpoint() throws Exception {
+        site("O-" + tag);
+        site("B-" + tag);
+        siteWithoutEndpoint("C-" + tag);
+        // the waiting ones come first in file order, and outnumber a pass's batch (5) twice over
+        dataset("dsc-" + tag, 12, "O-" + tag);
+        dataset("dsb-" + tag, 3, "O-" + tag);
+        rule("dsc-" + tag, "C-" + tag);
+        rule("dsb-" + tag, "B-" + tag);
+
+        assertThat(passUntil(40, () -> inState("dsb-" + tag, "B-" + tag, "transferring") == 3))
+                .as("the copies for the site that has an endpoint are sent").isTrue();
+        List<Map<String, Object>> waiting = replicas("dsc-" + tag, "C-" + tag);
+        assertThat(waiting).hasSize(12).allSatisfy(r -> {
+            assertThat(r.get("state")).isEqualTo("pending");
+            assertThat(r.get("waiting_for")).isEqualTo("site C-" + tag + " has no enabled endpoint");
+            assertThat(((Timestamp) r.get("next_attempt_at")).toInstant())
+                    .as("looked at again later, not at every pass").isAfter(java.time.Instant.now().plusSeconds(300));
+        });
+
+        site("C-" + tag); // the site gets its endpoint: its replicas go at the next passes, not ten minutes later
+        assertThat(passUntil(10, () -> inState("dsc-" + tag, "C-" + tag, "transferring") == 12)).isTrue();
+    }
+
+    @Test
+    void aRuleWantsTheFilesItsDatasetGetsAndIsNotAppliedWholeAgainOtherwise(CapturedOutput output) throws Exception {
+        siteWithoutEndpoint("W-" + tag);
+        String ds = "grow-" + tag;
+        String csv = "file,volume,offset_bytes,size_bytes,experiment,dataset\n";
+        importer.importStream(new ByteArrayInputStream((csv + "/grow/" + tag + "/a,G" + tag + ",0,1000,phenix," + ds + "\n")
+                .getBytes(StandardCharsets.UTF_8)), "it");
+        long rule = rule(ds, "W-" + tag);
+        engine.pass();
+        Timestamp applied = jdbc.queryForObject("SELECT applied_at FROM replication_rule WHERE id = ?", Timestamp.class, rule);
+        assertThat(applied).as("a new rule is applied at the next pass").isNotNull();
+        assertThat(replicas(ds, "W-" + tag)).hasSize(1);
+
+        engine.pass();
+        assertThat(jdbc.queryForObject("SELECT applied_at FROM replication_rule WHERE id = ?", Timestamp.class, rule))
+                .as("nothing new in the dataset: not applied again").isEqualTo(applied);
+
+        // the catalog import's set-based path (triggers of replica mode off) still marks the dataset
+        importer.importStream(new ByteArrayInputStream((csv + "/grow/" + tag + "/b,G" + tag + ",1000,1000,phenix," + ds + "\n"
+                + "/grow/" + tag + "/c,G" + tag + ",2000,1000,phenix," + ds + "\n").getBytes(StandardCharsets.UTF_8)), "it");
+        assertThat(output.getOut()).contains("(set-based reference checks)");
+        engine.pass();
+        assertThat(replicas(ds, "W-" + tag)).extracting(r -> r.get("name"))
+                .containsExactly("/grow/" + tag + "/a", "/grow/" + tag + "/b", "/grow/" + tag + "/c");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM replication_rule_replica WHERE rule_id = ?", Long.class, rule)).isEqualTo(3);
+        assertThat(jdbc.queryForObject("SELECT applied_at FROM replication_rule WHERE id = ?", Timestamp.class, rule)).isAfter(applied);
+    }
+
+    @Test
+    void transfersEndedSinceTheLastPassAreFollowedAndOneCommittedLateIsCaughtByTheSweep() throws Exception {
+        site("O-" + tag);
+        site("T-" + tag);
+        String ds = "track-" + tag;
+        List<String> files = dataset(ds, 2, "O-" + tag);
+        rule(ds, "T-" + tag);
+        assertThat(passUntil(40, () -> inState(ds, "T-" + tag, "transferring") == 2)).isTrue();
+        List<Map<String, Object>> rows = replicas(ds, "T-" + tag);
+        long ended = ((Number) rows.get(0).get("transfer_job_id")).longValue();
+        long late = ((Number) rows.get(1).get("transfer_job_id")).longValue();
+        engine.pass(); // the first pass after the dispatch: from here on passes follow what ended since the last one
+        jdbc.update("UPDATE transfer_job SET state = 'done', dest_adler32 = 10, finished_at = now() WHERE id = ?", ended);
+        // a transfer whose end committed long after its time
+        jdbc.update("UPDATE transfer_job SET state = 'done', dest_adler32 = 10, finished_at = now() - interval '2 hours' WHERE id = ?", late);
+        engine.pass();
+        assertThat(replicas(ds, "T-" + tag)).extracting(r -> r.get("state")).containsExactly("verified", "transferring");
+
+        engine.sweepAtNextPass();
+        engine.pass();
+        assertThat(replicas(ds, "T-" + tag)).extracting(r -> r.get("name"), r -> r.get("state"))
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(files.get(0), "verified"),
+                        org.assertj.core.groups.Tuple.tuple(files.get(1), "verified"));
+    }
+
+    @Test
+    void aPendingReplicaNoRuleWantsWaitsAndIsLookedAtAsSoonAsARuleWantsItAgain() throws Exception {
+        site("O-" + tag);
+        siteWithoutEndpoint("U-" + tag);
+        String ds = "unwanted-" + tag;
+        dataset(ds, 2, "O-" + tag);
+        long first = rule(ds, "U-" + tag);
+        engine.pass();
+        assertThat(replicas(ds, "U-" + tag)).hasSize(2).allSatisfy(r -> assertThat(r.get("waiting_for")).asString().contains("no enabled endpoint"));
+        rules.delete(first);
+        createdRules.remove(first);
+        jdbc.update("""
+                UPDATE replica r SET next_attempt_at = NULL FROM file f JOIN dataset d ON d.id = f.dataset_id
+                 WHERE f.id = r.file_id AND d.name = ?""", ds); // due now
+        assertThat(passUntil(20, () -> replicas(ds, "U-" + tag).stream()
+                .allMatch(r -> ReplicationEngine.UNWANTED.equals(r.get("waiting_for"))))).isTrue();
+        assertThat(replicas(ds, "U-" + tag)).allSatisfy(r -> assertThat(r.get("state")).isEqualTo("pending"));
+
+        rule(ds, "U-" + tag);
+        // applied, and its replicas looked at at the next passes rather than in ten minutes
+        assertThat(passUntil(20, () -> replicas(ds, "U-" + tag).stream()
+                .allMatch(r -> String.valueOf(r.get("waiting_for")).contains("no enabled endpoint")))).isTrue();
+    }
+
+    @Test
+    void movingAWaitingReplicasNextLookDoesNotMarkItsDatasetForACompletenessRecompute() throws Exception {
+        site("O-" + tag);
+        String ds = "mark-" + tag;
+        dataset(ds, 1, "O-" + tag);
+        long dataset = jdbc.queryForObject("SELECT id FROM dataset WHERE name = ?", Long.class, ds);
+        String marked = "SELECT count(*) FROM dataset_status_dirty WHERE dataset_id = ?";
+        jdbc.update("DELETE FROM dataset_status_dirty WHERE dataset_id = ?", dataset);
+        String replica = "(SELECT id FROM file WHERE dataset_id = " + dataset + ")";
+        jdbc.update("UPDATE replica SET next_attempt_at = now() + interval '1 minute' WHERE file_id IN " + replica);
+        assertThat(jdbc.queryForObject(marked, Long.class, dataset)).isZero();
+        jdbc.update("UPDATE replica SET waiting_for = 'something else' WHERE file_id IN " + replica);
+        assertThat(jdbc.queryForObject(marked, Long.class, dataset)).isEqualTo(1);
+    }
+}
