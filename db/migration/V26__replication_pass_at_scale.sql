@@ -30,7 +30,7 @@ CREATE TRIGGER file_updated AFTER UPDATE ON file REFERENCING OLD TABLE AS old_ro
 ALTER TABLE file ENABLE ALWAYS TRIGGER file_inserted;
 ALTER TABLE file ENABLE ALWAYS TRIGGER file_updated;
 
--- When the engine last applied the rule (NULL: never, so it is applied whole at the next pass).
+-- When the engine first applied the rule (NULL: never, so it is applied whole at the next pass).
 ALTER TABLE replication_rule ADD COLUMN applied_at timestamptz;
 
 -- Transferring replicas by their transfer: a pass follows the transfers that ended since the last one.

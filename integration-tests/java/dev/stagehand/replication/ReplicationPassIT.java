@@ -162,19 +162,16 @@ class ReplicationPassIT {
         assertThat(applied).as("a new rule is applied at the next pass").isNotNull();
         assertThat(replicas(ds, "W-" + tag)).hasSize(1);
 
-        engine.pass();
-        assertThat(jdbc.queryForObject("SELECT applied_at FROM replication_rule WHERE id = ?", Timestamp.class, rule))
-                .as("nothing new in the dataset: not applied again").isEqualTo(applied);
+        assertThat(engine.pass().rulesApplied()).as("nothing new in any dataset: no rule applied whole again").isZero();
 
         // the catalog import's set-based path (triggers of replica mode off) still marks the dataset
         importer.importStream(new ByteArrayInputStream((csv + "/grow/" + tag + "/b,G" + tag + ",1000,1000,phenix," + ds + "\n"
                 + "/grow/" + tag + "/c,G" + tag + ",2000,1000,phenix," + ds + "\n").getBytes(StandardCharsets.UTF_8)), "it");
         assertThat(output.getOut()).contains("(set-based reference checks)");
-        engine.pass();
+        assertThat(engine.pass().rulesApplied()).as("the rule of the dataset that got files").isEqualTo(1);
         assertThat(replicas(ds, "W-" + tag)).extracting(r -> r.get("name"))
                 .containsExactly("/grow/" + tag + "/a", "/grow/" + tag + "/b", "/grow/" + tag + "/c");
         assertThat(jdbc.queryForObject("SELECT count(*) FROM replication_rule_replica WHERE rule_id = ?", Long.class, rule)).isEqualTo(3);
-        assertThat(jdbc.queryForObject("SELECT applied_at FROM replication_rule WHERE id = ?", Timestamp.class, rule)).isAfter(applied);
     }
 
     @Test

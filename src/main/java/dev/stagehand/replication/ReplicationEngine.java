@@ -61,7 +61,10 @@ public class ReplicationEngine implements SmartLifecycle {
 
     private static final Logger log = LoggerFactory.getLogger(ReplicationEngine.class);
 
-    /** What one pass did. {@code led} is false when another instance held the lease (nothing was done). */
+    /**
+     * What one pass did: rules applied whole, replicas finished and failed, transfers queued, files sent to
+     * recall, replicas waiting. {@code led} is false when another instance held the lease (nothing was done).
+     */
     public record PassReport(boolean led, int rulesApplied, int finished, int failed, int dispatched, int staged, int waiting) {}
 
     private final JdbcTemplate jdbc;
@@ -171,7 +174,7 @@ public class ReplicationEngine implements SmartLifecycle {
      * Applies the continuous rules that may want something new: those never applied and those whose dataset
      * got files since the last pass (marked by a trigger on file) wholly, those with sites still to choose for
      * a new site only. Re-inserting every file of every rule's dataset at each pass took seconds at 10^6 files.
-     * One transaction: the marks taken are not lost if it fails. Returns how many rules were applied.
+     * One transaction: the marks taken are not lost if it fails. Returns how many rules were applied whole.
      */
     private int applyContinuousRules() {
         long now = System.nanoTime();
@@ -186,7 +189,7 @@ public class ReplicationEngine implements SmartLifecycle {
                             OR r.copies > (SELECT count(*) FROM replication_rule_site s WHERE s.rule_id = r.id))
                      ORDER BY r.id""", (rs, i) -> new Due(rs.getLong(1), rs.getBoolean(2)), full, grown, full, grown);
             for (Due d : due) apply(d.rule(), d.whole());
-            return due.size();
+            return (int) due.stream().filter(Due::whole).count();
         });
         if (full) lastFullApply = now;
         return applied;
@@ -235,7 +238,8 @@ public class ReplicationEngine implements SmartLifecycle {
                     note = "only " + chosen.size() + " of " + copies + " sites match '" + expression + "'";
             }
             jdbc.update("UPDATE replication_rule SET note = ? WHERE id = ? AND note IS DISTINCT FROM ?", note, ruleId, note);
-            if (whole) jdbc.update("UPDATE replication_rule SET applied_at = now() WHERE id = ?", ruleId);
+            // the first time only: an update of the rule marks its dataset for a completeness recompute
+            if (whole) jdbc.update("UPDATE replication_rule SET applied_at = now() WHERE id = ? AND applied_at IS NULL", ruleId);
             // only the sites chosen now when the dataset is known to have no new file
             Long[] sitesToFill = (whole ? chosen : chosen.subList(chosenBefore, chosen.size())).toArray(Long[]::new);
             if (sitesToFill.length == 0) return 0;
