@@ -91,7 +91,8 @@ public final class IntakeBench {
     private static void request(JdbcTemplate jdbc, String pick) {
         UUID id = UUID.randomUUID();
         jdbc.update("INSERT INTO stage_request (id, owner, experiment, file_count) VALUES (?, 'bench', 'atlas', 1)", id);
-        int n = jdbc.update("INSERT INTO stage_request_file (request_id, file_id) SELECT ?, id FROM file " + pick, id);
+        int n = jdbc.update("INSERT INTO stage_request_file (request_id, file_id, ordinal) "
+                + "SELECT ?, id, row_number() OVER () FROM (SELECT id FROM file " + pick + ") p", id);
         jdbc.update("UPDATE stage_request SET file_count = ? WHERE id = ?", n, id);
     }
 }

@@ -56,7 +56,8 @@ class HandOffCollectIT {
 
     private long waiting(UUID request, String name) {
         long id = ItDb.simulatedFile(jdbc, "/it/handoff/" + name, 1_000);
-        jdbc.update("INSERT INTO stage_request_file (request_id, file_id, state) VALUES (?, ?, 'transferring')", request, id);
+        jdbc.update("INSERT INTO stage_request_file (request_id, file_id, state, ordinal) VALUES (?, ?, 'transferring', "
+                + "(SELECT coalesce(max(ordinal), 0) + 1 FROM stage_request_file WHERE request_id = ?))", request, id, request);
         return id;
     }
 

@@ -69,7 +69,9 @@ class RecallChangesIT {
         UUID id = UUID.randomUUID();
         jdbc.update("INSERT INTO stage_request (id, owner, experiment, priority, file_count) VALUES (?, 'it', 'atlas', ?, ?)",
                 id, priority, files.length);
-        for (long f : files) jdbc.update("INSERT INTO stage_request_file (request_id, file_id) VALUES (?, ?)", id, f);
+        for (int i = 0; i < files.length; i++) {
+            jdbc.update("INSERT INTO stage_request_file (request_id, file_id, ordinal) VALUES (?, ?, ?)", id, files[i], i + 1);
+        }
         return id;
     }
 

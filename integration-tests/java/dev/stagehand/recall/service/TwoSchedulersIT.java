@@ -88,7 +88,9 @@ class TwoSchedulersIT {
             UUID id = UUID.randomUUID();
             List<Long> mine = new ArrayList<>(files.subList(r * 30, Math.min(files.size(), r * 30 + 70)));
             jdbc.update("INSERT INTO stage_request (id, owner, experiment, file_count) VALUES (?, 'it', 'atlas', ?)", id, mine.size());
-            for (long f : mine) jdbc.update("INSERT INTO stage_request_file (request_id, file_id) VALUES (?, ?)", id, f);
+            for (int i = 0; i < mine.size(); i++) {
+                jdbc.update("INSERT INTO stage_request_file (request_id, file_id, ordinal) VALUES (?, ?, ?)", id, mine.get(i), i + 1);
+            }
             requests.add(id);
         }
         List<Long> wanted = jdbc.queryForList("SELECT DISTINCT file_id FROM stage_request_file WHERE request_id = ANY(?)",

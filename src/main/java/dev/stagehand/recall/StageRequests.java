@@ -51,6 +51,20 @@ public interface StageRequests {
     /** The request with its per-state counts and one page of its files (in submitted order). */
     Optional<StageRequestDetail> get(UUID id, int fileOffset, int fileLimit);
 
+    /** The request alone: its files are not read. */
+    Optional<StageRequestSummary> summary(UUID id);
+
+    /**
+     * Files [fileOffset, fileOffset + fileLimit) of a request in submitted order (empty for an unknown request):
+     * read by their place in the list on an index, so a page costs its own size whatever the request's.
+     */
+    List<RequestFile> files(UUID id, int fileOffset, int fileLimit);
+
+    /** How many of a request's files are in each state (every state present) and released: reads every file of it. */
+    FileCounts counts(UUID id);
+
+    record FileCounts(Map<FileState, Long> byState, long released) {}
+
     /** The names of a request's files in submitted order; empty for an unknown request. */
     List<String> paths(UUID id);
 

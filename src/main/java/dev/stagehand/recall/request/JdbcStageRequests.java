@@ -313,46 +313,62 @@ class JdbcStageRequests implements StageRequests {
 
     // ---- reads ---------------------------------------------------------------------------------------
 
-    private Optional<StageRequestSummary> summary(UUID id) {
+    @Override
+    public Optional<StageRequestSummary> summary(UUID id) {
         return jdbc.query("SELECT " + SUMMARY_COLUMNS + " FROM stage_request r WHERE r.id = ?", SUMMARY, id).stream().findFirst();
     }
 
     @Override
     public Optional<StageRequestDetail> get(UUID id, int fileOffset, int fileLimit) {
         return tx.execute(status -> summary(id).map(s -> {
-            Map<FileState, Long> counts = new EnumMap<>(FileState.class);
-            for (FileState st : FileState.values()) counts.put(st, 0L);
-            long[] released = {0};
-            jdbc.query("SELECT state, count(*), count(*) FILTER (WHERE released) FROM stage_request_file "
-                    + "WHERE request_id = ? GROUP BY state", rs -> {
-                counts.put(FileState.ofDb(rs.getString(1)), rs.getLong(2));
-                released[0] += rs.getLong(3);
-            }, id);
-            Long absent = jdbc.queryForObject("SELECT count(*) FROM stage_request_absent WHERE request_id = ?", Long.class, id);
-            counts.merge(FileState.FAILED, absent == null ? 0L : absent, Long::sum);
-            record Row(long fileId, RequestFile file) {}
-            // files absent from the catalog at submission (WLCG API) are failed files in their place (file id 0)
-            List<Row> rows = jdbc.query("""
-                    SELECT f.name, srf.state, srf.error, srf.released, srf.started_at, srf.finished_at, f.id, srf.ordinal
-                      FROM stage_request_file srf JOIN file f ON f.id = srf.file_id WHERE srf.request_id = ?
-                    UNION ALL
-                    SELECT a.path, 'failed', ?, false, r.created_at, r.created_at, 0, a.ordinal
-                      FROM stage_request_absent a JOIN stage_request r ON r.id = a.request_id WHERE a.request_id = ?
-                    ORDER BY 8, 7 OFFSET ? LIMIT ?""",
-                    (rs, i) -> new Row(rs.getLong(7), new RequestFile(rs.getString(1), FileState.ofDb(rs.getString(2)),
-                            rs.getString(3), rs.getBoolean(4), instant(rs, 5), instant(rs, 6), false)),
-                    id, ABSENT_FILE, id, fileOffset, fileLimit);
-            // staged once is not on disk for ever: a copy may since have been evicted or discarded (corrupt)
-            List<Long> staged = rows.stream().filter(r -> r.file().state().staged()).map(Row::fileId).toList();
-            Map<Long, CacheEntry> live = staged.isEmpty() ? Map.of() : cache.lookup(staged);
-            List<RequestFile> files = rows.stream().map(r -> {
-                CacheEntry e = live.get(r.fileId());
-                RequestFile f = r.file();
-                return e != null && e.cached() ? new RequestFile(f.path(), f.state(), f.error(), f.released(), f.startedAt(),
-                        f.finishedAt(), true) : f;
-            }).toList();
-            return new StageRequestDetail(s, counts, released[0], files, fileOffset, fileLimit);
+            FileCounts counts = counts(id);
+            return new StageRequestDetail(s, counts.byState(), counts.released(), files(id, fileOffset, fileLimit),
+                    fileOffset, fileLimit);
         }));
+    }
+
+    @Override
+    public FileCounts counts(UUID id) {
+        Map<FileState, Long> counts = new EnumMap<>(FileState.class);
+        for (FileState st : FileState.values()) counts.put(st, 0L);
+        long[] released = {0};
+        jdbc.query("SELECT state, count(*), count(*) FILTER (WHERE released) FROM stage_request_file "
+                + "WHERE request_id = ? GROUP BY state", rs -> {
+            counts.put(FileState.ofDb(rs.getString(1)), rs.getLong(2));
+            released[0] += rs.getLong(3);
+        }, id);
+        Long absent = jdbc.queryForObject("SELECT count(*) FROM stage_request_absent WHERE request_id = ?", Long.class, id);
+        counts.merge(FileState.FAILED, absent == null ? 0L : absent, Long::sum);
+        return new FileCounts(counts, released[0]);
+    }
+
+    @Override
+    public List<RequestFile> files(UUID id, int fileOffset, int fileLimit) {
+        record Row(long fileId, RequestFile file) {}
+        // places 1..file_count run through both tables (V26): the page is a range of places on their indexes,
+        // so it costs its own size whatever the request's; absent files are failed files in their place (id 0)
+        long first = (long) fileOffset + 1, last = (long) fileOffset + fileLimit;
+        List<Row> rows = jdbc.query("""
+                SELECT f.name, srf.state, srf.error, srf.released, srf.started_at, srf.finished_at, f.id, srf.ordinal
+                  FROM stage_request_file srf JOIN file f ON f.id = srf.file_id
+                 WHERE srf.request_id = ? AND srf.ordinal BETWEEN ? AND ?
+                UNION ALL
+                SELECT a.path, 'failed', ?, false, r.created_at, r.created_at, 0, a.ordinal
+                  FROM stage_request_absent a JOIN stage_request r ON r.id = a.request_id
+                 WHERE a.request_id = ? AND a.ordinal BETWEEN ? AND ?
+                ORDER BY 8""",
+                (rs, i) -> new Row(rs.getLong(7), new RequestFile(rs.getString(1), FileState.ofDb(rs.getString(2)),
+                        rs.getString(3), rs.getBoolean(4), instant(rs, 5), instant(rs, 6), false)),
+                id, first, last, ABSENT_FILE, id, first, last);
+        // staged once is not on disk for ever: a copy may since have been evicted or discarded (corrupt)
+        List<Long> staged = rows.stream().filter(r -> r.file().state().staged()).map(Row::fileId).toList();
+        Map<Long, CacheEntry> live = staged.isEmpty() ? Map.of() : cache.lookup(staged);
+        return rows.stream().map(r -> {
+            CacheEntry e = live.get(r.fileId());
+            RequestFile f = r.file();
+            return e != null && e.cached() ? new RequestFile(f.path(), f.state(), f.error(), f.released(), f.startedAt(),
+                    f.finishedAt(), true) : f;
+        }).toList();
     }
 
     @Override
