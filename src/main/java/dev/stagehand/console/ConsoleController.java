@@ -6,6 +6,7 @@ import dev.stagehand.recall.StageRequestRejected;
 import dev.stagehand.recall.StageRequests;
 import dev.stagehand.recall.StageRequests.RequestQuery;
 import dev.stagehand.recall.StageRequests.RequestState;
+import dev.stagehand.recall.StageRequests.StageRequestDetail;
 import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.transfer.TransferJob;
@@ -129,12 +130,18 @@ class ConsoleController {
     String request(@PathVariable String id, @RequestParam(defaultValue = "0") int offset, Model model, HttpServletRequest http,
                    Principal who) {
         // another experiment's request is not found, exactly like an unknown id (as in the API)
-        var detail = requests.get(uuid(id), Math.max(0, offset), 100)
-                .filter(d -> ConsoleUser.of(who).sees(d.request().experiment()))
+        var r = requests.summary(uuid(id))
+                .filter(s -> ConsoleUser.of(who).sees(s.experiment()))
                 .orElseThrow(() -> new ResponseStatusException(HttpStatus.NOT_FOUND, "no request " + id));
-        model.addAttribute("d", detail);
-        model.addAttribute("r", detail.request());
-        model.addAttribute("eta", views.eta(detail.request().id()));
+        // the page of files is read at each refresh, the per-state counts are shared (they read every file)
+        int from = Math.max(0, offset);
+        ConsoleViews.FileCounts counts = views.fileCounts(r.id());
+        model.addAttribute("d", new StageRequestDetail(r, counts.counts().byState(), counts.counts().released(),
+                requests.files(r.id(), from, 100), from, 100));
+        model.addAttribute("r", r);
+        model.addAttribute("countsAsOf", counts.asOf());
+        model.addAttribute("now", Instant.now());
+        model.addAttribute("eta", views.eta(r.id()));
         return LivePart.view("console/request", http);
     }
 
@@ -144,6 +151,7 @@ class ConsoleController {
         if (!visible(uuid, who)) return refusedUnknown(who, "request.cancel", id, flash);
         try {
             var change = requests.cancel(uuid, null);
+            views.fileCountsChanged(uuid); // the operator sees the cancelled files at once
             audit.record(who.getName(), "request.cancel", id, change.changed() + " files cancelled", "ok");
             flash.addFlashAttribute("message", "Request cancelled: " + change.changed() + " files cancelled.");
         } catch (StageRequestRejected e) {
@@ -264,7 +272,7 @@ class ConsoleController {
 
     /** Whether the request exists and is of one of the user's experiments. */
     private boolean visible(UUID id, Principal who) {
-        return requests.get(id, 0, 1).map(d -> ConsoleUser.of(who).sees(d.request().experiment())).orElse(false);
+        return requests.summary(id).map(r -> ConsoleUser.of(who).sees(r.experiment())).orElse(false);
     }
 
     /** A change to a request the user cannot see: refused and audited as if there were no such request. */
