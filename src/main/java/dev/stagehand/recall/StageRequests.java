@@ -110,7 +110,11 @@ public interface StageRequests {
      */
     void delete(UUID id);
 
-    /** Open requests (submitted or active) and their open files, in all and of {@code owner}, for admission control. */
+    /**
+     * Open requests (submitted or active) and their open files (queued or staging), in all and of {@code owner},
+     * for admission control. Requests are counted at each call; files at most a few seconds ago (a tenth of the
+     * time at most: there may be 10^6), plus those submitted through this instance since.
+     */
     Load load(String owner);
 
     record Load(long openRequests, long openFiles, long ownerRequests, long ownerFiles) {}
