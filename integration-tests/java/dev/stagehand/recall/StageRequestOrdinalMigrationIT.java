@@ -15,7 +15,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
 /**
- * V26 on a database that holds request files without a place (written before V6): they are numbered after
+ * V27 on a database that holds request files without a place (written before V6): they are numbered after
  * their request's others by file id, and a file without a place can no longer be written.
  */
 class StageRequestOrdinalMigrationIT {
@@ -23,10 +23,10 @@ class StageRequestOrdinalMigrationIT {
     @Test
     void filesWithoutAPlaceAreNumberedAfterTheOthersByFileId() {
         LocalPostgres pg = LocalPostgres.at(Path.of(System.getProperty("stagehand.db.local-dir", "target/pg")));
-        LocalPostgres.Connection db = pg.start("stagehand_v26_" + System.currentTimeMillis());
+        LocalPostgres.Connection db = pg.start("stagehand_v27_" + System.currentTimeMillis());
         try {
             var flyway = Flyway.configure().dataSource(db.url(), db.user(), db.password()).locations("classpath:db/migration");
-            flyway.target(MigrationVersion.fromVersion("25")).load().migrate();
+            flyway.target(MigrationVersion.fromVersion("26")).load().migrate();
             JdbcTemplate jdbc = new JdbcTemplate(new DriverManagerDataSource(db.url(), db.user(), db.password()));
             List<Long> files = jdbc.queryForList("""
                     INSERT INTO file (name, size_bytes, adler32, experiment)

@@ -362,7 +362,7 @@ class JdbcStageRequests implements StageRequests {
     @Override
     public List<RequestFile> files(UUID id, int fileOffset, int fileLimit) {
         record Row(long fileId, RequestFile file) {}
-        // places 1..file_count run through both tables (V26): the page is a range of places on their indexes,
+        // places 1..file_count run through both tables (V27): the page is a range of places on their indexes,
         // so it costs its own size whatever the request's; absent files are failed files in their place (id 0)
         long first = (long) fileOffset + 1, last = (long) fileOffset + fileLimit;
         List<Row> rows = jdbc.query("""
