@@ -90,4 +90,19 @@ final class BenchSupport {
                 : new String[] {"--spring.main.web-application-type=none", "--stagehand.db.local-database=" + DATABASE,
                         "--logging.level.root=WARN", "--logging.level.dev.stagehand.catalog=INFO"};
     }
+
+    /** Seconds {@code r} took. */
+    static double seconds(Runnable r) {
+        long t = System.nanoTime();
+        r.run();
+        return (System.nanoTime() - t) / 1e9;
+    }
+
+    /** The median of five measurements. */
+    static double median5(java.util.function.DoubleSupplier s) {
+        double[] v = new double[5];
+        for (int i = 0; i < v.length; i++) v[i] = s.getAsDouble();
+        java.util.Arrays.sort(v);
+        return v[v.length / 2];
+    }
 }

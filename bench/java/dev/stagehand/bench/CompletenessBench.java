@@ -47,13 +47,13 @@ public final class CompletenessBench {
             double setUp = (System.nanoTime() - t0) / 1e9;
             long wanted = (long) datasets * files;
 
-            double full = seconds(engine::recomputeStatus); // the first pass is a full one
+            double full = BenchSupport.seconds(engine::recomputeStatus); // the first pass is a full one
             long ok = jdbc.queryForObject("SELECT count(*) FROM dataset_site_status WHERE state = 'OK'", Long.class);
             if (ok != datasets) throw new IllegalStateException(ok + " datasets OK, expected " + datasets);
-            double idle = median(() -> seconds(engine::recomputeStatus));
-            double one = median(() -> {
+            double idle = BenchSupport.median5(() -> BenchSupport.seconds(engine::recomputeStatus));
+            double one = BenchSupport.median5(() -> {
                 jdbc.update("UPDATE replica SET state = 'failed' WHERE file_id = (SELECT min(id) FROM file)");
-                double s = seconds(engine::recomputeStatus);
+                double s = BenchSupport.seconds(engine::recomputeStatus);
                 jdbc.update("UPDATE replica SET state = 'verified' WHERE file_id = (SELECT min(id) FROM file)");
                 engine.recomputeStatus();
                 return s;
@@ -62,11 +62,11 @@ public final class CompletenessBench {
             if (failed != 0) throw new IllegalStateException(failed + " datasets not OK after the changes were undone");
             // the triggers' cost on a bulk change: 10 % of the replicas in one statement, marked vs the same untouched
             String bulk = "UPDATE replica SET updated_at = now() WHERE file_id % 10 = 0";
-            double marked = seconds(() -> jdbc.update(bulk));
+            double marked = BenchSupport.seconds(() -> jdbc.update(bulk));
             jdbc.execute("ALTER TABLE replica DISABLE TRIGGER replica_updated");
             double unmarked;
             try {
-                unmarked = seconds(() -> jdbc.update(bulk));
+                unmarked = BenchSupport.seconds(() -> jdbc.update(bulk));
             } finally {
                 jdbc.execute("ALTER TABLE replica ENABLE TRIGGER replica_updated");
             }
@@ -80,18 +80,5 @@ public final class CompletenessBench {
             System.out.printf("  bulk update of %,d replicas: with marking %.3f s, triggers off %.3f s (x%.2f)%n",
                     wanted / 10, marked, unmarked, marked / unmarked);
         }
-    }
-
-    private static double seconds(Runnable r) {
-        long t = System.nanoTime();
-        r.run();
-        return (System.nanoTime() - t) / 1e9;
-    }
-
-    private static double median(java.util.function.DoubleSupplier s) {
-        double[] v = new double[5];
-        for (int i = 0; i < v.length; i++) v[i] = s.getAsDouble();
-        java.util.Arrays.sort(v);
-        return v[v.length / 2];
     }
 }

@@ -2,8 +2,6 @@ package dev.stagehand.bench;
 
 import dev.stagehand.StagehandApplication;
 import dev.stagehand.replication.ReplicationEngine;
-import java.util.Arrays;
-import java.util.function.Supplier;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
@@ -48,8 +46,8 @@ public final class ReplicationPassBench {
             jdbc.execute("VACUUM ANALYZE");
             double setUp = (System.nanoTime() - t0) / 1e9;
             engine.takeLead();
-            double first = seconds(engine::pass);
-            double steady = median(() -> seconds(engine::pass));
+            double first = BenchSupport.seconds(engine::pass);
+            double steady = BenchSupport.median5(() -> BenchSupport.seconds(engine::pass));
 
             // a tenth of the datasets each: waiting (no endpoint), transferring, staging
             long d0 = jdbc.queryForObject("SELECT min(id) FROM dataset", Long.class);
@@ -77,19 +75,19 @@ public final class ReplicationPassBench {
             jdbc.execute("VACUUM ANALYZE");
             long open = jdbc.queryForObject("SELECT count(*) FROM replica WHERE state IN ('pending', 'staging', 'transferring')", Long.class);
             engine.pass();
-            double busy = median(() -> seconds(engine::pass));
+            double busy = BenchSupport.median5(() -> BenchSupport.seconds(engine::pass));
 
             // one transfer ends: its replica is verified at the next pass
             long job = jdbc.queryForObject("SELECT min(transfer_job_id) FROM replica WHERE state = 'transferring'", Long.class);
             jdbc.update("UPDATE transfer_job SET state = 'done', dest_adler32 = 1, finished_at = now() WHERE id = ?", job);
-            double ended = seconds(engine::pass);
+            double ended = BenchSupport.seconds(engine::pass);
             String state = jdbc.queryForObject("SELECT state FROM replica WHERE transfer_job_id = ?", String.class, job);
             if (!state.equals("verified")) throw new IllegalStateException("replica of transfer " + job + " is " + state);
 
             // one file added to a dataset RB-A holds: the rule wants its copy at the next pass
             long ds = d0 + datasets - 1;
             jdbc.update("INSERT INTO file (name, size_bytes, dataset_id, experiment) VALUES ('/rb/new', 1, ?, 'bench')", ds);
-            double grown = seconds(engine::pass);
+            double grown = BenchSupport.seconds(engine::pass);
             long wanted = jdbc.queryForObject("SELECT count(*) FROM replica r JOIN file f ON f.id = r.file_id WHERE f.name = '/rb/new'", Long.class);
             if (wanted != 1) throw new IllegalStateException("the new file has " + wanted + " replicas, expected 1");
 
@@ -123,18 +121,5 @@ public final class ReplicationPassBench {
                 SELECT r.id, f.id, ? FROM replication_rule r JOIN replication_rule_site rs ON rs.rule_id = r.id AND rs.site_id = ?
                   JOIN dataset d ON d.id = r.dataset_id JOIN file f ON f.dataset_id = d.id WHERE (""" + where + ")",
                 site, site);
-    }
-
-    private static double seconds(Supplier<?> s) {
-        long t = System.nanoTime();
-        s.get();
-        return (System.nanoTime() - t) / 1e9;
-    }
-
-    private static double median(java.util.function.DoubleSupplier s) {
-        double[] v = new double[5];
-        for (int i = 0; i < v.length; i++) v[i] = s.getAsDouble();
-        Arrays.sort(v);
-        return v[v.length / 2];
     }
 }

@@ -175,6 +175,27 @@ class ReplicationPassIT {
     }
 
     @Test
+    void aRuleShortOfSitesTakesOneThatAppearsWithItsCopies() throws Exception {
+        site("O-" + tag);
+        jdbc.update("INSERT INTO site (name, attributes) VALUES (?, ?::jsonb)", "S1-" + tag, "{\"grp\":\"" + tag + "\"}");
+        String ds = "short-" + tag;
+        dataset(ds, 2, "O-" + tag);
+        long rule = rules.create(new NewRule(ds, 2, "grp=" + tag, null, null, null, "it")).id();
+        createdRules.add(rule);
+        engine.pass();
+        engine.pass();
+        assertThat(jdbc.queryForObject("SELECT note FROM replication_rule WHERE id = ?", String.class, rule))
+                .isEqualTo("only 1 of 2 sites match 'grp=" + tag + "'");
+        assertThat(replicas(ds, "S1-" + tag)).hasSize(2);
+
+        jdbc.update("INSERT INTO site (name, attributes) VALUES (?, ?::jsonb)", "S2-" + tag, "{\"grp\":\"" + tag + "\"}");
+        engine.pass();
+        assertThat(jdbc.queryForObject("SELECT note FROM replication_rule WHERE id = ?", String.class, rule)).isNull();
+        assertThat(replicas(ds, "S2-" + tag)).as("the new site's copies are wanted").hasSize(2);
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM replication_rule_replica WHERE rule_id = ?", Long.class, rule)).isEqualTo(4);
+    }
+
+    @Test
     void transfersEndedSinceTheLastPassAreFollowedAndOneCommittedLateIsCaughtByTheSweep() throws Exception {
         site("O-" + tag);
         site("T-" + tag);

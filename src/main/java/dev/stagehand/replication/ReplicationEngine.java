@@ -169,16 +169,21 @@ public class ReplicationEngine implements SmartLifecycle {
     /** A full application of every continuous rule now and then: a safety net, as for completeness. */
     static final Duration FULL_APPLY_EVERY = Duration.ofHours(1);
     private volatile long lastFullApply = Long.MIN_VALUE;
+    /** The sites (names, attributes) the last pass chose from; null: none yet. */
+    private volatile Map<Long, SiteRef> sitesLastPass;
 
     /**
      * Applies the continuous rules that may want something new: those never applied and those whose dataset
      * got files since the last pass (marked by a trigger on file) wholly, those with sites still to choose for
-     * a new site only. Re-inserting every file of every rule's dataset at each pass took seconds at 10^6 files.
-     * One transaction: the marks taken are not lost if it fails. Returns how many rules were applied whole.
+     * a new site only, and only when the sites changed since the last pass. Re-inserting every file of every
+     * rule's dataset at each pass took seconds at 10^6 files. One transaction: the marks taken are not lost if
+     * it fails. Returns how many rules were applied whole.
      */
     private int applyContinuousRules() {
         long now = System.nanoTime();
         boolean full = lastFullApply == Long.MIN_VALUE || now - lastFullApply >= FULL_APPLY_EVERY.toNanos();
+        Map<Long, SiteRef> sites = sites();
+        boolean sitesChanged = !sites.equals(sitesLastPass);
         Integer applied = tx.execute(status -> {
             Long[] grown = jdbc.queryForList("DELETE FROM dataset_files_added RETURNING dataset_id", Long.class).toArray(Long[]::new);
             record Due(long rule, boolean whole) {}
@@ -186,12 +191,13 @@ public class ReplicationEngine implements SmartLifecycle {
                     SELECT r.id, ? OR r.applied_at IS NULL OR r.dataset_id = ANY (?) FROM replication_rule r
                      WHERE r.state = 'active' AND r.schedule IS NULL
                        AND (? OR r.applied_at IS NULL OR r.dataset_id = ANY (?)
-                            OR r.copies > (SELECT count(*) FROM replication_rule_site s WHERE s.rule_id = r.id))
-                     ORDER BY r.id""", (rs, i) -> new Due(rs.getLong(1), rs.getBoolean(2)), full, grown, full, grown);
-            for (Due d : due) apply(d.rule(), d.whole());
+                            OR (? AND r.copies > (SELECT count(*) FROM replication_rule_site s WHERE s.rule_id = r.id)))
+                     ORDER BY r.id""", (rs, i) -> new Due(rs.getLong(1), rs.getBoolean(2)), full, grown, full, grown, sitesChanged);
+            for (Due d : due) apply(d.rule(), d.whole(), sites);
             return (int) due.stream().filter(Due::whole).count();
         });
         if (full) lastFullApply = now;
+        sitesLastPass = sites;
         return applied;
     }
 
@@ -200,11 +206,14 @@ public class ReplicationEngine implements SmartLifecycle {
      * dataset at each. Returns how many (file, site) replicas the rule wants that it did not before.
      */
     public int applyRule(long ruleId) {
-        return apply(ruleId, true);
+        return apply(ruleId, true, null);
     }
 
-    /** {@link #applyRule}; with {@code whole} false the dataset's files are added only at sites chosen now. */
-    private int apply(long ruleId, boolean whole) {
+    /**
+     * {@link #applyRule}; with {@code whole} false the dataset's files are added only at sites chosen now.
+     * {@code sites}: the sites to choose from, null to read them.
+     */
+    private int apply(long ruleId, boolean whole, Map<Long, SiteRef> sites) {
         return tx.execute(status -> {
             List<Map<String, Object>> rows = jdbc.queryForList(
                     "SELECT dataset_id, copies, site_expression, state FROM replication_rule WHERE id = ? FOR UPDATE", ruleId);
@@ -217,7 +226,8 @@ public class ReplicationEngine implements SmartLifecycle {
             int chosenBefore = chosen.size();
             if (chosen.size() < copies) {
                 SiteExpression expr = SiteExpression.parse(expression);
-                List<SiteRef> candidates = sites().values().stream().filter(s -> expr.matches(s) && !chosen.contains(s.id())).toList();
+                List<SiteRef> candidates = (sites == null ? sites() : sites).values().stream()
+                        .filter(s -> expr.matches(s) && !chosen.contains(s.id())).toList();
                 Map<Long, Long> held = new HashMap<>();
                 // counting the dataset's copies per site reads all of them: only when there is a choice to make
                 if (!candidates.isEmpty()) jdbc.query("""
