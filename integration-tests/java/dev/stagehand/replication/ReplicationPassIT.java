@@ -47,6 +47,12 @@ class ReplicationPassIT {
     @Autowired ReplicationRules rules;
     @Autowired ReplicationEngine engine;
     @Autowired CatalogImporter importer;
+    @Autowired org.springframework.transaction.support.TransactionTemplate tx;
+    @Autowired dev.stagehand.transfer.TransferQueue transferQueue;
+    @Autowired dev.stagehand.recall.StageRequests stageRequests;
+    @Autowired dev.stagehand.transfer.Mover mover;
+    @Autowired org.springframework.beans.factory.ObjectProvider<LocalSource> localSource;
+    @Autowired ReplicationProperties props;
 
     final String tag = UUID.randomUUID().toString().substring(0, 8);
     final List<Long> createdRules = new ArrayList<>();
@@ -218,6 +224,46 @@ class ReplicationPassIT {
         assertThat(replicas(ds, "T-" + tag)).extracting(r -> r.get("name"), r -> r.get("state"))
                 .containsExactly(org.assertj.core.groups.Tuple.tuple(files.get(0), "verified"),
                         org.assertj.core.groups.Tuple.tuple(files.get(1), "verified"));
+    }
+
+    /**
+     * What a pass learns since the last one (transfers ended, datasets that got files) is in rows or found
+     * again by the instance the lease moves to, and back: nothing is missed, nothing sent twice.
+     */
+    @Test
+    void theLeaseMovingToAnotherInstanceAndBackMissesNothing() throws Exception {
+        site("O-" + tag);
+        site("H-" + tag);
+        String ds = "handover-" + tag;
+        dataset(ds, 3, "O-" + tag);
+        rule(ds, "H-" + tag);
+        assertThat(passUntil(40, () -> inState(ds, "H-" + tag, "transferring") == 3)).isTrue();
+        engine.pass();
+        List<Map<String, Object>> rows = replicas(ds, "H-" + tag);
+        String end = "UPDATE transfer_job SET state = 'done', dest_adler32 = 10, finished_at = now() WHERE id = ?";
+
+        ReplicationEngine other = new ReplicationEngine(jdbc, tx, transferQueue, stageRequests, mover, localSource, props);
+        jdbc.update(end, rows.get(0).get("transfer_job_id"));
+        other.takeLead();
+        assertThat(other.pass().led()).isTrue();
+        assertThat(inState(ds, "H-" + tag, "verified")).isEqualTo(1);
+
+        // while the other instance leads: a transfer ends and the dataset gets a file, after its last pass
+        jdbc.update(end, rows.get(1).get("transfer_job_id"));
+        long dsId = jdbc.queryForObject("SELECT id FROM dataset WHERE name = ?", Long.class, ds);
+        jdbc.update("INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, 1000, '0000000a', ?, 'phenix')",
+                "/pass/" + ds + "/late", dsId);
+        rules.register("O-" + tag, List.of("/pass/" + ds + "/late"));
+        engine.takeLead();
+        assertThat(engine.pass().led()).isTrue();
+        assertThat(inState(ds, "H-" + tag, "verified")).as("the transfer that ended in between").isEqualTo(2);
+        assertThat(replicas(ds, "H-" + tag)).as("the file added in between").hasSize(4);
+        assertThat(passUntil(40, () -> inState(ds, "H-" + tag, "transferring") == 2)).isTrue();
+        assertThat(jdbc.queryForObject("""
+                SELECT count(*) FROM transfer_job WHERE correlation IN (
+                    SELECT 'replica:' || r.file_id || ':' || r.site_id FROM replica r JOIN file f ON f.id = r.file_id
+                      JOIN dataset d ON d.id = f.dataset_id WHERE d.name = ?)""", Long.class, ds))
+                .as("one transfer per replica").isEqualTo(4);
     }
 
     @Test
