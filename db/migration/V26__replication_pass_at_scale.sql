@@ -1,34 +1,46 @@
 -- The replication pass (every 2 s; module replication) at production sizes: each step reads what changed
 -- since the last pass, not every row (bench/replication.sh).
 
--- Datasets that got files since the engine last applied their continuous rules: a rule adds the replicas of
--- new files only when its dataset is marked, instead of re-inserting every file of its dataset at each pass.
--- ENABLE ALWAYS: the catalog import's set-based reference checks run with session_replication_role =
--- replica, which skips ordinary triggers. SECURITY DEFINER: an account allowed to write the catalog only (an
--- importer's) marks the dataset all the same.
-CREATE TABLE dataset_files_added (
-    dataset_id bigint PRIMARY KEY
+-- Files added to datasets that continuous rules replicate, since the engine last applied those rules: a rule
+-- adds the replicas of these files only, where each pass re-inserted every file of every rule's dataset. A
+-- row per file and no unique key: each inserting transaction's marks commit with its files (with one mark per
+-- dataset, an insert that found a committed mark added none, and a pass could take that mark before the
+-- insert committed: its files were missed). Only datasets with an active continuous rule are marked, so
+-- nothing piles up where replication is not used; a rule created meanwhile is applied whole at its first
+-- pass, and every rule every hour. ENABLE ALWAYS: the catalog import's set-based reference checks run with
+-- session_replication_role = replica, which skips ordinary triggers. SECURITY DEFINER: an account allowed to
+-- write the catalog only (an importer's) marks all the same.
+CREATE TABLE replication_file_added (
+    file_id    bigint NOT NULL,
+    dataset_id bigint NOT NULL
 );
 
-CREATE FUNCTION mark_dataset_files_added() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+CREATE FUNCTION mark_replication_files_added() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO dataset_files_added (dataset_id)
-        SELECT DISTINCT dataset_id FROM new_rows WHERE dataset_id IS NOT NULL ON CONFLICT DO NOTHING;
+        INSERT INTO replication_file_added (file_id, dataset_id)
+        SELECT n.id, n.dataset_id FROM new_rows n
+         WHERE n.dataset_id IN (SELECT dataset_id FROM replication_rule WHERE state = 'active' AND schedule IS NULL);
     ELSE
-        INSERT INTO dataset_files_added (dataset_id)
-        SELECT DISTINCT n.dataset_id FROM new_rows n JOIN old_rows o ON o.id = n.id
-         WHERE n.dataset_id IS NOT NULL AND n.dataset_id IS DISTINCT FROM o.dataset_id ON CONFLICT DO NOTHING;
+        INSERT INTO replication_file_added (file_id, dataset_id)
+        SELECT n.id, n.dataset_id FROM new_rows n JOIN old_rows o ON o.id = n.id
+         WHERE n.dataset_id IS DISTINCT FROM o.dataset_id
+           AND n.dataset_id IN (SELECT dataset_id FROM replication_rule WHERE state = 'active' AND schedule IS NULL);
     END IF;
     RETURN NULL;
 END $$;
 
 CREATE TRIGGER file_inserted AFTER INSERT ON file REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION mark_dataset_files_added();
+    FOR EACH STATEMENT EXECUTE FUNCTION mark_replication_files_added();
 CREATE TRIGGER file_updated AFTER UPDATE ON file REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION mark_dataset_files_added();
+    FOR EACH STATEMENT EXECUTE FUNCTION mark_replication_files_added();
 ALTER TABLE file ENABLE ALWAYS TRIGGER file_inserted;
 ALTER TABLE file ENABLE ALWAYS TRIGGER file_updated;
+
+-- The completeness marks lose their unique key for the same reason: a change that found its dataset already
+-- marked added no mark, and a pass could take the mark before the change committed (until the full recompute,
+-- ten minutes later, its dataset showed the old figures). The engine takes every mark at each pass.
+ALTER TABLE dataset_status_dirty DROP CONSTRAINT dataset_status_dirty_pkey;
 
 -- When the engine first applied the rule (NULL: never, so it is applied whole at the next pass).
 ALTER TABLE replication_rule ADD COLUMN applied_at timestamptz;
@@ -50,8 +62,7 @@ BEGIN
     SELECT DISTINCT f.dataset_id FROM new_rows n JOIN old_rows o ON o.file_id = n.file_id AND o.site_id = n.site_id
       JOIN file f ON f.id = n.file_id
      WHERE f.dataset_id IS NOT NULL
-       AND (n.state, n.last_error, n.waiting_for, n.done_at) IS DISTINCT FROM (o.state, o.last_error, o.waiting_for, o.done_at)
-    ON CONFLICT DO NOTHING;
+       AND (n.state, n.last_error, n.waiting_for, n.done_at) IS DISTINCT FROM (o.state, o.last_error, o.waiting_for, o.done_at);
     RETURN NULL;
 END $$;
 

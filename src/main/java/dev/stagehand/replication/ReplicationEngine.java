@@ -62,8 +62,9 @@ public class ReplicationEngine implements SmartLifecycle {
     private static final Logger log = LoggerFactory.getLogger(ReplicationEngine.class);
 
     /**
-     * What one pass did: rules applied whole, replicas finished and failed, transfers queued, files sent to
-     * recall, replicas waiting. {@code led} is false when another instance held the lease (nothing was done).
+     * What one pass did: rules applied (whole, or for their dataset's new files), replicas finished and failed,
+     * transfers queued, files sent to recall, replicas waiting. {@code led} is false when another instance held
+     * the lease (nothing was done).
      */
     public record PassReport(boolean led, int rulesApplied, int finished, int failed, int dispatched, int staged, int waiting) {}
 
@@ -173,11 +174,12 @@ public class ReplicationEngine implements SmartLifecycle {
     private volatile Map<Long, SiteRef> sitesLastPass;
 
     /**
-     * Applies the continuous rules that may want something new: those never applied and those whose dataset
-     * got files since the last pass (marked by a trigger on file) wholly, those with sites still to choose for
-     * a new site only, and only when the sites changed since the last pass. Re-inserting every file of every
-     * rule's dataset at each pass took seconds at 10^6 files. One transaction: the marks taken are not lost if
-     * it fails. Returns how many rules were applied whole.
+     * Applies the continuous rules that may want something new: those never applied wholly (and every rule
+     * every {@link #FULL_APPLY_EVERY}); those whose dataset got files since the last pass (marked per file by a
+     * trigger on file) for those files; those with sites still to choose for a new site, and only when the
+     * sites changed since the last pass. Re-inserting every file of every rule's dataset at each pass took
+     * seconds at 10^6 files. One transaction: the marks taken are not lost if it fails. Returns how many rules
+     * were applied, whole or for their dataset's new files.
      */
     private int applyContinuousRules() {
         long now = System.nanoTime();
@@ -185,16 +187,22 @@ public class ReplicationEngine implements SmartLifecycle {
         Map<Long, SiteRef> sites = sites();
         boolean sitesChanged = !sites.equals(sitesLastPass);
         Integer applied = tx.execute(status -> {
-            Long[] grown = jdbc.queryForList("DELETE FROM dataset_files_added RETURNING dataset_id", Long.class).toArray(Long[]::new);
-            record Due(long rule, boolean whole) {}
+            Map<Long, List<Long>> added = new HashMap<>();
+            jdbc.query("DELETE FROM replication_file_added RETURNING dataset_id, file_id", rs -> {
+                added.computeIfAbsent(rs.getLong(1), k -> new ArrayList<>()).add(rs.getLong(2));
+            });
+            record Due(long rule, long dataset, boolean whole) {}
             List<Due> due = jdbc.query("""
-                    SELECT r.id, ? OR r.applied_at IS NULL OR r.dataset_id = ANY (?) FROM replication_rule r
+                    SELECT r.id, r.dataset_id, ? OR r.applied_at IS NULL FROM replication_rule r
                      WHERE r.state = 'active' AND r.schedule IS NULL
                        AND (? OR r.applied_at IS NULL OR r.dataset_id = ANY (?)
                             OR (? AND r.copies > (SELECT count(*) FROM replication_rule_site s WHERE s.rule_id = r.id)))
-                     ORDER BY r.id""", (rs, i) -> new Due(rs.getLong(1), rs.getBoolean(2)), full, grown, full, grown, sitesChanged);
-            for (Due d : due) apply(d.rule(), d.whole(), sites);
-            return (int) due.stream().filter(Due::whole).count();
+                     ORDER BY r.id""", (rs, i) -> new Due(rs.getLong(1), rs.getLong(2), rs.getBoolean(3)),
+                    full, full, added.keySet().toArray(Long[]::new), sitesChanged);
+            for (Due d : due) {
+                apply(d.rule(), d.whole() ? null : added.getOrDefault(d.dataset(), List.of()).toArray(Long[]::new), sites);
+            }
+            return (int) due.stream().filter(d -> d.whole() || added.containsKey(d.dataset())).count();
         });
         if (full) lastFullApply = now;
         sitesLastPass = sites;
@@ -206,14 +214,14 @@ public class ReplicationEngine implements SmartLifecycle {
      * dataset at each. Returns how many (file, site) replicas the rule wants that it did not before.
      */
     public int applyRule(long ruleId) {
-        return apply(ruleId, true, null);
+        return apply(ruleId, null, null);
     }
 
     /**
-     * {@link #applyRule}; with {@code whole} false the dataset's files are added only at sites chosen now.
-     * {@code sites}: the sites to choose from, null to read them.
+     * {@link #applyRule}, for the dataset's {@code files} only (at the sites chosen before; a site chosen now
+     * gets every file), or every file when null. {@code sites}: the sites to choose from, null to read them.
      */
-    private int apply(long ruleId, boolean whole, Map<Long, SiteRef> sites) {
+    private int apply(long ruleId, Long[] files, Map<Long, SiteRef> sites) {
         return tx.execute(status -> {
             List<Map<String, Object>> rows = jdbc.queryForList(
                     "SELECT dataset_id, copies, site_expression, state FROM replication_rule WHERE id = ? FOR UPDATE", ruleId);
@@ -248,30 +256,47 @@ public class ReplicationEngine implements SmartLifecycle {
                     note = "only " + chosen.size() + " of " + copies + " sites match '" + expression + "'";
             }
             jdbc.update("UPDATE replication_rule SET note = ? WHERE id = ? AND note IS DISTINCT FROM ?", note, ruleId, note);
-            // the first time only: an update of the rule marks its dataset for a completeness recompute
-            if (whole) jdbc.update("UPDATE replication_rule SET applied_at = now() WHERE id = ? AND applied_at IS NULL", ruleId);
-            // only the sites chosen now when the dataset is known to have no new file
-            Long[] sitesToFill = (whole ? chosen : chosen.subList(chosenBefore, chosen.size())).toArray(Long[]::new);
-            if (sitesToFill.length == 0) return 0;
-            jdbc.update("""
-                    INSERT INTO replica (file_id, site_id)
-                    SELECT f.id, s.site_id FROM file f, unnest(?::bigint[]) AS s(site_id)
-                     WHERE f.dataset_id = ? ON CONFLICT DO NOTHING""", sitesToFill, dataset);
-            int added = jdbc.update("""
-                    INSERT INTO replication_rule_replica (rule_id, file_id, site_id)
-                    SELECT ?, f.id, s.site_id FROM file f, unnest(?::bigint[]) AS s(site_id)
-                     WHERE f.dataset_id = ? ON CONFLICT DO NOTHING""", ruleId, sitesToFill, dataset);
-            if (added > 0) {
-                // a replica declared lost earlier, and wanted again: made again; one left pending while no rule
-                // wanted it is looked at now
-                jdbc.update("""
-                        UPDATE replica r SET state = 'pending', attempts = CASE WHEN r.state = 'lost' THEN 0 ELSE r.attempts END,
-                               next_attempt_at = NULL, waiting_for = NULL, updated_at = now()
-                          FROM replication_rule_replica x WHERE x.rule_id = ? AND x.file_id = r.file_id AND x.site_id = r.site_id
-                           AND (r.state = 'lost' OR (r.state = 'pending' AND r.waiting_for = ?))""", ruleId, UNWANTED);
+            if (files == null) {
+                // the first time only: an update of the rule marks its dataset for a completeness recompute
+                jdbc.update("UPDATE replication_rule SET applied_at = now() WHERE id = ? AND applied_at IS NULL", ruleId);
+                return want(ruleId, dataset, chosen, null);
             }
-            return added;
+            return want(ruleId, dataset, chosen.subList(chosenBefore, chosen.size()), null)
+                    + want(ruleId, dataset, chosen.subList(0, chosenBefore), files);
         });
+    }
+
+    /**
+     * The rule wants a replica at each of {@code sites} of each of {@code files} of its dataset (every file
+     * when null). Returns how many it did not want before.
+     */
+    private int want(long ruleId, long dataset, List<Long> sites, Long[] files) {
+        if (sites.isEmpty() || (files != null && files.length == 0)) return 0;
+        Long[] at = sites.toArray(Long[]::new);
+        String only = files == null ? "" : " AND f.id = ANY (?)";
+        Object[] which = files == null ? new Object[] {at, dataset} : new Object[] {at, dataset, files};
+        jdbc.update("""
+                INSERT INTO replica (file_id, site_id)
+                SELECT f.id, s.site_id FROM file f, unnest(?::bigint[]) AS s(site_id)
+                 WHERE f.dataset_id = ?""" + only + " ON CONFLICT DO NOTHING", which);
+        Object[] withRule = new Object[which.length + 1];
+        withRule[0] = ruleId;
+        System.arraycopy(which, 0, withRule, 1, which.length);
+        List<Long> added = jdbc.queryForList("""
+                INSERT INTO replication_rule_replica (rule_id, file_id, site_id)
+                SELECT ?, f.id, s.site_id FROM file f, unnest(?::bigint[]) AS s(site_id)
+                 WHERE f.dataset_id = ?""" + only + " ON CONFLICT DO NOTHING RETURNING file_id", Long.class, withRule);
+        if (!added.isEmpty()) {
+            // a replica declared lost earlier, and wanted again: made again; one left pending while no rule
+            // wanted it is looked at now
+            jdbc.update("""
+                    UPDATE replica r SET state = 'pending', attempts = CASE WHEN r.state = 'lost' THEN 0 ELSE r.attempts END,
+                           next_attempt_at = NULL, waiting_for = NULL, updated_at = now()
+                     WHERE r.file_id = ANY (?) AND r.site_id = ANY (?)
+                       AND (r.state = 'lost' OR (r.state = 'pending' AND r.waiting_for = ?))""",
+                    added.stream().distinct().toArray(Long[]::new), at, UNWANTED);
+        }
+        return added.size();
     }
 
     /**
@@ -393,12 +418,7 @@ public class ReplicationEngine implements SmartLifecycle {
                  WHERE r.state = 'transferring' AND j.id = r.transfer_job_id AND j.state = 'done' AND f.id = r.file_id
                    AND (f.adler32 IS NULL OR j.dest_adler32 IS NULL OR lpad(to_hex(j.dest_adler32), 8, '0') = f.adler32)""" + ended
                 + " RETURNING r.file_id", Long.class, since);
-        // copies waiting to fan out from one just made are looked at now, not at their next look
-        if (!finished.isEmpty()) jdbc.update("""
-                UPDATE replica SET next_attempt_at = NULL
-                 WHERE file_id = ANY (?) AND state = 'pending' AND waiting_for IS NOT NULL AND next_attempt_at IS NOT NULL""",
-                (Object) finished.toArray(Long[]::new));
-        List<String> failed = new ArrayList<>(fail("""
+        List<Failed> failed = new ArrayList<>(fail("""
                 FROM transfer_job j, file f
                 WHERE r.state = 'transferring' AND j.id = r.transfer_job_id AND f.id = r.file_id
                   AND (j.state IN ('failed', 'cancelled') OR (j.state = 'done' AND f.adler32 IS NOT NULL
@@ -415,37 +435,53 @@ public class ReplicationEngine implements SmartLifecycle {
                 "'recall ' || x.state || coalesce(': ' || x.error, '')", sweep ? since : new Object[] {since[0], since[0]}));
         trackedTo = start.minus(LATE_COMMIT);
         if (sweep) lastSweep = now;
-        if (failed.stream().anyMatch(e -> e.contains("(NO_SUCH_PATH)"))) {
+        if (failed.stream().anyMatch(f -> f.error().contains("(NO_SUCH_PATH)"))) {
             madeDirectories.clear(); // a directory we thought made is gone: make them again
         }
+        // copies waiting to fan out from one just made, or for one that failed, are looked at now
+        List<Long> settled = new ArrayList<>(finished);
+        failed.forEach(f -> settled.add(f.file()));
+        lookAgain("file_id = ANY (?)", (Object) settled.stream().distinct().toArray(Long[]::new));
         return new int[] {finished.size(), failed.size()};
     }
 
+    /** Waiting replicas selected by {@code where} are looked at at the next pass rather than at their next look. */
+    private void lookAgain(String where, Object... args) {
+        if (args.length > 0 && args[0] instanceof Object[] a && a.length == 0) return;
+        jdbc.update("UPDATE replica SET next_attempt_at = NULL WHERE state = 'pending' AND waiting_for IS NOT NULL "
+                + "AND next_attempt_at IS NOT NULL AND " + where, args);
+    }
+
+    private record Failed(long file, String error) {}
+
     /**
      * Counts a failed attempt for the replicas selected by {@code from}: pending again after backoff, or failed
-     * for good. Returns the errors recorded.
+     * for good. Returns those replicas' files and the errors recorded.
      */
-    private List<String> fail(String from, String reason, Object... args) {
+    private List<Failed> fail(String from, String reason, Object... args) {
         List<Object> all = new ArrayList<>(List.of(props.maxAttempts(), props.retryBackoff().toMillis() / 1000.0));
         all.addAll(List.of(args));
-        return jdbc.queryForList("""
+        return jdbc.query("""
                 UPDATE replica r SET attempts = r.attempts + 1,
                        state = CASE WHEN r.attempts + 1 >= ? THEN 'failed' ELSE 'pending' END,
                        last_error = """ + reason + """
                 , waiting_for = NULL, updated_at = now(),
                        next_attempt_at = now() + make_interval(secs => least(3600, ? * power(2, least(r.attempts, 12))))
-                """ + from + " RETURNING r.last_error", String.class, all.toArray());
+                """ + from + " RETURNING r.file_id, r.last_error", (rs, i) -> new Failed(rs.getLong(1), rs.getString(2)), all.toArray());
     }
 
     private record Pending(long file, long site, String name, long size, String adler32, String experiment, boolean onTape,
-                           String preference, boolean wanted) {}
+                           String preference, boolean wanted, Timestamp nextAttemptAt) {}
 
     /** Why a pending replica no active rule wants (its rules expired or were deleted) is not made. */
     static final String UNWANTED = "no active rule wants it";
-    /** When a replica waiting for its source (a copy on its way to a site to fan out from) is looked at again. */
-    static final Duration WAIT_RECHECK = Duration.ofMinutes(1);
-    /** When a replica waiting for an operator (no endpoint, no source at all, no rule) is looked at again. */
-    static final Duration IDLE_RECHECK = Duration.ofMinutes(10);
+    /**
+     * When a waiting replica is looked at again, at the latest: the events that can end a wait look at once (a
+     * copy of its file made or failed, its site's or a holder's endpoints changed, its file registered at a
+     * site, a rule wanting it again). A safety net: at 10^6 waiting replicas it is 280 looks a second, within
+     * what dispatch takes in a second (1,000 by default), so waiting ones never fill the dispatch for good.
+     */
+    static final Duration WAIT_RECHECK = Duration.ofHours(1);
 
     private record TapeGroup(long site, String experiment) {}
 
@@ -460,12 +496,14 @@ public class ReplicationEngine implements SmartLifecycle {
                        (SELECT min(ru.source_expression) FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id
                          WHERE x.file_id = r.file_id AND x.site_id = r.site_id AND ru.state = 'active') AS preference,
                        EXISTS (SELECT 1 FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id
-                                WHERE x.file_id = r.file_id AND x.site_id = r.site_id AND ru.state = 'active') AS wanted
+                                WHERE x.file_id = r.file_id AND x.site_id = r.site_id AND ru.state = 'active') AS wanted,
+                       r.next_attempt_at
                   FROM replica r JOIN file f ON f.id = r.file_id
                  WHERE r.state = 'pending' AND coalesce(r.next_attempt_at, '-infinity'::timestamptz) <= now()
                  ORDER BY coalesce(r.next_attempt_at, '-infinity'::timestamptz), r.file_id, r.site_id LIMIT ?""",
                 (rs, i) -> new Pending(rs.getLong(1), rs.getLong(2), rs.getString(3), rs.getLong(4), rs.getString(5),
-                        rs.getString(6), rs.getBoolean(7), rs.getString(8), rs.getBoolean(9)), props.dispatchBatch());
+                        rs.getString(6), rs.getBoolean(7), rs.getString(8), rs.getBoolean(9), rs.getTimestamp(10)),
+                props.dispatchBatch());
         if (pending.isEmpty()) return new int[3];
         Map<Long, SiteRef> sites = sites();
         Map<Long, String> endpoints = endpoints();
@@ -488,11 +526,11 @@ public class ReplicationEngine implements SmartLifecycle {
             SiteRef target = sites.get(p.site());
             String base = endpoints.get(p.site());
             if (!p.wanted()) {
-                waits.add(new Waiting(p, UNWANTED, IDLE_RECHECK));
+                waits.add(new Waiting(p, UNWANTED));
                 continue;
             }
             if (base == null) {
-                waits.add(new Waiting(p, "site " + target.name() + " has no enabled endpoint", IDLE_RECHECK));
+                waits.add(new Waiting(p, "site " + target.name() + " has no enabled endpoint"));
                 continue;
             }
             try {
@@ -502,7 +540,7 @@ public class ReplicationEngine implements SmartLifecycle {
                         inFlight.getOrDefault(p.file(), List.of()), localCopy.isPresent(), p.onTape(), preference));
                 URI destination = url(base, p.name());
                 switch (d) {
-                    case ReplicaPlanner.Wait w -> waits.add(new Waiting(p, w.reason(), inFlight.containsKey(p.file()) ? WAIT_RECHECK : IDLE_RECHECK));
+                    case ReplicaPlanner.Wait w -> waits.add(new Waiting(p, w.reason()));
                     case ReplicaPlanner.FromTape t -> fromTape.computeIfAbsent(new TapeGroup(p.site(), p.experiment()), k -> new ArrayList<>()).add(p);
                     case ReplicaPlanner.FromLocal l -> queued += send(p, localCopy.get().toUri(), destination, "local");
                     case ReplicaPlanner.FromSite s -> queued += send(p, url(endpoints.get(s.site().id()), p.name()), destination, s.site().name());
@@ -535,19 +573,24 @@ public class ReplicationEngine implements SmartLifecycle {
         failNow(p, what + ": " + e);
     }
 
-    private record Waiting(Pending replica, String reason, Duration recheck) {}
+    private record Waiting(Pending replica, String reason) {}
 
-    /** Records why each replica waits and when it is looked at again, in one statement. */
+    /**
+     * Records why each replica waits and when it is looked at again, in one statement; not for one whose next
+     * look moved since dispatch read it (an event that ends its wait looked at it meanwhile).
+     */
     private void waitAll(List<Waiting> waits) {
         if (waits.isEmpty()) return;
         jdbc.update("""
-                UPDATE replica r SET waiting_for = w.reason, next_attempt_at = now() + make_interval(secs => w.recheck)
-                  FROM unnest(?::bigint[], ?::bigint[], ?::text[], ?::float8[]) AS w(file_id, site_id, reason, recheck)
-                 WHERE r.file_id = w.file_id AND r.site_id = w.site_id AND r.state = 'pending'""",
+                UPDATE replica r SET waiting_for = w.reason, next_attempt_at = now() + make_interval(secs => ?)
+                  FROM unnest(?::bigint[], ?::bigint[], ?::text[], ?::timestamptz[]) AS w(file_id, site_id, reason, seen)
+                 WHERE r.file_id = w.file_id AND r.site_id = w.site_id AND r.state = 'pending'
+                   AND r.next_attempt_at IS NOT DISTINCT FROM w.seen""",
+                WAIT_RECHECK.toSeconds(),
                 waits.stream().map(w -> w.replica().file()).toArray(Long[]::new),
                 waits.stream().map(w -> w.replica().site()).toArray(Long[]::new),
                 waits.stream().map(Waiting::reason).toArray(String[]::new),
-                waits.stream().map(w -> w.recheck().toMillis() / 1000.0).toArray(Double[]::new));
+                waits.stream().map(w -> w.replica().nextAttemptAt()).toArray(Timestamp[]::new));
     }
 
     /**

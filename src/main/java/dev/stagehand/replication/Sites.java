@@ -52,8 +52,13 @@ public class Sites {
                 ON CONFLICT (name) DO UPDATE SET attributes = EXCLUDED.attributes RETURNING id""", Long.class, name, json.toString());
         jdbc.update("DELETE FROM site_endpoint WHERE site_id = ?", id);
         for (String u : urls) jdbc.update("INSERT INTO site_endpoint (site_id, url) VALUES (?, ?) ON CONFLICT DO NOTHING", id, u);
-        // replicas waiting for this site (an endpoint, say) are looked at at the next pass, not at their next look
-        jdbc.update("UPDATE replica SET next_attempt_at = NULL WHERE site_id = ? AND state = 'pending' AND waiting_for IS NOT NULL", id);
+        // replicas waiting for this site (an endpoint, say), or for a source it holds, are looked at at the next
+        // pass, not at their next look
+        jdbc.update("""
+                UPDATE replica r SET next_attempt_at = NULL
+                 WHERE r.state = 'pending' AND r.waiting_for IS NOT NULL AND r.next_attempt_at IS NOT NULL
+                   AND (r.site_id = ? OR r.file_id IN (SELECT h.file_id FROM replica h WHERE h.site_id = ? AND h.state IN ('done', 'verified')))""",
+                id, id);
         return get(name).orElseThrow();
     }
 
