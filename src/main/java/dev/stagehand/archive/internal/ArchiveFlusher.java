@@ -241,16 +241,7 @@ public final class ArchiveFlusher {
                 boolean otherDrive = inUse.contains(id) || elsewhere.contains(rs.getString(2));
                 if (otherInstance || otherDrive) busyKeys.add(key);
             });
-            List<FamilyQueue> queues = new ArrayList<>();
-            jdbc.query("""
-                    SELECT c.family, c.copy_no, sum(a.size_bytes), count(*), min(a.registered_at)
-                      FROM archive_copy c JOIN archive_file a ON a.file_id = c.file_id
-                     WHERE c.state = 'queued' AND c.not_before <= ?
-                     GROUP BY c.family, c.copy_no""", rs -> {
-                String key = rs.getString(1) + '\0' + rs.getInt(2);
-                queues.add(new FamilyQueue(rs.getString(1), rs.getInt(2), rs.getLong(3), rs.getLong(4),
-                        rs.getTimestamp(5).toInstant(), openLabel.get(key), busyKeys.contains(key)));
-            }, Timestamp.from(clock.instant()));
+            List<FamilyQueue> queues = queued(clock.instant(), openLabel, busyKeys);
             if (queues.isEmpty()) return null;
             boolean pressure = usedBytes() > props.lowWaterBytes();
             FamilyQueue here = null;
@@ -266,6 +257,35 @@ public final class ArchiveFlusher {
             }
             return null;
         });
+    }
+
+    /**
+     * What each family's copy has queued and ready at {@code ?} (the same value thrice): its running totals
+     * less its copies not ready yet (put back with a backoff not over, or registered on a clock ahead of this
+     * one), and its oldest ready copy. It reads one row per family with a queue and the few copies not ready,
+     * not every queued copy (1.6 s at 10^6 of them).
+     */
+    static final String QUEUED_SQL = """
+            SELECT q.family, q.copy_no, q.bytes - w.bytes - f.bytes, q.files - w.files - f.files, o.oldest
+              FROM archive_family_queue q
+             CROSS JOIN LATERAL (SELECT count(*) AS files, coalesce(sum(c.size_bytes), 0) AS bytes FROM archive_copy c
+                                  WHERE c.family = q.family AND c.copy_no = q.copy_no AND c.state = 'queued'
+                                    AND c.not_before <> c.registered_at AND c.not_before > ?) w
+             CROSS JOIN LATERAL (SELECT count(*) AS files, coalesce(sum(c.size_bytes), 0) AS bytes FROM archive_copy c
+                                  WHERE c.family = q.family AND c.copy_no = q.copy_no AND c.state = 'queued'
+                                    AND c.not_before = c.registered_at AND c.registered_at > ?) f
+             CROSS JOIN LATERAL (SELECT c.registered_at AS oldest FROM archive_copy c
+                                  WHERE c.family = q.family AND c.copy_no = q.copy_no AND c.state = 'queued' AND c.not_before <= ?
+                                  ORDER BY c.registered_at LIMIT 1) o""";
+
+    /** The queues ready at {@code now}, with the volume each appends to and whether another writer has it. */
+    List<FamilyQueue> queued(Instant now, Map<String, String> openLabel, Set<String> busyKeys) {
+        Timestamp at = Timestamp.from(now);
+        return jdbc.query(QUEUED_SQL, (rs, i) -> {
+            String key = rs.getString(1) + '\0' + rs.getInt(2);
+            return new FamilyQueue(rs.getString(1), rs.getInt(2), rs.getLong(3), rs.getLong(4),
+                    rs.getTimestamp(5).toInstant(), openLabel.get(key), busyKeys.contains(key));
+        }, at, at, at);
     }
 
     private static final Claim CLOSED = new Claim(-1, "", "", 0, List.of());

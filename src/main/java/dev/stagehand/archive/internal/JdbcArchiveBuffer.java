@@ -326,16 +326,19 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
             fileIds[i] = idByName.get(names[i]);
             ids.set(freshAt.get(i), fileIds[i]);
         }
+        Timestamp now = Timestamp.from(clock.instant());
         jdbc.update("""
                 INSERT INTO archive_file (file_id, path, size_bytes, adler32, family, storage_class, copies, registered_at)
                 SELECT u.*, ? FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::smallint[]) AS u""",
-                Timestamp.from(clock.instant()), fileIds, paths, sizes, sums, fams, classes, copies);
-        // one row per tape copy, in registration order: the sequence is the family's write order
+                now, fileIds, paths, sizes, sums, fams, classes, copies);
+        // one row per tape copy, in registration order: the sequence is the family's write order; the copy
+        // carries its file's size and registration time for the family queue's totals and oldest copy (V27)
         jdbc.update("""
-                INSERT INTO archive_copy (file_id, copy_no, family, not_before)
-                SELECT u.id, c.n, u.fam, ? FROM unnest(?::bigint[], ?::int[], ?::text[]) WITH ORDINALITY AS u(id, copies, fam, ord)
+                INSERT INTO archive_copy (file_id, copy_no, family, not_before, size_bytes, registered_at)
+                SELECT u.id, c.n, u.fam, ?, u.size, ? FROM unnest(?::bigint[], ?::int[], ?::text[], ?::bigint[])
+                       WITH ORDINALITY AS u(id, copies, fam, size, ord)
                  CROSS JOIN LATERAL generate_series(1, u.copies) AS c(n)
-                 ORDER BY u.ord, c.n""", Timestamp.from(clock.instant()), fileIds, copies, fams);
+                 ORDER BY u.ord, c.n""", now, now, fileIds, copies, fams, sizes);
         return ids;
     }
 
