@@ -48,8 +48,8 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * The archive's periodic rounds at scale: the flusher's poll (V27) reads running totals per family instead of
  * summing every queued copy, and they stay exactly what that sum was, whatever changes the copies (the flush
- * path, failures, retries, deletes, concurrent transactions of several instances), and the poll reads only
- * what it needs.
+ * path, failures, retries, deletes, concurrent transactions of several instances); the poll reads only what
+ * it needs and the eviction round reads each archived file once.
  */
 // the same context as ArchivePathIT (each distinct context keeps a connection pool open for the whole run)
 @SpringBootTest(properties = {"stagehand.recall.enabled=false", "stagehand.transfer.queue.enabled=false"})
@@ -330,6 +330,50 @@ class ArchiveRoundsIT {
             assertThat(poll).as("blocks the poll reads").isLessThan(500);
             s.setRollbackOnly();
         });
+    }
+
+    /**
+     * An eviction round over 30,000 archived files among 80,000, the statistics older than these rows (as after
+     * a burst of archived files): the round reads the archived files once to ask the holds, once each, and at
+     * most once more to mark those released. (A chunk at a time, each of the 15 chunks read all 30,000 along the
+     * state index, to sort them and again to update its own.)
+     */
+    @Test
+    void anEvictionRoundReadsEachArchivedFileOnce() {
+        tx.executeWithoutResult(s -> {
+            jdbc.update("""
+                    INSERT INTO file (name, size_bytes, adler32, experiment)
+                    SELECT '/it/' || ? || '/e' || g, 1000, '00000001', 'it' FROM generate_series(1, 80000) g""", tag);
+            jdbc.update("""
+                    INSERT INTO archive_file (file_id, path, size_bytes, adler32, family, storage_class, copies, state, archived_at)
+                    SELECT id, '/landing' || name, size_bytes, adler32, 'e-' || ?, 'single', 1,
+                           CASE WHEN id % 8 < 5 THEN 'evicted' ELSE 'archived' END, now() - interval '1 hour' + id * interval '1 microsecond'
+                      FROM file WHERE name LIKE ?""", tag, "/it/" + tag + "/e%");
+            long archived = count("SELECT count(*) FROM archive_file WHERE state = 'archived'");
+            assertThat(count("SELECT count(*) FROM archive_file WHERE family = ? AND state = 'archived'", "e-" + tag)).isEqualTo(30_000);
+
+            List<Long> asked = new ArrayList<>();
+            JdbcArchiveBuffer b = new JdbcArchiveBuffer(jdbc, tx, props(), 100 * MB, List.of(ids -> {
+                asked.addAll(ids);
+                return ids.stream().filter(id -> id % 2 == 0).toList();
+            }));
+            long before = rowsRead("archive_file");
+            int released = b.release();
+            // once to ask the holds and once more to mark them, at worst along the whole table (these statistics
+            // make it look small): not once per chunk of 2,000 (15 times 30,000 and more)
+            long rows = count("SELECT count(*) FROM archive_file");
+            assertThat(rowsRead("archive_file") - before).as("archive_file rows the round read").isLessThanOrEqualTo(3 * rows);
+            assertThat(asked).hasSize((int) archived).doesNotHaveDuplicates();
+            assertThat(released).isEqualTo(asked.stream().filter(id -> id % 2 == 0).count());
+            assertThat(count("SELECT count(*) FROM archive_file WHERE family = ? AND state = 'evictable'", "e-" + tag))
+                    .as("the even ids of those archived (id %% 8 = 5, 6, 7)").isEqualTo(10_000);
+            s.setRollbackOnly();
+        });
+    }
+
+    /** Rows this transaction has read from {@code table} so far (sequential and index scans). */
+    long rowsRead(String table) {
+        return count("SELECT seq_tup_read + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables WHERE relname = ?", table);
     }
 
     /**

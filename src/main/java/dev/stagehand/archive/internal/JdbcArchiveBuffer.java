@@ -14,11 +14,13 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -28,6 +30,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.stream.LongStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.dao.DuplicateKeyException;
@@ -649,20 +652,39 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         return free;
     }
 
-    /** Asks the holds about archived files and marks those all of them release as evictable. */
+    /**
+     * Every archived file, read once per round and streamed (a cursor needs a transaction). Read a sorted
+     * chunk at a time, each chunk read every archived file whenever the statistics were older than the buffer
+     * (the state index and a sort: 82 s a round at 10^6 archived files), or walked past every evicted file.
+     */
+    private long[] archivedFiles() {
+        return tx.execute(s -> jdbc.query(con -> {
+            PreparedStatement ps = con.prepareStatement("SELECT file_id FROM archive_file WHERE state = 'archived'");
+            ps.setFetchSize(EVICTION_CHUNK);
+            return ps;
+        }, rs -> {
+            LongStream.Builder ids = LongStream.builder();
+            while (rs.next()) ids.add(rs.getLong(1));
+            return ids.build().toArray();
+        }));
+    }
+
+    /**
+     * Asks the holds about archived files and marks those all of them release as evictable. Every archived
+     * file is asked at every round: a hold may let a file go at any time, and the file is then evictable at
+     * the next round (the holds' own work is the bulk of a round: 1.1 s at 10^6 held files).
+     */
     int release() {
-        int total = 0;
-        long after = 0;
-        while (true) {
-            List<Long> ids = jdbc.queryForList("""
-                    SELECT file_id FROM archive_file WHERE state = 'archived' AND file_id > ? ORDER BY file_id LIMIT ?""",
-                    Long.class, after, EVICTION_CHUNK);
-            if (ids.isEmpty()) return total;
-            after = ids.get(ids.size() - 1);
-            Set<Long> free = allowed(ids);
-            if (!free.isEmpty())
-                total += jdbc.update("UPDATE archive_file SET state = 'evictable', updated_at = now() WHERE file_id = ANY(?) AND state = 'archived'",
-                        (Object) free.toArray(Long[]::new));
+        long[] archived = archivedFiles();
+        LongStream.Builder released = LongStream.builder();
+        for (int from = 0; from < archived.length; from += EVICTION_CHUNK) {
+            List<Long> ids = Arrays.stream(archived, from, Math.min(archived.length, from + EVICTION_CHUNK)).boxed().toList();
+            allowed(ids).forEach(released::add);
         }
+        // one update for the round: per chunk, each could walk every archived file too (the state index)
+        long[] free = released.build().toArray();
+        if (free.length == 0) return 0;
+        return jdbc.update("UPDATE archive_file SET state = 'evictable', updated_at = now() WHERE file_id = ANY(?) AND state = 'archived'",
+                (Object) free);
     }
 }
