@@ -31,9 +31,11 @@ import org.springframework.test.web.servlet.request.RequestPostProcessor;
 /**
  * The request page against real PostgreSQL: each page of files is read by place (absent files failed in their
  * place), the per-state counts are shared by the page's refreshes and follow the files within seconds, and at
- * once after a cancel from the console; another experiment's request is not found.
+ * once after a cancel from the console; another experiment's request is not found. A database of its own: the
+ * cached contexts of other test classes run schedulers that would take its request in and read its files.
  */
-@SpringBootTest(properties = {"stagehand.recall.enabled=false", "stagehand.console.admin-password=test-admin-pw"})
+@SpringBootTest(properties = {"stagehand.db.local-database=stagehand_console_page", "stagehand.recall.enabled=false",
+        "stagehand.console.admin-password=test-admin-pw"})
 @AutoConfigureMockMvc
 class ConsoleRequestPageIT {
 

@@ -16,9 +16,10 @@ import org.springframework.jdbc.core.JdbcTemplate;
 /**
  * The overview's open recall work per volume on the real database: a queued file counts on its first available
  * copy by label (a disabled volume's copy does not count), a staging one on the volume being read, a file with
- * no usable copy apart; oldest and ETA come from the open requests waiting for the volume's files.
+ * no usable copy apart; oldest and ETA come from the open requests waiting for the volume's files. A database of
+ * its own: the cached contexts of other test classes run schedulers that would take its requests in.
  */
-@SpringBootTest(properties = "stagehand.recall.enabled=false")
+@SpringBootTest(properties = {"stagehand.db.local-database=stagehand_console_queues", "stagehand.recall.enabled=false"})
 class ConsoleVolumeQueuesIT {
 
     @Autowired JdbcTemplate jdbc;

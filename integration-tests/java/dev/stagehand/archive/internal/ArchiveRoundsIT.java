@@ -46,7 +46,7 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * The archive's periodic rounds at scale: the flusher's poll (V27) reads running totals per family instead of
+ * The archive's periodic rounds at scale: the flusher's poll (V28) reads running totals per family instead of
  * summing every queued copy, and they stay exactly what that sum was, whatever changes the copies (the flush
  * path, failures, retries, deletes, concurrent transactions of several instances); the poll reads only what
  * it needs and the eviction round reads each archived file once.
@@ -139,7 +139,7 @@ class ArchiveRoundsIT {
         assertThat(mine(flusher.queued(clock.now(), Map.of(), Set.of()))).as("the poll's read").isEqualTo(summed(clock.now()));
     }
 
-    /** The whole-queue aggregate the poll ran before V27, for this test's families. */
+    /** The whole-queue aggregate the poll ran before V28, for this test's families. */
     List<FamilyQueue> summed(Instant now) {
         return mine(jdbc.query("""
                 SELECT c.family, c.copy_no, sum(a.size_bytes), count(*), min(a.registered_at)

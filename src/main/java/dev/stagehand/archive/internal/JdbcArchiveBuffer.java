@@ -335,7 +335,7 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
                 SELECT u.*, ? FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::smallint[]) AS u""",
                 now, fileIds, paths, sizes, sums, fams, classes, copies);
         // one row per tape copy, in registration order: the sequence is the family's write order; the copy
-        // carries its file's size and registration time for the family queue's totals and oldest copy (V27)
+        // carries its file's size and registration time for the family queue's totals and oldest copy (V28)
         jdbc.update("""
                 INSERT INTO archive_copy (file_id, copy_no, family, not_before, size_bytes, registered_at)
                 SELECT u.id, c.n, u.fam, ?, u.size, ? FROM unnest(?::bigint[], ?::int[], ?::text[], ?::bigint[])
