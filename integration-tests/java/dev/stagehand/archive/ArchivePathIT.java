@@ -110,12 +110,7 @@ class ArchivePathIT {
     /** A library of {@code drives} drives, the last {@code writeDrives} writing; volumes of {@code volumeCapacity} bytes. */
     void start(int drives, int writeDrives, long volumeCapacity, int poolSize, long bufferCapacity, List<EvictionHold> holds) {
         landing = tmp.resolve("landing");
-        TapeModel lto9 = TapeModel.lto9();
-        TapeModel small = new TapeModel(volumeCapacity, lto9.wraps(), lto9.wrapsPerBand(), lto9.accessorMoveSeconds(), lto9.loadSeconds(),
-                lto9.locateBaseSeconds(), lto9.wrapChangeSeconds(), lto9.bandChangeSeconds(), lto9.directionChangeSeconds(),
-                lto9.backwardSeconds(), lto9.fullLengthSeconds(), lto9.bytesPerSecond(), lto9.rewindShortSeconds(),
-                lto9.rewindShortBelowBytes(), lto9.rewindMediumSeconds(), lto9.rewindMediumBelowBytes(), lto9.rewindLongSeconds(),
-                lto9.unthreadSeconds());
+        TapeModel small = TapeModel.lto9().withCapacity(volumeCapacity);
         lib = SimulatedLibrary.builder(clock).name("a" + tag).drives(drives).accessors(1).model(small)
                 .root(tmp.resolve("tape")).faults(faults).build();
         List<String> pool = new ArrayList<>();

@@ -82,12 +82,7 @@ class ArchiveRoundsIT {
     /** A simulated library with one write drive, the buffer and the flusher on the virtual clock; failed writes wait 1 min. */
     void start() {
         long volumeCapacity = 100 * MB;
-        TapeModel lto9 = TapeModel.lto9();
-        TapeModel small = new TapeModel(volumeCapacity, lto9.wraps(), lto9.wrapsPerBand(), lto9.accessorMoveSeconds(), lto9.loadSeconds(),
-                lto9.locateBaseSeconds(), lto9.wrapChangeSeconds(), lto9.bandChangeSeconds(), lto9.directionChangeSeconds(),
-                lto9.backwardSeconds(), lto9.fullLengthSeconds(), lto9.bytesPerSecond(), lto9.rewindShortSeconds(),
-                lto9.rewindShortBelowBytes(), lto9.rewindMediumSeconds(), lto9.rewindMediumBelowBytes(), lto9.rewindLongSeconds(),
-                lto9.unthreadSeconds());
+        TapeModel small = TapeModel.lto9().withCapacity(volumeCapacity);
         lib = SimulatedLibrary.builder(clock).name("r" + tag).drives(2).accessors(1).model(small)
                 .root(tmp.resolve("tape")).faults(faults).build();
         ArchiveProperties p = props();

@@ -273,19 +273,13 @@ public class ReplicationEngine implements SmartLifecycle {
     private int want(long ruleId, long dataset, List<Long> sites, Long[] files) {
         if (sites.isEmpty() || (files != null && files.length == 0)) return 0;
         Long[] at = sites.toArray(Long[]::new);
-        String only = files == null ? "" : " AND f.id = ANY (?)";
-        Object[] which = files == null ? new Object[] {at, dataset} : new Object[] {at, dataset, files};
-        jdbc.update("""
-                INSERT INTO replica (file_id, site_id)
-                SELECT f.id, s.site_id FROM file f, unnest(?::bigint[]) AS s(site_id)
-                 WHERE f.dataset_id = ?""" + only + " ON CONFLICT DO NOTHING", which);
-        Object[] withRule = new Object[which.length + 1];
-        withRule[0] = ruleId;
-        System.arraycopy(which, 0, withRule, 1, which.length);
-        List<Long> added = jdbc.queryForList("""
-                INSERT INTO replication_rule_replica (rule_id, file_id, site_id)
-                SELECT ?, f.id, s.site_id FROM file f, unnest(?::bigint[]) AS s(site_id)
-                 WHERE f.dataset_id = ?""" + only + " ON CONFLICT DO NOTHING RETURNING file_id", Long.class, withRule);
+        // the (file, site) pairs wanted, for both inserts
+        String pairs = "SELECT f.id, s.site_id FROM file f, unnest(?::bigint[]) AS s(site_id) WHERE f.dataset_id = ?"
+                + (files == null ? "" : " AND f.id = ANY (?)");
+        Object[] args = files == null ? new Object[] {at, dataset} : new Object[] {at, dataset, files};
+        jdbc.update("INSERT INTO replica (file_id, site_id) " + pairs + " ON CONFLICT DO NOTHING", args);
+        List<Long> added = jdbc.queryForList("INSERT INTO replication_rule_replica (rule_id, file_id, site_id) SELECT " + ruleId
+                + ", p.* FROM (" + pairs + ") p ON CONFLICT DO NOTHING RETURNING file_id", Long.class, args);
         if (!added.isEmpty()) {
             // a replica declared lost earlier, and wanted again: made again; one left pending while no rule
             // wanted it is looked at now
@@ -379,17 +373,17 @@ public class ReplicationEngine implements SmartLifecycle {
     private Instant trackedTo;
     private long lastSweep = Long.MIN_VALUE;
 
+    /** The next pass looks at every replica under way (for tests: a late commit is caught by the sweep). */
+    void sweepAtNextPass() {
+        lastSweep = Long.MIN_VALUE;
+    }
+
     /**
      * Follows replicas under way; returns {finished, failed attempts}. A pass follows the transfers and recall
      * files that ended since the last one (by the indexes on their end times); once a minute, and at the first
      * pass, every replica under way is looked at. A replica staged from tape shows transferring from its
      * transfer's start in the sweep, or its end, whichever comes first.
      */
-    /** The next pass looks at every replica under way (for tests: a late commit is caught by the sweep). */
-    void sweepAtNextPass() {
-        lastSweep = Long.MIN_VALUE;
-    }
-
     private int[] track() {
         long now = System.nanoTime();
         boolean sweep = trackedTo == null || lastSweep == Long.MIN_VALUE || now - lastSweep >= SWEEP_EVERY.toNanos();

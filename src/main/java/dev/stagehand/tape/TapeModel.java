@@ -60,6 +60,14 @@ public record TapeModel(
                 55, 5_000_000_000L, 110, 50_000_000_000L, 165, 30);
     }
 
+    /** This model with another cartridge capacity (small volumes fill quickly in tests and benches). */
+    public TapeModel withCapacity(long bytes) {
+        return new TapeModel(bytes, wraps, wrapsPerBand, accessorMoveSeconds, loadSeconds, locateBaseSeconds,
+                wrapChangeSeconds, bandChangeSeconds, directionChangeSeconds, backwardSeconds, fullLengthSeconds,
+                bytesPerSecond, rewindShortSeconds, rewindShortBelowBytes, rewindMediumSeconds, rewindMediumBelowBytes,
+                rewindLongSeconds, unthreadSeconds);
+    }
+
     /** Bytes on one wrap, Cw = C / W. */
     public double wrapCapacity() {
         return (double) capacityBytes / wraps;
