@@ -110,6 +110,7 @@ public final class RecallService {
         known.clear(); // a new engine holds nothing: every open request is taken in again
         watermark = Instant.EPOCH;
         lastSweep = Instant.EPOCH;
+        sweepCursor = -1;
         store = new JdbcQueueStore(jdbc, instance, props.lease(), this::wallClock, ids -> pin(ids, null), metrics, this::pipelineChanged);
         store.releaseOwnStaleClaims(); // before the engine: it takes back the volumes still in its drives
         engine = new RecallEngine(library, clock, new TapeModelCosts(model), config, store,
@@ -214,16 +215,19 @@ public final class RecallService {
     /** One intake round: leases, new requests, reconciliation with the rows, then a scheduling pass. */
     public synchronized void poll() {
         Instant now = clock.now();
-        boolean sweep = Duration.between(lastSweep, now).compareTo(SWEEP) >= 0;
+        boolean sweep = sweepCursor < 0 && Duration.between(lastSweep, now).compareTo(SWEEP) >= 0;
         settleLeases();
         if (sweep) {
             // the cache answers for what was staged: the engine need not hold every request it ever served, and a
             // request it ended that is still open in the rows (a settle lost, a stale answer) is taken in again
             int forgotten = engine.forgetEnded();
             if (forgotten > 0) log.debug("{} ended request(s) forgotten by the scheduler", forgotten);
+            // the walk; not in an engine's first round, which takes in every open request's files anyway
+            if (!lastSweep.equals(Instant.EPOCH)) sweepCursor = 0;
         }
         Map<String, Instant> fresh = freshRequests(sweep);
-        registerQueuedFiles(sweep ? null : fresh.keySet());
+        registerQueuedFiles(queuedFilesOf(fresh.keySet()));
+        if (sweepCursor >= 0) sweepSlice();
         intake(fresh);
         reconcile();
         if (handOff != null) handOff.run();
@@ -236,13 +240,41 @@ public final class RecallService {
     }
 
     /**
-     * How often a round looks at the whole queue rather than at the requests new since the last round: every
-     * queued file against the cache and the tape copies (a file cached or a volume lost since), open requests
-     * without open files (a repair: see {@link #settleLost}), the pins of files waiting for their transfers.
-     * Looking at the whole queue every round cost seconds at 10^6 queued files (bench/intake.sh).
+     * How often a sweep starts looking at the whole queue rather than at the requests new since the last round:
+     * every queued file against the cache and the tape copies (a file cached or a volume lost since), open
+     * requests without open files (a repair: see {@link #settleLost}), the pins of files waiting for their
+     * transfers. Looking at the whole queue every round cost seconds at 10^6 queued files (bench/intake.sh).
      */
     static final Duration SWEEP = Duration.ofMinutes(1);
     private Instant lastSweep = Instant.EPOCH;
+    /**
+     * Queued files a round looks at while a sweep walks the queue, in file order. The whole queue at once held
+     * the intake thread, and with it the hand-off of staged files, for 10-37 s at 10^6 queued files
+     * (bench/intake.sh); a slice takes a fraction of a second, and the walk of 10^6 about 40 rounds.
+     */
+    public static final int SWEEP_SLICE = 25_000;
+    /** The last file id the sweep's walk has looked at; negative when no walk is under way. */
+    private long sweepCursor = -1;
+    private int sweepSlice = SWEEP_SLICE;
+
+    /** Tests: a walk of a few files in several rounds. */
+    void sweepSlice(int files) {
+        sweepSlice = files;
+    }
+
+    /** Whether a sweep's walk through the queued files is under way. */
+    synchronized boolean sweeping() {
+        return sweepCursor >= 0;
+    }
+
+    /** The next slice of the sweep's walk through the queued files; the walk ends with a short slice. */
+    private void sweepSlice() {
+        List<Long> slice = jdbc.queryForList("""
+                SELECT DISTINCT file_id FROM stage_request_file WHERE state = 'queued' AND file_id > ?
+                 ORDER BY file_id LIMIT ?""", Long.class, sweepCursor, sweepSlice);
+        registerQueuedFiles(slice);
+        sweepCursor = slice.size() < sweepSlice ? -1 : slice.getLast(); // only once it went through
+    }
 
     /**
      * Ends requests whose last file ended without their settle (an instance killed between a transfer's end
@@ -298,18 +330,20 @@ public final class RecallService {
         return fresh;
     }
 
+    /** The queued files of these requests. */
+    private List<Long> queuedFilesOf(Set<String> requests) {
+        if (requests.isEmpty()) return List.of();
+        return jdbc.queryForList("SELECT DISTINCT file_id FROM stage_request_file WHERE request_id = ANY(?::uuid[]) AND state = 'queued'",
+                Long.class, (Object) requests.toArray(String[]::new));
+    }
+
     /**
-     * Files of queued requests: each gets its {@code recall_file} row; one already in the cache is answered at
-     * once, one with no usable tape copy or already failed fails at once. Only the files of {@code requests}
-     * (those new since the last round), or every queued file when null: those given to the engine are not
-     * looked at every round (its outcomes keep their rows; the sweep catches what changed under them).
+     * Queued files: each gets its {@code recall_file} row; one already in the cache is answered at once, one
+     * with no usable tape copy or already failed fails at once. Called with the files of the requests new since
+     * the last round and with the sweep's slices: files given to the engine are not looked at every round (its
+     * outcomes keep their rows; the sweep catches what changed under them).
      */
-    private void registerQueuedFiles(Set<String> requests) {
-        if (requests != null && requests.isEmpty()) return;
-        List<Long> queued = requests == null
-                ? jdbc.queryForList("SELECT DISTINCT file_id FROM stage_request_file WHERE state = 'queued'", Long.class)
-                : jdbc.queryForList("SELECT DISTINCT file_id FROM stage_request_file WHERE request_id = ANY(?::uuid[]) AND state = 'queued'",
-                        Long.class, (Object) requests.toArray(String[]::new));
+    private void registerQueuedFiles(List<Long> queued) {
         if (queued.isEmpty()) return;
         Long[] queuedIds = queued.toArray(Long[]::new);
         jdbc.update("INSERT INTO recall_file (file_id) SELECT unnest(?::bigint[]) ON CONFLICT (file_id) DO NOTHING", (Object) queuedIds);
