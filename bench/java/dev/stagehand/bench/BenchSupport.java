@@ -1,14 +1,18 @@
 package dev.stagehand.bench;
 
+import dev.stagehand.StagehandApplication;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Random;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 
-/** Shared pieces of the benchmarks: a deterministic catalog dump and a clean benchmark database. */
+/** Shared pieces of the benchmarks: a deterministic catalog dump, a clean benchmark database, the service without its rounds. */
 final class BenchSupport {
 
     static final String DATABASE = "stagehand_bench";
@@ -83,6 +87,17 @@ final class BenchSupport {
         // would wait for those leases to lapse (minutes) as if another instance held the cartridges
         jdbc.execute("TRUNCATE stage_request, segment, file, volume, dataset, volume_lease CASCADE");
         jdbc.execute("VACUUM ANALYZE");
+    }
+
+    /** The service on the benchmark database with none of its rounds running: a bench drives what it times. */
+    static ConfigurableApplicationContext withoutRounds() {
+        return new SpringApplicationBuilder(StagehandApplication.class)
+                .web(WebApplicationType.NONE)
+                .properties("stagehand.db.local-dir=target/pg", "stagehand.db.local-database=" + DATABASE,
+                        "stagehand.recall.enabled=false", "stagehand.archive.enabled=false",
+                        "stagehand.replication.enabled=false", "stagehand.transfer.queue.enabled=false",
+                        "stagehand.replication.deletion.enabled=false", "logging.level.root=WARN")
+                .run();
     }
 
     static String[] springArgs(boolean web) {

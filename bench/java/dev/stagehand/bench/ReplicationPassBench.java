@@ -1,9 +1,6 @@
 package dev.stagehand.bench;
 
-import dev.stagehand.StagehandApplication;
 import dev.stagehand.replication.ReplicationEngine;
-import org.springframework.boot.WebApplicationType;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 
@@ -21,13 +18,7 @@ public final class ReplicationPassBench {
     public static void main(String[] args) {
         int datasets = (int) ArchiveBench.arg(args, 0, 1000);
         int files = (int) ArchiveBench.arg(args, 1, 1000);
-        try (ConfigurableApplicationContext ctx = new SpringApplicationBuilder(StagehandApplication.class)
-                .web(WebApplicationType.NONE)
-                .properties("stagehand.db.local-dir=target/pg", "stagehand.db.local-database=" + BenchSupport.DATABASE,
-                        "stagehand.recall.enabled=false", "stagehand.archive.enabled=false",
-                        "stagehand.replication.enabled=false", "stagehand.transfer.queue.enabled=false",
-                        "stagehand.replication.deletion.enabled=false", "logging.level.root=WARN")
-                .run()) {
+        try (ConfigurableApplicationContext ctx = BenchSupport.withoutRounds()) {
             JdbcTemplate jdbc = ctx.getBean(JdbcTemplate.class);
             ReplicationEngine engine = ctx.getBean(ReplicationEngine.class);
             BenchSupport.clean(jdbc);

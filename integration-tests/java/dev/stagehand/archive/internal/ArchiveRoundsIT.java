@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.ItDb;
 import dev.stagehand.archive.ArchiveBuffer.ArchiveFileStatus;
+import dev.stagehand.archive.ArchiveBuffer.BufferUsage;
 import dev.stagehand.archive.ArchiveProperties;
 import dev.stagehand.archive.NewArchiveFile;
 import dev.stagehand.archive.internal.FlushPlanner.FamilyQueue;
@@ -28,6 +29,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -40,6 +42,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.TransactionTemplate;
 import org.springframework.util.unit.DataSize;
 import tools.jackson.databind.JsonNode;
@@ -132,6 +135,41 @@ class ArchiveRoundsIT {
                  WHERE c.state = 'queued' AND c.family LIKE ? GROUP BY 1, 2 ORDER BY 1, 2""", "%" + tag);
         assertThat(jdbc.queryForList(sql, "%" + tag)).as("running totals").isEqualTo(counted);
         assertThat(mine(flusher.queued(clock.now(), Map.of(), Set.of()))).as("the poll's read").isEqualTo(summed(clock.now()));
+        assertBufferExact();
+    }
+
+    /**
+     * The buffer's figures read from the kept totals (V29) — its use, files and bytes per state, every family's
+     * queue — are what fresh sums over the files and copies give, both read in one snapshot (the shared
+     * database's other contexts may run rounds meanwhile).
+     */
+    void assertBufferExact() {
+        JdbcArchiveBuffer reader = buffer != null ? buffer : new JdbcArchiveBuffer(jdbc, tx, props(), 100 * MB, List.of());
+        TransactionTemplate snapshot = new TransactionTemplate(tx.getTransactionManager());
+        snapshot.setIsolationLevel(TransactionDefinition.ISOLATION_REPEATABLE_READ);
+        snapshot.executeWithoutResult(s -> {
+            BufferUsage u = reader.usage();
+            Map<String, Long> files = new TreeMap<>(), bytes = new TreeMap<>();
+            u.files().forEach((state, n) -> { if (n != 0) files.put(state, n); });
+            u.bytes().forEach((state, n) -> { if (n != 0) bytes.put(state, n); });
+            Map<String, Long> summedFiles = new TreeMap<>(), summedBytes = new TreeMap<>();
+            jdbc.query("SELECT state, count(*), sum(size_bytes) FROM archive_file GROUP BY state", rs -> {
+                summedFiles.put(rs.getString(1), rs.getLong(2));
+                if (rs.getLong(3) != 0) summedBytes.put(rs.getString(1), rs.getLong(3));
+            });
+            assertThat(files).as("files per state").isEqualTo(summedFiles);
+            assertThat(bytes).as("bytes per state").isEqualTo(summedBytes);
+            assertThat(u.usedBytes()).as("the buffer's use")
+                    .isEqualTo(count("SELECT coalesce(sum(size_bytes), 0) FROM archive_file WHERE state <> 'evicted'"));
+            assertThat(reader.queues()).extracting(q -> q.family() + "/" + q.copy() + " " + q.files() + " " + q.bytes() + " "
+                    + q.writing() + " " + q.oldest()).as("the queues").isEqualTo(jdbc.query("""
+                    SELECT family, copy_no, count(*) FILTER (WHERE state = 'queued') AS files,
+                           coalesce(sum(size_bytes) FILTER (WHERE state = 'queued'), 0) AS bytes,
+                           count(*) FILTER (WHERE state = 'writing') AS writing, min(registered_at) AS oldest
+                      FROM archive_copy WHERE state IN ('queued', 'writing') GROUP BY family, copy_no ORDER BY oldest, family, copy_no""",
+                    (rs, i) -> rs.getString(1) + "/" + rs.getInt(2) + " " + rs.getLong(3) + " " + rs.getLong(4) + " " + rs.getLong(5)
+                            + " " + rs.getTimestamp(6).toInstant()));
+        });
     }
 
     /** The whole-queue aggregate the poll ran before V28, for this test's families. */
@@ -182,8 +220,9 @@ class ArchiveRoundsIT {
         long ready = flusher.queued(clock.now(), Map.of(), Set.of()).stream().filter(q -> q.family().equals(b))
                 .mapToLong(FamilyQueue::files).sum();
         assertThat(ready).isEqualTo(total - 1);
+        // archived, or evictable already: the context's own eviction round (every 30 s) may release them meanwhile
         flushUntil(() -> buffer.file(bs.get(0)).orElseThrow().state().equals("failed")
-                && count("SELECT count(*) FROM archive_file WHERE file_id = ANY(?) AND state = 'archived'",
+                && count("SELECT count(*) FROM archive_file WHERE file_id = ANY(?) AND state IN ('archived', 'evictable')",
                         (Object) concat(as, bs.subList(1, 3)).toArray(Long[]::new)) == 6
                 && !flusher.busy());
         assertThat(jdbc.queryForList("SELECT family FROM archive_family_queue WHERE family LIKE ?", String.class, "%" + tag))
@@ -204,6 +243,43 @@ class ArchiveRoundsIT {
         assertTotalsExact();
         ItDb.retireArchiveBuffer(jdbc);
         assertThat(count("SELECT count(*) FROM archive_family_queue WHERE family LIKE ?", "%" + tag)).isZero();
+    }
+
+    /**
+     * The buffer's totals (V29) through what the test above does not do: an eviction round, statements over
+     * thousands of files (a cascaded delete among them) and folds in between; the figures stay those summed.
+     */
+    @Test
+    void theBufferTotalsFollowEvictionBulkStatementsAndFolds() throws Exception {
+        start();
+        String fam = "ev-" + tag;
+        Long[] ids = register(fam, "dual", 4).toArray(Long[]::new);
+        flushUntil(() -> count("SELECT count(*) FROM archive_file WHERE file_id = ANY(?) AND state IN ('archived', 'evictable')", (Object) ids) == 4
+                && !flusher.busy());
+        // a placeholder takes the buffer above its low-water mark (250 of 500 MB): the round evicts every file released
+        long big = jdbc.queryForObject("INSERT INTO file (name, size_bytes, experiment) VALUES (?, ?, 'it') RETURNING id", Long.class,
+                "/it/" + tag + "/placeholder", 300 * MB);
+        jdbc.update("""
+                INSERT INTO archive_file (file_id, path, size_bytes, adler32, family, storage_class, copies)
+                VALUES (?, ?, ?, '00000001', ?, 'single', 1)""", big, "/nonexistent/" + tag, 300 * MB, fam);
+        assertBufferExact();
+        assertThat(buffer.evict()).isEqualTo(4);
+        assertThat(count("SELECT count(*) FROM archive_file WHERE file_id = ANY(?) AND state = 'evicted'", (Object) ids)).isEqualTo(4);
+        assertBufferExact();
+
+        insertQueued(List.of(fam, fam, fam), 1, 3000);
+        assertBufferExact();
+        assertThat(jdbc.update("UPDATE archive_file SET state = 'writing' WHERE family = ? AND state = 'queued' AND file_id % 2 = 0", fam))
+                .isGreaterThan(1000);
+        assertBufferExact();
+        JdbcArchiveBuffer.foldTotals(jdbc);
+        assertBufferExact();
+        // the catalog's delete cascades to the files' buffer rows and copies
+        assertThat(jdbc.update("DELETE FROM file WHERE id IN (SELECT file_id FROM archive_file WHERE family = ? AND state <> 'evicted')",
+                fam)).isEqualTo(3001);
+        assertBufferExact();
+        JdbcArchiveBuffer.foldTotals(jdbc);
+        assertBufferExact();
     }
 
     static List<Long> concat(List<Long> x, List<Long> y) {
@@ -231,12 +307,15 @@ class ArchiveRoundsIT {
                     for (int i = 0; i < 120; i++) {
                         int batch = thread * 1000 + i;
                         String fam = fams.get(r.nextInt(fams.size()));
-                        switch (r.nextInt(5)) {
+                        switch (r.nextInt(6)) {
                             case 0 -> tx.executeWithoutResult(s -> insertQueued(fams, batch, 1 + r.nextInt(4)));
-                            case 1 -> tx.executeWithoutResult(s -> jdbc.update("""
+                            // as a claim: the copies, then their files (a registration takes them the other way round)
+                            case 1 -> tx.executeWithoutResult(s -> jdbc.update("UPDATE archive_file SET state = 'writing' "
+                                    + "WHERE state = 'queued' AND file_id = ANY(?)", (Object) jdbc.queryForList("""
                                     UPDATE archive_copy SET state = 'writing', claimed_by = 'x' WHERE (file_id, copy_no) IN (
                                         SELECT file_id, copy_no FROM archive_copy WHERE family = ? AND state = 'queued'
-                                         ORDER BY seq LIMIT 3 FOR UPDATE SKIP LOCKED)""", fam));
+                                         ORDER BY seq LIMIT 3 FOR UPDATE SKIP LOCKED) RETURNING file_id""", Long.class, fam)
+                                    .toArray(Long[]::new)));
                             case 2 -> tx.executeWithoutResult(s -> jdbc.update("""
                                     UPDATE archive_copy SET state = 'queued', claimed_by = NULL, not_before = now() + interval '1 minute'
                                      WHERE (file_id, copy_no) IN (SELECT file_id, copy_no FROM archive_copy
@@ -245,10 +324,13 @@ class ArchiveRoundsIT {
                                     UPDATE archive_copy SET state = 'done' WHERE (file_id, copy_no) IN (
                                         SELECT file_id, copy_no FROM archive_copy WHERE family = ? AND state = 'writing'
                                          LIMIT 2 FOR UPDATE SKIP LOCKED)""", fam));
-                            default -> tx.executeWithoutResult(s -> jdbc.update("""
+                            case 4 -> tx.executeWithoutResult(s -> jdbc.update("UPDATE archive_file SET state = 'failed' "
+                                    + "WHERE file_id = ANY(?)", (Object) jdbc.queryForList("""
                                     UPDATE archive_copy SET state = 'failed' WHERE (file_id, copy_no) IN (
                                         SELECT file_id, copy_no FROM archive_copy WHERE family LIKE ? AND state = 'queued'
-                                         LIMIT 2 FOR UPDATE SKIP LOCKED)""", "%" + tag));
+                                         LIMIT 2 FOR UPDATE SKIP LOCKED) RETURNING file_id""", Long.class, "%" + tag)
+                                    .toArray(Long[]::new)));
+                            default -> JdbcArchiveBuffer.foldTotals(jdbc); // as another instance's round
                         }
                     }
                     return null;
@@ -382,6 +464,7 @@ class ArchiveRoundsIT {
             jdbc.execute("SET LOCAL session_replication_role = replica");
             insertQueued(fams, 0, 9);
             assertThat(count("SELECT sum(files) FROM archive_family_queue WHERE family LIKE ?", "%" + tag)).isEqualTo(18);
+            assertBufferExact();
             s.setRollbackOnly();
         });
         tx.executeWithoutResult(s -> {
@@ -389,6 +472,8 @@ class ArchiveRoundsIT {
             assertThat(count("SELECT count(*) FROM archive_family_queue")).isPositive();
             jdbc.execute("TRUNCATE archive_copy"); // only the table the trigger is on: no lock on the rest of the catalog
             assertThat(count("SELECT count(*) FROM archive_family_queue")).isZero();
+            jdbc.execute("TRUNCATE archive_file CASCADE"); // and archive_copy, which references it
+            assertThat(count("SELECT count(*) FROM archive_buffer_totals")).isZero();
             s.setRollbackOnly();
         });
     }

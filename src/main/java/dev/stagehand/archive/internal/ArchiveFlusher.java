@@ -153,6 +153,7 @@ public final class ArchiveFlusher {
 
     /** One round: leases, then every idle write drive takes the best family worth flushing. */
     public synchronized void poll() {
+        JdbcArchiveBuffer.foldTotals(jdbc);
         expireLeases();
         renewLeases();
         Map<String, DriveStatus> status = new HashMap<>();
