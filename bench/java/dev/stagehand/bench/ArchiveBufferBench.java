@@ -51,16 +51,9 @@ public final class ArchiveBufferBench {
             same(jdbc, buffer);
 
             // upkeep: a bulk statement over a tenth of the buffer, the trigger on and off
-            String bulk = "UPDATE archive_file SET updated_at = now() WHERE state = 'evictable'";
             long bulkFiles = jdbc.queryForObject("SELECT count(*) FROM archive_file WHERE state = 'evictable'", Long.class);
-            double counted = BenchSupport.seconds(() -> jdbc.update(bulk));
-            jdbc.execute("ALTER TABLE archive_file DISABLE TRIGGER archive_file_updated");
-            double uncounted;
-            try {
-                uncounted = BenchSupport.seconds(() -> jdbc.update(bulk));
-            } finally {
-                jdbc.execute("ALTER TABLE archive_file ENABLE ALWAYS TRIGGER archive_file_updated");
-            }
+            double[] bulk = BenchSupport.withAndWithoutTrigger(jdbc, "archive_file", "archive_file_updated",
+                    "UPDATE archive_file SET updated_at = now() WHERE state = 'evictable'");
             // 1,000 single-file changes (as the flusher's writes) read before a fold, then folded
             List<Long> ids = jdbc.queryForList("SELECT file_id FROM archive_file WHERE state = 'archived' LIMIT 1000", Long.class);
             for (long id : ids) jdbc.update("UPDATE archive_file SET state = 'evictable' WHERE file_id = ?", id);
@@ -82,7 +75,7 @@ public final class ArchiveBufferBench {
                     usageBefore * 1e3, usageAfter * 1e3);
             System.out.printf("  queues        summed over the queue (before)   %7.1f ms   kept totals (now) %7.2f ms%n",
                     queuesBefore * 1e3, queuesAfter * 1e3);
-            System.out.printf("  a bulk update of %,d files: trigger on %.3f s, off %.3f s%n", bulkFiles, counted, uncounted);
+            System.out.printf("  a bulk update of %,d files: trigger on %.3f s, off %.3f s%n", bulkFiles, bulk[0], bulk[1]);
             System.out.printf("  %,d change rows not folded: read %.2f ms; folding them %.1f ms%n",
                     pending, unfolded * 1e3, fold * 1e3);
             System.out.printf("  a cascaded delete of 10,000 queued files: %.3f s, %,d change rows%n", cascade, cascaded);

@@ -113,6 +113,23 @@ final class BenchSupport {
         return (System.nanoTime() - t) / 1e9;
     }
 
+    /**
+     * Seconds {@code sql} took with {@code trigger} on {@code table}, then again without it; the trigger is enabled
+     * again after as it was (some are ENABLE ALWAYS).
+     */
+    static double[] withAndWithoutTrigger(JdbcTemplate jdbc, String table, String trigger, String sql) {
+        String mode = jdbc.queryForObject("SELECT tgenabled FROM pg_trigger WHERE tgrelid = ?::regclass AND tgname = ?",
+                String.class, table, trigger);
+        double with = seconds(() -> jdbc.update(sql));
+        jdbc.execute("ALTER TABLE " + table + " DISABLE TRIGGER " + trigger);
+        try {
+            return new double[] {with, seconds(() -> jdbc.update(sql))};
+        } finally {
+            String enable = switch (mode) { case "A" -> "ENABLE ALWAYS"; case "R" -> "ENABLE REPLICA"; default -> "ENABLE"; };
+            jdbc.execute("ALTER TABLE " + table + " " + enable + " TRIGGER " + trigger);
+        }
+    }
+
     /** The median of five measurements. */
     static double median5(java.util.function.DoubleSupplier s) {
         double[] v = new double[5];

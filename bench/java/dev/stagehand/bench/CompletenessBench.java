@@ -53,15 +53,8 @@ public final class CompletenessBench {
             long failed = jdbc.queryForObject("SELECT count(*) FROM dataset_site_status WHERE state <> 'OK'", Long.class);
             if (failed != 0) throw new IllegalStateException(failed + " datasets not OK after the changes were undone");
             // the triggers' cost on a bulk change: 10 % of the replicas in one statement, marked vs the same untouched
-            String bulk = "UPDATE replica SET updated_at = now() WHERE file_id % 10 = 0";
-            double marked = BenchSupport.seconds(() -> jdbc.update(bulk));
-            jdbc.execute("ALTER TABLE replica DISABLE TRIGGER replica_updated");
-            double unmarked;
-            try {
-                unmarked = BenchSupport.seconds(() -> jdbc.update(bulk));
-            } finally {
-                jdbc.execute("ALTER TABLE replica ENABLE TRIGGER replica_updated");
-            }
+            double[] bulk = BenchSupport.withAndWithoutTrigger(jdbc, "replica", "replica_updated",
+                    "UPDATE replica SET updated_at = now() WHERE file_id % 10 = 0");
             engine.recomputeStatus();
 
             System.out.printf("completeness: %,d datasets x %,d files = %,d wanted replicas at one site (set-up %.1f s)%n",
@@ -70,7 +63,7 @@ public final class CompletenessBench {
             System.out.printf("  pass, nothing changed                       %8.3f s%n", idle);
             System.out.printf("  pass after one replica changed              %8.3f s   (%.0fx less than full)%n", one, full / one);
             System.out.printf("  bulk update of %,d replicas: with marking %.3f s, triggers off %.3f s (x%.2f)%n",
-                    wanted / 10, marked, unmarked, marked / unmarked);
+                    wanted / 10, bulk[0], bulk[1], bulk[0] / bulk[1]);
         }
     }
 }
