@@ -358,6 +358,51 @@ class ApiJwtIT {
         assertThat(prod.delete("/api/v1/stage/" + mixed).status()).isEqualTo(200);
     }
 
+    /**
+     * A request is checked against a token's scopes by its smallest and largest path when that settles it, else
+     * path by path: either way the answers are those of reading every path. Names at a scope path's edges: the
+     * scope path itself, and a sibling ("a-b") that sorts between the scope path and its files.
+     */
+    @Test
+    void aScopeCheckByARequestsFirstAndLastPathAnswersAsReadingEveryPath() {
+        String p = "/it/" + UUID.randomUUID();
+        List<String> names = List.of(p + "/a", p + "/a/f1", p + "/a/f2", p + "/a-b/f3", p + "/b/f4");
+        StringBuilder csv = new StringBuilder("file,volume,offset_bytes,size_bytes,experiment,dataset\n");
+        for (int i = 0; i < names.size(); i++) {
+            csv.append(names.get(i)).append(",JE").append(p, 4, 9).append(',').append(i * 1000).append(",1000,")
+                    .append(experiment).append(",ds-edge\n");
+        }
+        importer.importStream(new java.io.ByteArrayInputStream(csv.toString().getBytes(StandardCharsets.UTF_8)), "edges");
+        ApiClient prod = iamToken(null, "/jwtexp/production");
+        java.util.function.Function<List<String>, String> submit = files -> prod.post("/api/v1/stage", stage(files))
+                .json().get("requestId").stringValue();
+        String within = submit.apply(List.of(p + "/a/f2", p + "/a/f1"));
+        String edge = submit.apply(List.of(p + "/a/f1", p + "/a"));
+        String sib = submit.apply(List.of(p + "/a/f1", p + "/a-b/f3", p + "/a/f2"));
+        String spread = submit.apply(List.of(p + "/a/f1", p + "/b/f4"));
+        assertThat(jdbc.queryForList("SELECT first_path, last_path FROM stage_request WHERE id = ?::uuid", within).getFirst())
+                .containsValues(p + "/a/f1", p + "/a/f2");
+        String dir = p.substring("/it".length()); // the other issuer's base path is /it
+        ApiClient a = with(sign(ecKey, claims(other, WLCG_ANY).claim("scope", "storage.read:" + dir + "/a").build()));
+        ApiClient ab = with(sign(ecKey, claims(other, WLCG_ANY)
+                .claim("scope", "storage.read:" + dir + "/a storage.read:" + dir + "/b").build()));
+        for (boolean bounds : List.of(true, false)) {
+            if (!bounds) { // as requests from before V30: no bounds recorded, every path read
+                jdbc.update("UPDATE stage_request SET first_path = NULL, last_path = NULL WHERE id = ANY(?::uuid[])",
+                        (Object) new String[] {within, edge, sib, spread});
+            }
+            for (String api : List.of("/api/v1/stage/", "/api/v1/requests/")) {
+                assertThat(a.get(api + within).status()).isEqualTo(200);
+                assertThat(a.get(api + edge).status()).isEqualTo(200);
+                assertOutside(a.get(api + sib), "storage.read", p + "/a", List.of(p + "/a-b/f3"));
+                assertOutside(a.get(api + spread), "storage.read", p + "/a", List.of(p + "/b/f4"));
+                assertThat(ab.get(api + spread).status()).isEqualTo(200);
+                assertOutside(ab.get(api + sib), "storage.read", p + "/a", List.of(p + "/a-b/f3"));
+            }
+        }
+        for (String id : List.of(within, edge, sib, spread)) assertThat(prod.delete("/api/v1/stage/" + id).status()).isEqualTo(200);
+    }
+
     @Test
     void aReadScopeLimitsWhichArchivedFilesATokenReads() {
         // two catalog files registered in the archive buffer (already evicted: nothing to flush)

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.stagehand.platform.LocalPostgres;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.MigrationVersion;
@@ -16,7 +17,8 @@ import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
 /**
  * V27 on a database that holds request files without a place (written before V6): they are numbered after
- * their request's others by file id, and a file without a place can no longer be written.
+ * their request's others by file id, and a file without a place can no longer be written. V30 counts the files
+ * already there.
  */
 class StageRequestOrdinalMigrationIT {
 
@@ -39,6 +41,8 @@ class StageRequestOrdinalMigrationIT {
             jdbc.update("INSERT INTO stage_request_file (request_id, file_id, ordinal) VALUES (?, ?, 1), (?, ?, 2)",
                     mixed, files.get(4), mixed, files.get(3));
             jdbc.update("INSERT INTO stage_request_file (request_id, file_id) VALUES (?, ?)", mixed, files.get(0));
+            jdbc.update("UPDATE stage_request_file SET state = 'on_disk', released = true WHERE request_id = ? AND file_id = ?",
+                    mixed, files.get(4));
 
             flyway.target(MigrationVersion.LATEST).load().migrate();
 
@@ -46,6 +50,11 @@ class StageRequestOrdinalMigrationIT {
             assertThat(places(jdbc, mixed)).containsExactly(files.get(4), files.get(3), files.get(0));
             assertThatThrownBy(() -> jdbc.update("INSERT INTO stage_request_file (request_id, file_id) VALUES (?, ?)",
                     legacy, files.get(3))).isInstanceOf(DataIntegrityViolationException.class);
+            // V30 counted the files already there per request and state (its triggers count the changes from then on)
+            List<Map<String, Object>> counted = jdbc.queryForList("SELECT request_id, state, files, released FROM stage_request_count ORDER BY 1, 2");
+            assertThat(counted).hasSize(3).isEqualTo(jdbc.queryForList("""
+                    SELECT request_id, state, count(*) AS files, count(*) FILTER (WHERE released) AS released
+                      FROM stage_request_file GROUP BY 1, 2 ORDER BY 1, 2"""));
         } finally {
             pg.stop();
         }

@@ -60,10 +60,21 @@ public interface StageRequests {
      */
     List<RequestFile> files(UUID id, int fileOffset, int fileLimit);
 
-    /** How many of a request's files are in each state (every state present) and released: reads every file of it. */
+    /**
+     * How many of a request's files are in each state (every state present) and released: running counts kept
+     * in the database with the files, so this costs the same whatever the request's size.
+     */
     FileCounts counts(UUID id);
 
     record FileCounts(Map<FileState, Long> byState, long released) {}
+
+    /**
+     * The smallest and largest of a request's paths in {@link String} order, as recorded at submission (empty for
+     * an unknown request or one submitted before they were recorded): every path of the request sorts between them.
+     */
+    Optional<PathRange> pathRange(UUID id);
+
+    record PathRange(String first, String last) {}
 
     /** The names of a request's files in submitted order; empty for an unknown request. */
     List<String> paths(UUID id);

@@ -142,11 +142,10 @@ class RequestsController {
         UUID uuid = uuid(id);
         int offset = intParam("fileOffset", fileOffset, 0, 0, Integer.MAX_VALUE);
         int limit = intParam("fileLimit", fileLimit, DEFAULT_FILE_PAGE, 0, MAX_FILE_PAGE);
-        StageRequestDetail d = requests.get(uuid, offset, limit)
-                .filter(r -> ApiUser.current().sees(r.request().experiment())) // another experiment's request is not found
-                .orElseThrow(() -> notFound(uuid));
+        visible(uuid); // another experiment's request is not found
         // a token limited by storage scopes reads a request only when it may read every file of it, not just this page
-        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.READ, null, () -> requests.paths(uuid));
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.READ, null, requests, uuid);
+        StageRequestDetail d = requests.get(uuid, offset, limit).orElseThrow(() -> notFound(uuid));
         Map<String, Long> counts = new LinkedHashMap<>();
         d.counts().forEach((k, v) -> counts.put(k.dbName(), v));
         return new DetailView(RequestView.of(d.request()), counts, d.released(), offset, limit,
@@ -193,7 +192,7 @@ class RequestsController {
     ChangeView cancel(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
         UUID uuid = visible(uuid(id));
         List<String> files = JsonBodies.fileSelection(JsonBodies.read(http));
-        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, files, () -> requests.paths(uuid));
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, files, requests, uuid);
         return ChangeView.of(requests.cancel(uuid, files));
     }
 
@@ -205,7 +204,7 @@ class RequestsController {
     ChangeView release(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
         UUID uuid = visible(uuid(id));
         List<String> files = JsonBodies.fileSelection(JsonBodies.read(http));
-        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, files, () -> requests.paths(uuid));
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, files, requests, uuid);
         return ChangeView.of(requests.release(uuid, files));
     }
 
@@ -218,7 +217,7 @@ class RequestsController {
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = PriorityBody.class))))
     RequestView priority(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
         UUID uuid = visible(uuid(id));
-        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, null, () -> requests.paths(uuid));
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, null, requests, uuid);
         return RequestView.of(requests.changePriority(uuid, JsonBodies.priority(JsonBodies.read(http))));
     }
 

@@ -4,11 +4,13 @@ import dev.stagehand.api.requests.BadInput;
 import dev.stagehand.catalog.FileExperiments;
 import dev.stagehand.catalog.FileNames;
 import dev.stagehand.platform.EntryError;
+import dev.stagehand.recall.StageRequests;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.UUID;
 import java.util.function.Supplier;
 import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Component;
@@ -116,6 +118,18 @@ public class ExperimentAccess {
         throw new BadInput(HttpStatus.FORBIDDEN, outside.size() + " of the " + (named != null ? "named files" : "request's files")
                 + " are " + scopes.refusal(op) + ": " + String.join(", ", shown)
                 + (outside.size() > shown.size() ? " and " + (outside.size() - shown.size()) + " more" : ""), outside);
+    }
+
+    /**
+     * {@link #withinScopes} for a call on request {@code id}, with {@code named} null for every file of it. Those
+     * are checked by the request's smallest and largest path first ({@link StageRequests#pathRange}: a request row),
+     * and read only when that does not settle it: a request beneath no one granted path, or from before V30.
+     */
+    public static void withinScopes(ApiUser user, StorageScopes.Op op, List<String> named, StageRequests requests, UUID id) {
+        StorageScopes scopes = user.scopes();
+        if (scopes == null) return;
+        if (named == null && requests.pathRange(id).filter(r -> scopes.allowsAllBetween(op, r.first(), r.last())).isPresent()) return;
+        withinScopes(user, op, named, () -> requests.paths(id));
     }
 
     /**

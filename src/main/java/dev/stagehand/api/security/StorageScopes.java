@@ -35,7 +35,7 @@ public final class StorageScopes {
      * The storage scopes of a {@code scope} claim (space-separated), their paths under {@code basePath}; null when
      * the claim has none. A scope whose path is not absolute or has '.' or '..' segments grants nothing.
      */
-    static StorageScopes parse(String claim, String basePath) {
+    public static StorageScopes parse(String claim, String basePath) {
         if (claim == null || claim.isBlank()) return null;
         Map<Op, List<String>> out = new EnumMap<>(Op.class);
         boolean any = false;
@@ -56,6 +56,16 @@ public final class StorageScopes {
     public boolean allows(Op op, String path) {
         if (covered(op, path)) return true;
         return op == Op.READ && covered(Op.STAGE, path);
+    }
+
+    /**
+     * Whether {@code op} is granted on every path from {@code first} to {@code last} in {@link String} order: both
+     * lie beneath one granted path, and any string sorted between two that start with that path and '/' starts
+     * with them too. False does not mean refused: the paths between may still lie beneath several granted paths.
+     */
+    public boolean allowsAllBetween(Op op, String first, String last) {
+        if (beneathOne(op, first, last)) return true;
+        return op == Op.READ && beneathOne(Op.STAGE, first, last);
     }
 
     /** Whether {@code op} is granted anywhere (reading also by {@code storage.stage}). */
@@ -81,6 +91,14 @@ public final class StorageScopes {
         if (path == null) return false;
         for (String p : prefixes.getOrDefault(op, List.of())) {
             if (p.equals("/") || path.equals(p) || (path.startsWith(p) && path.charAt(p.length()) == '/')) return true;
+        }
+        return false;
+    }
+
+    private boolean beneathOne(Op op, String first, String last) {
+        for (String p : prefixes.getOrDefault(op, List.of())) {
+            String dir = p.equals("/") ? p : p + "/";
+            if (first.startsWith(dir) && last.startsWith(dir)) return true;
         }
         return false;
     }

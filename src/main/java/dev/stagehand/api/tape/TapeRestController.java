@@ -206,13 +206,11 @@ class TapeRestController {
             description = "Per file: state SUBMITTED, STARTED, CANCELLED, FAILED or COMPLETED, onDisk, error, "
                     + "startedAt/finishedAt; times in epoch seconds.")
     Map<String, Object> get(@PathVariable("id") String id) {
-        UUID uuid = uuid(id);
-        StageRequestDetail d = requests.get(uuid, 0, StageRequests.MAX_FILES)
-                .filter(r -> ApiUser.current().sees(r.request().experiment())) // another experiment's request is not found
-                .orElseThrow(() -> notFound(id));
-        // a token limited by storage scopes reads a request only when it may read every file of it (all are here)
-        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.READ, null,
-                () -> d.files().stream().map(RequestFile::path).toList());
+        UUID uuid = visible(uuid(id), id); // another experiment's request is not found
+        // a token limited by storage scopes reads a request only when it may read every file of it
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.READ, null, requests, uuid);
+        // every file (the specification has no pages; at most MAX_FILES can be submitted)
+        StageRequestDetail d = requests.get(uuid, 0, StageRequests.MAX_FILES).orElseThrow(() -> notFound(id));
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("id", uuid.toString());
         out.put("createdAt", epoch(d.request().createdAt()));
@@ -256,7 +254,7 @@ class TapeRestController {
     @Operation(summary = "Delete a stage request (WLCG): open files cancelled, pins released, the request forgotten")
     ResponseEntity<Void> delete(@PathVariable("id") String id) {
         UUID uuid = visible(uuid(id), id);
-        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, null, () -> requests.paths(uuid));
+        ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, null, requests, uuid);
         requests.delete(uuid);
         return ResponseEntity.ok().build();
     }

@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.HexFormat;
@@ -142,12 +143,12 @@ class JdbcStageRequests implements StageRequests {
             long lifetime = req.diskLifetimeSeconds() == null ? props.defaultDiskLifetimeSeconds() : req.diskLifetimeSeconds();
             List<UUID> inserted = jdbc.query("""
                     INSERT INTO stage_request (id, client_request_id, owner, experiment, priority, destination,
-                                               disk_lifetime_s, file_count, content_sha256)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                               disk_lifetime_s, file_count, content_sha256, first_path, last_path)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (owner, client_request_id) DO NOTHING RETURNING id""",
                     (rs, i) -> rs.getObject(1, UUID.class),
                     id, req.clientRequestId(), owner, req.experiment(), priority, req.destination(), lifetime,
-                    files.size(), fingerprint);
+                    files.size(), fingerprint, Collections.min(files), Collections.max(files));
             if (inserted.isEmpty()) {
                 // Another call with the same client id committed meanwhile: answer as a retry would be answered.
                 return earlier(owner, req.clientRequestId(), fingerprint).orElseThrow();
@@ -349,14 +350,22 @@ class JdbcStageRequests implements StageRequests {
         Map<FileState, Long> counts = new EnumMap<>(FileState.class);
         for (FileState st : FileState.values()) counts.put(st, 0L);
         long[] released = {0};
-        jdbc.query("SELECT state, count(*), count(*) FILTER (WHERE released) FROM stage_request_file "
-                + "WHERE request_id = ? GROUP BY state", rs -> {
-            counts.put(FileState.ofDb(rs.getString(1)), rs.getLong(2));
+        // kept per state by V30's triggers (one row per state holding files); absent files fail at submission, so
+        // they are counted on their own table's key, as many rows as there are of them
+        jdbc.query("""
+                SELECT state, files, released FROM stage_request_count WHERE request_id = ?
+                UNION ALL
+                SELECT 'failed', count(*), 0 FROM stage_request_absent WHERE request_id = ?""", rs -> {
+            counts.merge(FileState.ofDb(rs.getString(1)), rs.getLong(2), Long::sum);
             released[0] += rs.getLong(3);
-        }, id);
-        Long absent = jdbc.queryForObject("SELECT count(*) FROM stage_request_absent WHERE request_id = ?", Long.class, id);
-        counts.merge(FileState.FAILED, absent == null ? 0L : absent, Long::sum);
+        }, id, id);
         return new FileCounts(counts, released[0]);
+    }
+
+    @Override
+    public Optional<PathRange> pathRange(UUID id) {
+        return jdbc.query("SELECT first_path, last_path FROM stage_request WHERE id = ? AND first_path IS NOT NULL",
+                (rs, i) -> new PathRange(rs.getString(1), rs.getString(2)), id).stream().findFirst();
     }
 
     @Override

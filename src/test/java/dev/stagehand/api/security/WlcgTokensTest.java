@@ -44,6 +44,20 @@ class WlcgTokensTest {
     }
 
     @Test
+    void pathsBetweenTwoBeneathOneScopePathAreAllowedAndNothingElseIsClaimed() {
+        StorageScopes s = StorageScopes.parse("storage.read:/store/a storage.stage:/store/b", "/cms");
+        assertThat(s.allowsAllBetween(StorageScopes.Op.READ, "/cms/store/a/f1", "/cms/store/a/z/f9")).isTrue();
+        assertThat(s.allowsAllBetween(StorageScopes.Op.READ, "/cms/store/b/f1", "/cms/store/b/f2")).isTrue(); // stage reads
+        assertThat(s.allowsAllBetween(StorageScopes.Op.STAGE, "/cms/store/a/f1", "/cms/store/a/f2")).isFalse();
+        // beneath two granted paths, but what sorts between them ("/cms/store/a-b/f") may be beneath neither: not claimed
+        assertThat(s.allowsAllBetween(StorageScopes.Op.READ, "/cms/store/a/f1", "/cms/store/b/f1")).isFalse();
+        // the scope path itself sorts before names such as "/cms/store/a-b/f", which it does not cover: not claimed
+        assertThat(s.allowsAllBetween(StorageScopes.Op.READ, "/cms/store/a", "/cms/store/a/f1")).isFalse();
+        assertThat(s.allowsAllBetween(StorageScopes.Op.READ, "/cms/store/a-b/f", "/cms/store/a/f1")).isFalse();
+        assertThat(StorageScopes.parse("storage.read:/", "/").allowsAllBetween(StorageScopes.Op.READ, "/a/f", "/z/f")).isTrue();
+    }
+
+    @Test
     void jwtShapeIsThreeBase64UrlPartsWithAJsonHeader() {
         assertThat(WlcgTokens.looksLikeJwt("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln")).isTrue();
         assertThat(WlcgTokens.looksLikeJwt("sht_abcdef")).isFalse();
