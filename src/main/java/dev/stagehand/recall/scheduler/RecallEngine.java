@@ -281,6 +281,7 @@ public final class RecallEngine {
             if (d.experiment != null && d.state != DState.EMPTY && d.state != DState.FAILED) inUse.merge(d.experiment, 1, Integer::sum);
             if (d.state == DState.MOUNTING) mounting++;
         }
+        mountPlanner.tailLine(shortRequestsFirst.recentP95(), drives.size());
         List<VolumeQueue> cands = mountPlanner.rank(model, now, busy, inUse);
         List<VolumeQueue> ranked = cands;
         int limit = config.policy() == Policy.TAPE_AWARE ? accessors * config.exchangesPerAccessor() : Integer.MAX_VALUE;

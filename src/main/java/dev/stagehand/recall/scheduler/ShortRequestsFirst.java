@@ -50,6 +50,9 @@ final class ShortRequestsFirst {
         this.mountPlanner = mountPlanner;
     }
 
+    /** p95 latency of the recently completed requests (infinite until 20 have). */
+    double recentP95() { return recentP95; }
+
     /** A request completed after waiting {@code latency} seconds. */
     void completed(double latency) {
         recentLatencies.addLast(latency);

@@ -3,6 +3,10 @@ package dev.stagehand.recall.scheduler;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.offset;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class MountPlannerTest {
@@ -53,5 +57,44 @@ class MountPlannerTest {
         assertThat(smallNow).containsExactly(5_000, 705);
         assertThat(bigNow).containsExactly(5_000, 760);
         assertThat(MountPlanner.earlier(smallNow, bigNow)).isTrue();
+    }
+
+    static final long GB = 1_000_000_000L;
+
+    /**
+     * Two requests wait for a mount, each on a tape of its own: "short" (one file, waiting 60 s) and "long"
+     * (five 10 GB files along the tape, just arrived). By response ratio the short one goes first; but the long
+     * one ends under the recent p95 latency only if mounted now, while the short one can wait a round and still
+     * end under it, so with no more queues than drives the long one goes first. With more queues waiting than
+     * drives, or before the recent p95 is known, the ranking stays by response ratio.
+     */
+    @Test
+    void withFewQueuesWaitingTheOneThatCanStillEndUnderTheTailLineOnlyIfMountedNowGoesFirst() {
+        SchedulerConfig config = SchedulerConfig.defaults(SchedulerConfig.Policy.TAPE_AWARE);
+        TestCosts cost = new TestCosts();
+        MountPlanner planner = new MountPlanner(config, cost);
+        QueueModel model = new QueueModel();
+        model.addRequest("short", 0, 0, "exp", List.of(Harness.file(1, "SHORT", 3_000 * GB, GB)), v -> false);
+        List<QueueModel.FileSpec> files = new ArrayList<>();
+        for (int i = 0; i < 5; i++) files.add(Harness.file(10 + i, "LONG", (1_000 + 3_000L * i) * GB, 10 * GB));
+        model.addRequest("long", 50, 0, "exp", files, v -> false);
+        double now = 60;
+        VolumeQueue lq = model.queue("LONG"), sq = model.queue("SHORT");
+        double longEnds = 10 + planner.serviceSeconds(lq) - cost.dismountSeconds(lq.bytes()); // its latency if mounted now
+        double shortEnds = 60 + planner.serviceSeconds(sq) - cost.dismountSeconds(sq.bytes());
+        double line = longEnds + 20;
+        assertThat(shortEnds + 100).isLessThan(line); // the short one has time to spare, the long one 20 s
+
+        assertThat(labels(planner.rank(model, now, Set.of(), Map.of()))).containsExactly("SHORT", "LONG"); // p95 not known yet
+        planner.tailLine(line, 2);
+        assertThat(labels(planner.rank(model, now, Set.of(), Map.of()))).containsExactly("LONG", "SHORT");
+        planner.tailLine(line, 1); // more queues than drives: by response ratio
+        assertThat(labels(planner.rank(model, now, Set.of(), Map.of()))).containsExactly("SHORT", "LONG");
+        planner.tailLine(longEnds - 20, 2); // the long one ends past the line whatever is done: no reason to go first
+        assertThat(labels(planner.rank(model, now, Set.of(), Map.of()))).containsExactly("SHORT", "LONG");
+    }
+
+    private static List<String> labels(List<VolumeQueue> qs) {
+        return qs.stream().map(VolumeQueue::label).toList();
     }
 }
