@@ -133,14 +133,12 @@ class ConsoleController {
         var r = requests.summary(uuid(id))
                 .filter(s -> ConsoleUser.of(who).sees(s.experiment()))
                 .orElseThrow(() -> new ResponseStatusException(HttpStatus.NOT_FOUND, "no request " + id));
-        // the page of files is read at each refresh, the per-state counts are shared (they read every file)
+        // read at each refresh: the page of files by place, the per-state counts from their running totals (V30)
         int from = Math.max(0, offset);
-        ConsoleViews.FileCounts counts = views.fileCounts(r.id());
-        model.addAttribute("d", new StageRequestDetail(r, counts.counts().byState(), counts.counts().released(),
+        var counts = requests.counts(r.id());
+        model.addAttribute("d", new StageRequestDetail(r, counts.byState(), counts.released(),
                 requests.files(r.id(), from, 100), from, 100));
         model.addAttribute("r", r);
-        model.addAttribute("countsAsOf", counts.asOf());
-        model.addAttribute("now", Instant.now());
         model.addAttribute("eta", views.eta(r.id()));
         return LivePart.view("console/request", http);
     }
@@ -151,7 +149,6 @@ class ConsoleController {
         if (!visible(uuid, who)) return refusedUnknown(who, "request.cancel", id, flash);
         try {
             var change = requests.cancel(uuid, null);
-            views.fileCountsChanged(uuid); // the operator sees the cancelled files at once
             audit.record(who.getName(), "request.cancel", id, change.changed() + " files cancelled", "ok");
             flash.addFlashAttribute("message", "Request cancelled: " + change.changed() + " files cancelled.");
         } catch (StageRequestRejected e) {

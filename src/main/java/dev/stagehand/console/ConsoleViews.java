@@ -1,7 +1,6 @@
 package dev.stagehand.console;
 
 import dev.stagehand.platform.Throttled;
-import dev.stagehand.recall.StageRequests;
 import dev.stagehand.tape.DriveState;
 import dev.stagehand.tape.DriveStatus;
 import dev.stagehand.tape.SimulatedLibrary;
@@ -54,7 +53,6 @@ class ConsoleViews {
     private final JdbcClient db;
     private final TapeLibrary library;
     private final MountLog mounts;
-    private final StageRequests requests;
     /**
      * Shared by every open overview (each asks every 2 s) and recomputed at most a tenth of the time: with
      * 10^6 queued files the per-volume figures alone took 22 s, so one open overview kept a database core busy.
@@ -62,42 +60,10 @@ class ConsoleViews {
     private final Throttled<Overview> overview = new Throttled<>(Duration.ofSeconds(2),
             () -> new Overview(volumeQueues(20), openRequests(15), requestCounts(), throughput(), Instant.now()));
 
-    /** A request's per-state file counts and when they were made. */
-    record FileCounts(StageRequests.FileCounts counts, Instant asOf) {}
-
-    /**
-     * Per-state file counts of the requests whose pages are open (the 64 asked last). Counting reads every file
-     * of the request (10^6 in a whole-experiment recall) and each open page asks every 2 s, so a request's
-     * counts are shared by its pages and made again at most a tenth of the time, like the overview's.
-     */
-    private final Map<UUID, Throttled<FileCounts>> fileCounts = new LinkedHashMap<>(16, 0.75f, true) {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<UUID, Throttled<FileCounts>> eldest) {
-            return size() > 64;
-        }
-    };
-
-    ConsoleViews(JdbcClient db, TapeLibrary library, MountLog mounts, StageRequests requests) {
+    ConsoleViews(JdbcClient db, TapeLibrary library, MountLog mounts) {
         this.db = db;
         this.library = library;
         this.mounts = mounts;
-        this.requests = requests;
-    }
-
-    FileCounts fileCounts(UUID request) {
-        Throttled<FileCounts> counts;
-        synchronized (fileCounts) {
-            counts = fileCounts.computeIfAbsent(request, id -> new Throttled<>(Duration.ofSeconds(2),
-                    () -> new FileCounts(requests.counts(id), Instant.now())));
-        }
-        return counts.get();
-    }
-
-    /** Forgets a request's counts after a change made from the console: its page counts again at once. */
-    void fileCountsChanged(UUID request) {
-        synchronized (fileCounts) {
-            fileCounts.remove(request);
-        }
     }
 
     /** The queue, request and throughput figures of the overview (drives and accessors are read live). */
