@@ -123,8 +123,7 @@ public interface StageRequests {
 
     /**
      * Open requests (submitted or active) and their open files (queued or staging), in all and of {@code owner},
-     * for admission control. Requests are counted at each call; files at most a few seconds ago (a tenth of the
-     * time at most: there may be 10^6), plus those submitted through this instance since.
+     * for admission control; exact at each call (the files from their running counts per request).
      */
     Load load(String owner);
 
