@@ -41,6 +41,7 @@ class ConsoleRequestPageIT {
     @Autowired MockMvc mvc;
     @Autowired JdbcTemplate jdbc;
     @Autowired StageRequests requests;
+    @Autowired ConsoleViews views;
 
     final String dir = "/it/console-page/" + UUID.randomUUID().toString().substring(0, 8) + "/";
     final RequestPostProcessor operator = user(new ConsoleUser("opal", "{noop}x", Role.OPERATOR, Set.of(ConsoleUser.ALL)));
@@ -69,6 +70,14 @@ class ConsoleRequestPageIT {
         String changed = page(id, 0);
         assertThat(count(changed, "staging")).isEqualTo(10);
         assertThat(count(changed, "queued")).isEqualTo(237);
+        // and the overview's open requests, from the same running counts
+        assertThat(views.openRequests(15)).filteredOn(r -> r.id().equals(id.toString())).singleElement()
+                .satisfies(r -> {
+                    assertThat(r.queued()).isEqualTo(237);
+                    assertThat(r.staging()).isEqualTo(10);
+                    assertThat(r.failed()).isEqualTo(3); // two not the caller's, one not in the catalog
+                    assertThat(r.done() + r.onDisk() + r.cancelled()).isZero();
+                });
 
         // another experiment's user does not find it, and cannot cancel it
         var cms = user(new ConsoleUser("cmsop", "{noop}x", Role.OPERATOR, Set.of("cms")));

@@ -131,22 +131,22 @@ class ConsoleViews {
                 }).list();
     }
 
-    /** Open requests (newest first) with per-state file counts. */
+    /** Open requests (newest first) with per-state file counts (their running counts, V30: not every file). */
     List<RequestProgress> openRequests(int limit) {
         return db.sql("""
                 SELECT r.id, r.owner, r.experiment, r.priority, r.state, r.eta_at, r.created_at,
                        r.file_count AS files,
-                       count(*) FILTER (WHERE x.state = 'queued') AS queued,
-                       count(*) FILTER (WHERE x.state = 'staging') AS staging,
-                       count(*) FILTER (WHERE x.state IN ('on_disk', 'transferring')) AS on_disk,
-                       count(*) FILTER (WHERE x.state = 'done') AS done,
-                       count(*) FILTER (WHERE x.state = 'failed')
+                       sum(c.files) FILTER (WHERE c.state = 'queued') AS queued,
+                       sum(c.files) FILTER (WHERE c.state = 'staging') AS staging,
+                       sum(c.files) FILTER (WHERE c.state IN ('on_disk', 'transferring')) AS on_disk,
+                       sum(c.files) FILTER (WHERE c.state = 'done') AS done,
+                       coalesce(sum(c.files) FILTER (WHERE c.state = 'failed'), 0)
                          + (SELECT count(*) FROM stage_request_absent a WHERE a.request_id = r.id) AS failed,
-                       count(*) FILTER (WHERE x.state = 'cancelled') AS cancelled
+                       sum(c.files) FILTER (WHERE c.state = 'cancelled') AS cancelled
                   FROM (SELECT * FROM stage_request
                          WHERE state IN ('submitted', 'active') OR completed_at > now() - interval '10 minutes'
-                         ORDER BY created_at DESC LIMIT ?) r -- the shown ones first: not every open request's files
-                  LEFT JOIN stage_request_file x ON x.request_id = r.id
+                         ORDER BY created_at DESC LIMIT ?) r -- the shown ones first
+                  LEFT JOIN stage_request_count c ON c.request_id = r.id
                  GROUP BY r.id, r.owner, r.experiment, r.priority, r.state, r.eta_at, r.created_at, r.file_count
                  ORDER BY r.created_at DESC""")
                 .param(limit)
