@@ -114,7 +114,7 @@ public final class RecallService {
         store = new JdbcQueueStore(jdbc, instance, props.lease(), this::wallClock, ids -> pin(ids, null), metrics, this::pipelineChanged);
         store.releaseOwnStaleClaims(); // before the engine: it takes back the volumes still in its drives
         engine = new RecallEngine(library, clock, new TapeModelCosts(model), config, store,
-                new CacheStaging(cache, jdbc, props.cacheBatchBytes(), metrics),
+                new CacheStaging(cache, jdbc, props.cacheBatchBytes(), metrics, ids -> pin(ids, null)),
                 new EngineListener() {
                     @Override
                     public void fileFailed(FileWork file, double t) {
@@ -359,7 +359,10 @@ public final class RecallService {
                         WHERE x.file_id = rf.file_id AND x.state = 'queued' AND r.created_at > rf.updated_at)""", (Object) queuedIds);
         // already in the cache: answered at once, no tape read; staged once but evicted since: read again
         List<Long> cached = new ArrayList<>();
-        for (CacheEntry e : cache.lookup(queued).values()) if (e.cached()) cached.add(e.fileId());
+        List<Long> inFlight = new ArrayList<>();
+        for (CacheEntry e : cache.lookup(queued).values()) (e.cached() ? cached : inFlight).add(e.fileId());
+        // being written for another read (joined): pinned now, as its read list's pins may predate these requests
+        pin(inFlight, null);
         List<Long> onDisk = List.of();
         if (!cached.isEmpty()) {
             Long[] ids = cached.toArray(Long[]::new);
@@ -425,48 +428,68 @@ public final class RecallService {
     }
 
     private void submit(Map<String, Instant> fresh) {
-        record Row(String request, int priority, String experiment, FileSpec file) {}
-        List<Row> rows = new ArrayList<>();
+        /** A request's file as read, and its usable tape copies (one row each). */
+        final class Taken {
+            final long id; final String name; final long size; final String experiment, dataset, adler32, meta;
+            final List<Copy> copies = new ArrayList<>(2);
+            Taken(long id, String name, long size, String experiment, String dataset, String adler32, String meta) {
+                this.id = id; this.name = name; this.size = size; this.experiment = experiment; this.dataset = dataset;
+                this.adler32 = adler32; this.meta = meta;
+            }
+        }
+        record Head(int priority, String experiment) {}
+        Map<String, Head> heads = new HashMap<>();
+        Map<String, Map<Long, Taken>> byRequest = new HashMap<>();
+        // a row per usable copy, joined (not a subquery per file: that probed segment and volume once per file,
+        // 27 s for a 10^6-file request); a file with no usable copy has no row: it failed above (registerQueuedFiles)
         jdbc.query("""
-                SELECT sr.id, sr.priority, sr.experiment, f.id AS fid, f.name, f.size_bytes, f.adler32,
+                SELECT sr.id::text AS id, sr.priority, sr.experiment, f.id AS fid, f.name, f.size_bytes, f.adler32,
                        f.experiment AS fexp, d.name AS dataset, x.targeted_metadata::text AS meta,
-                       (SELECT string_agg(v.label || ' ' || s.offset_bytes, ',' ORDER BY v.label)
-                          FROM segment s JOIN volume v ON v.id = s.volume_id
-                         WHERE s.file_id = f.id AND s.state = 'ok' AND v.state = 'available') AS copies
+                       v.label, s.offset_bytes
                   FROM stage_request_file x
                   JOIN stage_request sr ON sr.id = x.request_id
                   JOIN file f ON f.id = x.file_id
+                  JOIN segment s ON s.file_id = x.file_id AND s.state = 'ok'
+                  JOIN volume v ON v.id = s.volume_id AND v.state = 'available'
                   LEFT JOIN dataset d ON d.id = f.dataset_id
                  WHERE x.state IN ('queued', 'staging') AND sr.state IN ('submitted', 'active')
                    -- on the files' column: its statistics then show a small request as small (on sr.id the
                    -- planner took every queued file of a 10^6-file request for it and scanned them: 1.5 s)
-                   AND x.request_id = ANY(?::uuid[])
-                 ORDER BY sr.created_at, sr.id""", rs -> {
+                   AND x.request_id = ANY(?::uuid[])""", rs -> {
             String id = rs.getString("id");
-            String copies = rs.getString("copies");
-            if (copies == null) return; // failed above as having no usable copy
-            List<Copy> cs = new ArrayList<>();
-            for (String c : copies.split(",")) {
-                int sp = c.lastIndexOf(' ');
-                cs.add(new Copy(c.substring(0, sp), Long.parseLong(c.substring(sp + 1))));
+            heads.computeIfAbsent(id, k -> {
+                try {
+                    return new Head(rs.getInt("priority"), rs.getString("experiment"));
+                } catch (java.sql.SQLException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            long fid = rs.getLong("fid");
+            Map<Long, Taken> files = byRequest.computeIfAbsent(id, k -> new LinkedHashMap<>());
+            Taken t = files.get(fid);
+            if (t == null) {
+                String adler = rs.getString("adler32");
+                t = new Taken(fid, rs.getString("name"), rs.getLong("size_bytes"), rs.getString("fexp"),
+                        rs.getString("dataset"), adler == null ? null : adler.trim(), rs.getString("meta"));
+                files.put(fid, t);
             }
-            String adler = rs.getString("adler32");
-            rows.add(new Row(id, rs.getInt("priority"), rs.getString("experiment"),
-                    new FileSpec(rs.getLong("fid"), rs.getString("name"), rs.getLong("size_bytes"), cs,
-                            rs.getString("fexp"), rs.getString("dataset"), adler == null ? null : adler.trim(),
-                            rs.getString("meta"))));
+            t.copies.add(new Copy(rs.getString("label"), rs.getLong("offset_bytes")));
         }, (Object) fresh.keySet().toArray(String[]::new));
-        Map<String, List<Row>> byRequest = new LinkedHashMap<>();
-        for (Row r : rows) byRequest.computeIfAbsent(r.request, k -> new ArrayList<>()).add(r);
         Instant now = clock.now();
-        for (var e : byRequest.entrySet()) {
-            List<FileSpec> files = new ArrayList<>();
-            for (Row r : e.getValue()) files.add(r.file);
-            Row first = e.getValue().get(0);
-            // pins precede the files' arrival: a copy that lands is held for the request from the start
-            pin(files.stream().map(FileSpec::id).toList(), e.getKey());
-            engine.submit(e.getKey(), now, first.priority, first.experiment == null ? first.file.experiment() : first.experiment, files);
-            known.put(e.getKey(), fresh.get(e.getKey()));
+        for (String request : fresh.keySet()) { // in creation order (freshRequests)
+            Map<Long, Taken> taken = byRequest.get(request);
+            if (taken == null) continue;
+            List<FileSpec> files = new ArrayList<>(taken.size());
+            for (Taken t : taken.values()) {
+                if (t.copies.size() > 1) t.copies.sort(java.util.Comparator.comparing(Copy::volume)); // as before: by label
+                files.add(new FileSpec(t.id, t.name, t.size, List.copyOf(t.copies), t.experiment, t.dataset, t.adler32, t.meta));
+            }
+            Head first = heads.get(request);
+            // no pins here: a file is pinned for its requests before its read list reserves its space
+            // (CacheStaging), so a copy that lands is held for them from the start; files on disk or being
+            // written now were pinned above (registerQueuedFiles)
+            engine.submit(request, now, first.priority(), first.experiment() == null ? files.get(0).experiment() : first.experiment(), files);
+            known.put(request, fresh.get(request));
         }
     }
 
