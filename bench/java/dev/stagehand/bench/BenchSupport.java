@@ -85,7 +85,7 @@ final class BenchSupport {
         if (!DATABASE.equals(db)) throw new IllegalStateException("refusing to empty database " + db);
         // volume leases too: a killed run leaves its mounted volumes leased, and a later run of the same labels
         // would wait for those leases to lapse (minutes) as if another instance held the cartridges
-        jdbc.execute("TRUNCATE stage_request, segment, file, volume, dataset, volume_lease CASCADE");
+        jdbc.execute("TRUNCATE stage_request, recall_file, segment, file, volume, dataset, volume_lease CASCADE"); // recall_file: no key to file (V31)
         jdbc.execute("VACUUM ANALYZE");
     }
 
