@@ -260,6 +260,77 @@ class PipelineIT {
                 Long.class, (Object) new String[] {twoCopies, oneCopy})).isEqualTo(2L);
     }
 
+    /**
+     * The intake takes no pins: a 10^6-file request's pins cost 24-28 s before its first mount. A file is pinned
+     * for every request holding it when its read list reserves its space, before its copy can be verified (so
+     * eviction never finds it unpinned), and a file being written when a request joins it is pinned at that
+     * request's intake. Every file is still read once and held for its request's disk lifetime once on disk.
+     */
+    @Test
+    void pinsAreTakenAReadListAtATimeBeforeTheCopyIsWrittenNotAtIntake() {
+        start(100 * SIZE, 1, null); // one drive: one volume waits while the other is read
+        String a = volume("a"), b = volume("b");
+        List<String> all = List.of(file("a0", a), file("a1", a), file("a2", a), file("b0", b), file("b1", b), file("b2", b));
+        UUID id = submit(all, 3_600);
+        service.poll(); // the intake round
+        assertThat(service.engine().model().request(id.toString()).files()).hasSize(6);
+        assertThat(states(id)).isEqualTo(Map.of("queued", 6L));
+        assertThat(pinned(id)).as("no pin at intake").isEmpty();
+
+        // until the first read list is under way
+        for (int i = 0; i < 60 && !states(id).containsKey("staging"); i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+            assertLiveCopiesPinned(id);
+        }
+        List<String> staging = jdbc.queryForList("""
+                SELECT f.name FROM stage_request_file x JOIN file f ON f.id = x.file_id
+                 WHERE x.request_id = ? AND x.state = 'staging' ORDER BY f.name""", String.class, id);
+        assertThat(staging).isNotEmpty();
+        String first = staging.get(0).contains("/a") ? a : b;
+        List<String> firstVolume = all.stream().filter(n -> n.contains(first.equals(a) ? "/a" : "/b")).toList();
+        List<String> otherVolume = all.stream().filter(n -> !firstVolume.contains(n)).toList();
+        assertThat(pinned(id)).as("the read list's files, pinned as it reserved their space")
+                .containsAll(staging).doesNotContainAnyElementsOf(otherVolume);
+
+        // a second request joins a file being written: pinned at its intake, before the copy lands
+        String inFlight = staging.get(staging.size() - 1);
+        UUID joined = submit(List.of(inFlight, otherVolume.get(0)), 3_600);
+        service.poll();
+        assertThat(pinned(joined)).containsExactly(inFlight);
+
+        for (int i = 0; i < 80 && !(requestState(id).equals("done") && requestState(joined).equals("done")); i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(10));
+            assertLiveCopiesPinned(id);
+            assertLiveCopiesPinned(joined);
+        }
+        assertThat(requestState(id)).isEqualTo("done");
+        assertThat(requestState(joined)).isEqualTo("done");
+        for (String f : all) assertThat(readsOf(f)).as("reads of %s", f).isEqualTo(1);
+        assertThat(pinned(id)).containsExactlyInAnyOrderElementsOf(all);
+        assertThat(pinned(joined)).containsExactlyInAnyOrder(inFlight, otherVolume.get(0));
+        assertThat(jdbc.queryForObject("SELECT min(expires_at) FROM cache_pin WHERE owner = ?", java.sql.Timestamp.class, id.toString())
+                .toInstant()).isAfter(clock.now());
+    }
+
+    /** The request's unexpired pins, by file name. */
+    List<String> pinned(UUID id) {
+        return jdbc.queryForList("""
+                SELECT f.name FROM cache_pin p JOIN file f ON f.id = p.file_id
+                 WHERE p.owner = ? AND p.expires_at > ? ORDER BY f.name""", String.class, id.toString(), java.sql.Timestamp.from(clock.now()));
+    }
+
+    /** Every live copy (reserved, being written, verified) of the request's files carries the request's pin. */
+    void assertLiveCopiesPinned(UUID id) {
+        assertThat(jdbc.queryForList("""
+                SELECT cf.path FROM stage_request_file x
+                  JOIN cache_file cf ON cf.file_id = x.file_id AND cf.state IN ('reserved', 'writing', 'verified')
+                 WHERE x.request_id = ? AND NOT x.released AND x.state NOT IN ('failed', 'cancelled')
+                   AND NOT EXISTS (SELECT 1 FROM cache_pin p WHERE p.file_id = x.file_id AND p.owner = ?)""",
+                String.class, id, id.toString())).as("copies of the request's files without its pin").isEmpty();
+    }
+
     @Test
     void aStageInFlightIsJoinedAndACachedFileAnswersAtOnce() {
         start(100 * SIZE);
