@@ -46,8 +46,8 @@ class CopyCommandIT {
     record Run(int exit, String out) {
         /**
          * The one JSON object the command printed, a line of its own. Only that line: the test JVM's other threads
-         * share System.out (a Quartz cluster manager of a context closed by an earlier test class logged there while
-         * it was captured, and the whole output did not parse).
+         * share System.out (a cached context's Quartz cluster manager, then on the pool of a context an earlier test
+         * class had closed, logged there while it was captured, and the whole output did not parse).
          */
         JsonNode json() {
             List<String> objects = out.lines().filter(l -> l.startsWith("{")).toList();
