@@ -167,6 +167,7 @@ class ConsoleViews {
         return counts;
     }
 
+    /** Tape reads along the files landed on disk by time (V32, a partial index), transfers along theirs (V25). */
     Throughput throughput() {
         Instant now = Instant.now();
         Instant from = now.minus(Duration.ofMinutes(60)).truncatedTo(java.time.temporal.ChronoUnit.MINUTES).plusSeconds(60);
