@@ -13,7 +13,7 @@ import java.util.Set;
  * (2) higher priority; (3) the experiment furthest below its fair share; (4) queues worth a mount in CTA's
  * sense (enough bytes or files, or old enough); (5) volumes that complete requests: while no more queues wait
  * than there are drives, those completing a request that still ends under the recent p95 latency if mounted
- * now go first, least time to spare first ({@link #tailLine}); then by response ratio
+ * now go first, least time to spare first (see {@link #rank}); then by response ratio
  * (wait + service) / service times the number of requests they finish — short, complete-able work first,
  * which is what cuts request latency; (6) volumes that complete nothing yet (parts of multi-tape requests):
  * those bringing their requests nearest to completion first ({@link #progress}), then longest first, which
@@ -89,8 +89,11 @@ public final class MountPlanner {
     /**
      * Candidates to mount, best first. {@code busy}: volumes in a drive (any state); {@code drivesInUse}:
      * drives held per experiment now. Volumes whose experiment is at its drive cap are left out.
+     * {@code tailLine}: the recent p95 latency, the line the ranking keeps requests under (infinite: not known
+     * yet); {@code drives}: the library's drives (it orders by slack only while no more queues wait than this).
      */
-    public List<VolumeQueue> rank(QueueModel model, double now, Set<String> busy, Map<String, Integer> drivesInUse) {
+    public List<VolumeQueue> rank(QueueModel model, double now, Set<String> busy, Map<String, Integer> drivesInUse,
+                                  double tailLine, int drives) {
         List<Cand> cands = new ArrayList<>();
         for (VolumeQueue q : model.queues()) {
             if (busy.contains(q.label)) continue;
@@ -110,7 +113,7 @@ public final class MountPlanner {
         if (config.policy() == SchedulerConfig.Policy.TAPE_AWARE && tailLine < Double.POSITIVE_INFINITY && cands.size() <= drives) {
             for (Cand c : cands) {
                 if (c.q.completable() == 0 || longWork(c.q)) continue;
-                double slack = slack(c.q, now, c.service - cost.dismountSeconds(c.q.bytes()));
+                double slack = slack(c.q, now, c.service - cost.dismountSeconds(c.q.bytes()), tailLine);
                 if (slack >= 0) c.slack = slack;
             }
         }
@@ -135,22 +138,11 @@ public final class MountPlanner {
         }
     }
 
-    /** The recent p95 latency: the tail's line the ranking keeps requests under (infinite: not known yet). */
-    private double tailLine = Double.POSITIVE_INFINITY;
-    /** Drives of the library (the ranking orders by slack only while no more queues wait than this). */
-    private int drives;
-
-    /** Sets the recent p95 latency and the library's drives for the next rankings (see {@link #rank}). */
-    void tailLine(double seconds, int drives) {
-        this.tailLine = seconds;
-        this.drives = drives;
-    }
-
     /**
-     * Of the requests {@code q} completes that would still end under {@link #tailLine} if mounted now
+     * Of the requests {@code q} completes that would still end under {@code tailLine} if mounted now
      * ({@code seconds}: mount, locates and reads of the whole queue), the least time to spare; -1 if none would.
      */
-    private double slack(VolumeQueue q, double now, double seconds) {
+    private double slack(VolumeQueue q, double now, double seconds, double tailLine) {
         double least = -1;
         for (FileWork f : q.files.values()) {
             for (RequestWork r : f.requests) {

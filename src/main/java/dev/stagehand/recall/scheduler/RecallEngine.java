@@ -281,8 +281,8 @@ public final class RecallEngine {
             if (d.experiment != null && d.state != DState.EMPTY && d.state != DState.FAILED) inUse.merge(d.experiment, 1, Integer::sum);
             if (d.state == DState.MOUNTING) mounting++;
         }
-        mountPlanner.tailLine(shortRequestsFirst.recentP95(), drives.size());
-        List<VolumeQueue> cands = mountPlanner.rank(model, now, busy, inUse);
+        double tailLine = shortRequestsFirst.recentP95();
+        List<VolumeQueue> cands = mountPlanner.rank(model, now, busy, inUse, tailLine, drives.size());
         List<VolumeQueue> ranked = cands;
         int limit = config.policy() == Policy.TAPE_AWARE ? accessors * config.exchangesPerAccessor() : Integer.MAX_VALUE;
         boolean rerank = !config.experimentShares().isEmpty(); // shares move with every mount
@@ -345,7 +345,7 @@ public final class RecallEngine {
                     free[di] = now + s + cost.dismountSeconds(q.bytes());
                 }
                 if (rerank) {
-                    cands = mountPlanner.rank(model, now, busy, inUse);
+                    cands = mountPlanner.rank(model, now, busy, inUse, tailLine, drives.size());
                     i = -1;
                 }
                 continue;

@@ -85,13 +85,13 @@ class MountPlannerTest {
         double line = longEnds + 20;
         assertThat(shortEnds + 100).isLessThan(line); // the short one has time to spare, the long one 20 s
 
-        assertThat(labels(planner.rank(model, now, Set.of(), Map.of()))).containsExactly("SHORT", "LONG"); // p95 not known yet
-        planner.tailLine(line, 2);
-        assertThat(labels(planner.rank(model, now, Set.of(), Map.of()))).containsExactly("LONG", "SHORT");
-        planner.tailLine(line, 1); // more queues than drives: by response ratio
-        assertThat(labels(planner.rank(model, now, Set.of(), Map.of()))).containsExactly("SHORT", "LONG");
-        planner.tailLine(longEnds - 20, 2); // the long one ends past the line whatever is done: no reason to go first
-        assertThat(labels(planner.rank(model, now, Set.of(), Map.of()))).containsExactly("SHORT", "LONG");
+        assertThat(labels(planner.rank(model, now, Set.of(), Map.of(), Double.POSITIVE_INFINITY, 2)))
+                .containsExactly("SHORT", "LONG"); // p95 not known yet
+        assertThat(labels(planner.rank(model, now, Set.of(), Map.of(), line, 2))).containsExactly("LONG", "SHORT");
+        // more queues than drives: by response ratio
+        assertThat(labels(planner.rank(model, now, Set.of(), Map.of(), line, 1))).containsExactly("SHORT", "LONG");
+        // the long one ends past the line whatever is done: no reason to go first
+        assertThat(labels(planner.rank(model, now, Set.of(), Map.of(), longEnds - 20, 2))).containsExactly("SHORT", "LONG");
     }
 
     private static List<String> labels(List<VolumeQueue> qs) {
