@@ -457,13 +457,7 @@ public final class RecallService {
                    -- planner took every queued file of a 10^6-file request for it and scanned them: 1.5 s)
                    AND x.request_id = ANY(?::uuid[])""", rs -> {
             String id = rs.getString("id");
-            heads.computeIfAbsent(id, k -> {
-                try {
-                    return new Head(rs.getInt("priority"), rs.getString("experiment"));
-                } catch (java.sql.SQLException e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            if (!heads.containsKey(id)) heads.put(id, new Head(rs.getInt("priority"), rs.getString("experiment")));
             long fid = rs.getLong("fid");
             Map<Long, Taken> files = byRequest.computeIfAbsent(id, k -> new LinkedHashMap<>());
             Taken t = files.get(fid);
