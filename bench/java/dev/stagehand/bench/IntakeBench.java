@@ -5,6 +5,8 @@ import dev.stagehand.cache.DiskCache;
 import dev.stagehand.catalog.CatalogImporter;
 import dev.stagehand.platform.VirtualClock;
 import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.recall.RecallQueues;
+import dev.stagehand.recall.service.RecallQueueView;
 import dev.stagehand.recall.service.RecallService;
 import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeModel;
@@ -81,6 +83,21 @@ public final class IntakeBench {
                 sweepTotal += round;
                 sweepSlowest = Math.max(sweepSlowest, round);
             }
+            // the queue per volume and experiment as the console and the gauges read it: from this scheduler's
+            // model and the reads under way, and from the rows alone (an instance that does not recall)
+            RecallQueueView fromScheduler = new RecallQueueView(jdbc, () -> service), fromRows = new RecallQueueView(jdbc, () -> null);
+            double[] viewScheduler = new double[3], viewRows = new double[3];
+            long[] viewFiles = new long[2];
+            for (int i = 0; i < 3; i++) {
+                long t = System.nanoTime();
+                viewFiles[0] = files(fromScheduler.snapshot());
+                viewScheduler[i] = (System.nanoTime() - t) / 1e9;
+                t = System.nanoTime();
+                viewFiles[1] = files(fromRows.snapshot());
+                viewRows[i] = (System.nanoTime() - t) / 1e9;
+            }
+            Arrays.sort(viewScheduler);
+            Arrays.sort(viewRows);
             service.stop();
             long queued = jdbc.queryForObject("SELECT count(*) FROM stage_request_file WHERE state = 'queued'", Long.class);
             Arrays.sort(each);
@@ -93,7 +110,16 @@ public final class IntakeBench {
             System.out.printf(Locale.ROOT, "  %-46s %8.3f s%n", "round after a new 1,000-file request", afterNew);
             System.out.printf(Locale.ROOT, "  %-46s %8.3f s   (slowest of its %d rounds %.3f s)%n",
                     "sweep (once a minute: the whole queue)", sweepTotal, walk, sweepSlowest);
+            System.out.printf(Locale.ROOT, "  %-46s %8.3f s   (%,d files on volume queues)%n",
+                    "queue view from the scheduler, median of 3", viewScheduler[1], viewFiles[0]);
+            System.out.printf(Locale.ROOT, "  %-46s %8.3f s   (%,d files on volume queues)%n",
+                    "queue view from the rows alone, median of 3", viewRows[1], viewFiles[1]);
         }
+    }
+
+    /** Files queued or being read over every volume of a view. */
+    private static long files(RecallQueues.Snapshot s) {
+        return s.volumes().stream().mapToLong(v -> v.queued() + v.staging()).sum();
     }
 
     private static void request(JdbcTemplate jdbc, String pick) {

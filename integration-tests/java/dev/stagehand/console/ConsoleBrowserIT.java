@@ -222,7 +222,9 @@ class ConsoleBrowserIT {
             logIn("admin", "browser-admin-pw");
             browser.get(url("/console/transfers"));
             String link = "ftp://127.0.0.1:" + server.port, host = "127.0.0.1:" + server.port;
-            var wait = new WebDriverWait(browser, Duration.ofSeconds(90)).pollingEvery(Duration.ofMillis(200));
+            // the tables are swapped in by htmx every few seconds: an element found just before a swap is stale
+            var wait = new WebDriverWait(browser, Duration.ofSeconds(90)).pollingEvery(Duration.ofMillis(200))
+                    .ignoring(org.openqa.selenium.StaleElementReferenceException.class);
             // the link's measured rate (bytes of the last 10 s) shows while files move, without a reload
             wait.until(d -> {
                 var cells = d.findElements(By.cssSelector("#links tr[data-link='" + link + "'] td.rate"));
@@ -249,11 +251,15 @@ class ConsoleBrowserIT {
             long missing = ids.get(24);
             By failedRow = By.cssSelector("#failed-transfers tr[data-job='" + missing + "']");
             wait.until(d -> !d.findElements(failedRow).isEmpty());
-            assertThat(browser.findElement(failedRow).getText()).contains("NO_SUCH_PATH", "No such file or directory");
+            String failedText = wait.until(d -> d.findElement(failedRow).getText());
+            assertThat(failedText).contains("NO_SUCH_PATH", "No such file or directory");
             shot("transfers-failures");
             // retry: the operator made the directory meanwhile, so the second claim succeeds
             GridFtpServer.openUp(root.resolve("no-such-dir"));
-            browser.findElement(failedRow).findElement(By.tagName("button")).click();
+            wait.until(d -> { // found and clicked in one go (again if the row was swapped in between)
+                d.findElement(failedRow).findElement(By.tagName("button")).click();
+                return true;
+            });
             new WebDriverWait(browser, Duration.ofSeconds(10)).until(d -> d.findElements(By.id("flash-message")).size() == 1);
             assertThat(browser.findElement(By.id("flash-message")).getText()).isEqualTo("Transfer " + missing + " queued again.");
             wait.until(d -> transfers.job(missing).state().equals("done"));

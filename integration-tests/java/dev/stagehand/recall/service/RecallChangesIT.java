@@ -6,12 +6,16 @@ import dev.stagehand.ItDb;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.VirtualClock;
 import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.recall.RecallQueues;
 import dev.stagehand.recall.scheduler.FileWork;
 import dev.stagehand.tape.FaultPlan;
 import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeModel;
 import java.nio.file.Path;
+import java.sql.Timestamp;
 import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
@@ -195,6 +199,61 @@ class RecallChangesIT {
         assertThat(s.engine().heldRequestIds()).as("ended requests are not held for ever")
                 .doesNotContain(first.toString(), again.toString(), newer.toString());
         lib.close();
+    }
+
+    /**
+     * A request waiting since before the scheduler started (a restart) keeps its age: the engine's arrival is its
+     * creation, not the round that took it in. The queue view (console, gauges) takes the queued files from the
+     * engine and the ones being read from the rows, and agrees with the view read from the rows alone.
+     */
+    @Test
+    void aRequestTakenInAfterARestartKeepsItsAgeAndTheQueueViewAgreesWithTheRows() {
+        String tag = UUID.randomUUID().toString().substring(0, 8);
+        String v = "K" + tag, w = "W" + tag;
+        long kv = volume(v), wv = volume(w);
+        long f1 = file("/it/" + tag + "/1", kv), f2 = file("/it/" + tag + "/2"), f3 = file("/it/" + tag + "/3", wv);
+        jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, 1000000)", f2, kv);
+        UUID waiting = request(0, f1, f2, f3);
+        jdbc.update("UPDATE stage_request SET created_at = now() - interval '2 hours' WHERE id = ?", waiting);
+        // f3 is being read by another instance
+        jdbc.update("""
+                INSERT INTO recall_file (file_id, state, volume, claimed_by, lease_until)
+                VALUES (?, 'staging', ?, 'other', now() + interval '1 hour')""", f3, w);
+        jdbc.update("UPDATE stage_request_file SET state = 'staging' WHERE request_id = ? AND file_id = ?", waiting, f3);
+        Instant created = jdbc.queryForObject("SELECT created_at FROM stage_request WHERE id = ?", Timestamp.class, waiting).toInstant();
+
+        Scheduler sch = scheduler("a-" + tag, props("a-" + tag));
+        RecallService s = sch.service();
+        s.poll(); // taken in; the virtual clock does not move, so the mount has not ended and nothing is claimed here
+        var engine = s.engine();
+        double waited = engine.now() - engine.model().request(waiting.toString()).arrival(); // on the engine's (virtual) clock
+        assertThat(waited).isBetween(7200.0, 7210.0);
+
+        RecallQueues.Snapshot fromScheduler = new RecallQueueView(jdbc, () -> s).snapshot();
+        RecallQueues.Snapshot fromRows = new RecallQueueView(jdbc, () -> null).snapshot();
+        assertThat(fromScheduler.fromScheduler()).isTrue();
+        assertThat(fromRows.fromScheduler()).isFalse();
+        for (RecallQueues.Snapshot snap : List.of(fromScheduler, fromRows)) {
+            Map<String, RecallQueues.VolumeLoad> mine = snap.volumes().stream().filter(l -> l.volume() != null && l.volume().endsWith(tag))
+                    .collect(java.util.stream.Collectors.toMap(RecallQueues.VolumeLoad::volume, l -> l));
+            assertThat(mine).containsOnlyKeys(v, w);
+            assertThat(mine.get(v).queued()).isEqualTo(2);
+            assertThat(mine.get(v).staging()).isZero();
+            assertThat(mine.get(v).bytes()).isEqualTo(2_000_000);
+            assertThat(mine.get(w).queued()).isZero();
+            assertThat(mine.get(w).staging()).isEqualTo(1);
+            for (RecallQueues.VolumeLoad l : mine.values()) {
+                assertThat(Duration.between(created, l.oldest()).abs()).as(l.toString()).isLessThan(Duration.ofSeconds(10));
+            }
+            assertThat(snap.experiments()).anySatisfy(e -> {
+                assertThat(e.experiment()).isEqualTo("atlas");
+                assertThat(e.state()).isEqualTo("staging");
+                assertThat(e.files()).isGreaterThanOrEqualTo(1);
+            });
+        }
+        jdbc.update("UPDATE stage_request SET state = 'cancelled' WHERE id = ?", waiting);
+        jdbc.update("DELETE FROM recall_file WHERE file_id IN (?, ?, ?)", f1, f2, f3);
+        sch.library().close();
     }
 
     record Scheduler(VirtualClock clock, SimulatedLibrary library, DiskCache cache, RecallService service) {}

@@ -1,6 +1,7 @@
 package dev.stagehand.console;
 
 import dev.stagehand.platform.Throttled;
+import dev.stagehand.recall.RecallQueues;
 import dev.stagehand.tape.DriveState;
 import dev.stagehand.tape.DriveStatus;
 import dev.stagehand.tape.SimulatedLibrary;
@@ -51,17 +52,20 @@ class ConsoleViews {
                     Throughput throughput, Instant asOf) {}
 
     private final JdbcClient db;
+    private final RecallQueues queues;
     private final TapeLibrary library;
     private final MountLog mounts;
     /**
      * Shared by every open overview (each asks every 2 s) and recomputed at most a tenth of the time: with
-     * 10^6 queued files the per-volume figures alone took 22 s, so one open overview kept a database core busy.
+     * 10^6 queued files the per-volume figures alone took 22 s, so one open overview kept a database core busy
+     * (now tens of milliseconds where this instance recalls; the rows' query remains where it does not).
      */
     private final Throttled<Overview> overview = new Throttled<>(Duration.ofSeconds(2),
             () -> new Overview(volumeQueues(20), openRequests(15), requestCounts(), throughput(), Instant.now()));
 
-    ConsoleViews(JdbcClient db, TapeLibrary library, MountLog mounts) {
+    ConsoleViews(JdbcClient db, RecallQueues queues, TapeLibrary library, MountLog mounts) {
         this.db = db;
+        this.queues = queues;
         this.library = library;
         this.mounts = mounts;
     }
@@ -91,44 +95,16 @@ class ConsoleViews {
     }
 
     /**
-     * Open recall work per volume: a queued file counts on its first available copy (the scheduler may still
-     * pick another), a staging one on the volume being read. Oldest = age of the oldest request waiting for
-     * one of its files; ETA = the latest estimate of those requests, read for the volumes shown only. The
-     * copies are joined set-wise: looked up per file, the planner hashed the volume table for each one (7.4 s
-     * at 10^6 queued files, now 2.0 s).
+     * Open recall work per volume, largest first ({@link RecallQueues}: this instance's scheduler's plan and the
+     * reads under way; without a scheduler here, a queued file on its first available copy by label). Oldest =
+     * age of the oldest request waiting for one of its files; ETA = the latest estimate of those requests.
      */
     List<VolumeQueue> volumeQueues(int limit) {
-        return db.sql("""
-                WITH open_files AS (
-                    SELECT DISTINCT ON (rf.file_id) rf.file_id, rf.state,
-                           CASE WHEN rf.state = 'staging' THEN rf.volume ELSE v.label END AS volume
-                      FROM recall_file rf
-                      LEFT JOIN segment s ON rf.state = 'queued' AND s.file_id = rf.file_id AND s.state = 'ok'
-                      LEFT JOIN volume v ON v.id = s.volume_id AND v.state = 'available'
-                     WHERE rf.state IN ('queued', 'staging')
-                     ORDER BY rf.file_id, v.label NULLS LAST),
-                per_volume AS (
-                    SELECT o.volume,
-                           count(*) FILTER (WHERE o.state = 'queued') AS queued,
-                           count(*) FILTER (WHERE o.state = 'staging') AS staging,
-                           coalesce(sum(f.size_bytes), 0) AS bytes, array_agg(o.file_id) AS files
-                      FROM open_files o JOIN file f ON f.id = o.file_id
-                     GROUP BY o.volume ORDER BY bytes DESC, o.volume LIMIT ?)
-                SELECT p.volume, p.queued, p.staging, p.bytes,
-                       (SELECT min(r.created_at) FROM stage_request_file x JOIN stage_request r ON r.id = x.request_id
-                         WHERE x.file_id = ANY (p.files) AND x.state IN ('queued', 'staging')) AS oldest,
-                       (SELECT max(r.eta_at) FROM stage_request_file x JOIN stage_request r ON r.id = x.request_id
-                         WHERE x.file_id = ANY (p.files) AND r.state IN ('submitted', 'active')) AS eta
-                  FROM per_volume p ORDER BY p.bytes DESC, p.volume""")
-                .param(limit)
-                .query((rs, n) -> {
-                    Timestamp oldest = rs.getTimestamp("oldest");
-                    Timestamp eta = rs.getTimestamp("eta");
-                    return new VolumeQueue(rs.getString("volume") == null ? "(no usable copy)" : rs.getString("volume"),
-                            rs.getLong("queued"), rs.getLong("staging"), rs.getLong("bytes"),
-                            oldest == null ? null : Duration.between(oldest.toInstant(), Instant.now()),
-                            eta == null ? null : eta.toInstant());
-                }).list();
+        Instant now = Instant.now();
+        return queues.snapshot().volumes().stream().limit(limit)
+                .map(v -> new VolumeQueue(v.volume() == null ? "(no usable copy)" : v.volume(), v.queued(), v.staging(), v.bytes(),
+                        v.oldest() == null ? null : Duration.between(v.oldest(), now), v.eta()))
+                .toList();
     }
 
     /** Open requests (newest first) with per-state file counts (their running counts, V30: not every file). */

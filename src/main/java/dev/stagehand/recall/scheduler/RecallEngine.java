@@ -140,7 +140,8 @@ public final class RecallEngine {
             if (f.home != null && (f.state == FileWork.State.QUEUED || f.state == FileWork.State.CLAIMED)) asked.add(f.home.volume());
         }
         for (String v : asked) demand.asked(v, t);
-        if (config.policy() == Policy.TAPE_AWARE && r.queuedPerVolume.size() == 1) cutForShortRequest(r.queuedPerVolume.keySet().iterator().next(), t);
+        // now, not the arrival: a request taken in again after a restart arrived long before
+        if (config.policy() == Policy.TAPE_AWARE && r.queuedPerVolume.size() == 1) cutForShortRequest(r.queuedPerVolume.keySet().iterator().next(), now());
         if (config.policy() == Policy.FIFO) {
             for (FileWork f : r.files) if (f.state == FileWork.State.QUEUED && !f.inFifo) { f.inFifo = true; fifo.add(f); }
         }
@@ -1181,6 +1182,39 @@ public final class RecallEngine {
 
     public synchronized int openRequests() {
         return open.size();
+    }
+
+    /**
+     * The queued files of open requests as this engine plans them, per volume (each file once, on the volume it
+     * is queued for) and per experiment, from the queues' running totals: O(volumes + open requests), under the
+     * engine's monitor, for status pages and gauges, which otherwise read every open file from the database.
+     * Files in {@code readElsewhere} that are queued here are taken off their volume's counts (the caller counts
+     * them where they are being read); the oldest and the ETA still count their requests.
+     */
+    public synchronized Backlog backlog(Set<Long> readElsewhere) {
+        Backlog b = new Backlog();
+        for (VolumeQueue q : model.queues()) {
+            b.perVolume.put(q.label, new Backlog.Totals(q.fileCount(), q.bytes()));
+            q.filesPerExperiment.forEach((e, n) -> b.perExperiment.computeIfAbsent(e == null ? "" : e, k -> new Backlog.Totals())
+                    .add(n, q.bytesPerExperiment.getOrDefault(e, 0L)));
+        }
+        for (long id : readElsewhere) {
+            FileWork f = model.file(id);
+            if (f == null || f.state != FileWork.State.QUEUED || f.home == null) continue;
+            Backlog.Totals v = b.perVolume.get(f.home.volume());
+            if (v != null) v.add(-1, -f.sizeBytes);
+            Backlog.Totals e = b.perExperiment.get(f.experiment == null ? "" : f.experiment);
+            if (e != null) e.add(-1, -f.sizeBytes);
+        }
+        b.perVolume.values().removeIf(t -> t.files() <= 0);
+        b.perExperiment.values().removeIf(t -> t.files() <= 0);
+        for (RequestWork r : open) {
+            for (String volume : r.queuedPerVolume.keySet()) {
+                Backlog.Totals v = b.perVolume.get(volume);
+                if (v != null) v.waiting(r.arrival, r.eta);
+            }
+        }
+        return b;
     }
 
     private static Throwable rootCause(Throwable e) {

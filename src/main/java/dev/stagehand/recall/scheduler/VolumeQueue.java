@@ -32,6 +32,7 @@ public final class VolumeQueue {
     /** Counts of priorities outside the array's span (rare), so lowering one is seen too. */
     private final TreeMap<Integer, Integer> outOfRange = new TreeMap<>();
     final Map<String, Long> bytesPerExperiment = new HashMap<>(2);
+    final Map<String, Integer> filesPerExperiment = new HashMap<>(2);
 
     static final int PRIORITY_MIN = -16;
     static final int PRIORITY_SPAN = 64;
@@ -81,6 +82,7 @@ public final class VolumeQueue {
         bytes += f.sizeBytes;
         countPriority(f.priority, 1);
         bytesPerExperiment.merge(f.experiment, f.sizeBytes, Long::sum);
+        filesPerExperiment.merge(f.experiment, 1, Integer::sum);
     }
 
     void remove(FileWork f) {
@@ -97,6 +99,7 @@ public final class VolumeQueue {
         bytes -= f.sizeBytes;
         countPriority(f.priority, -1);
         if (bytesPerExperiment.merge(f.experiment, -f.sizeBytes, Long::sum) <= 0) bytesPerExperiment.remove(f.experiment);
+        if (filesPerExperiment.merge(f.experiment, -1, Integer::sum) <= 0) filesPerExperiment.remove(f.experiment);
     }
 
     void reprioritise(FileWork f, int from, int to) {

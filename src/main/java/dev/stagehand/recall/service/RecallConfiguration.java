@@ -3,6 +3,7 @@ package dev.stagehand.recall.service;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.EventClock;
 import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.recall.RecallQueues;
 import dev.stagehand.recall.request.RecallMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
@@ -32,9 +33,14 @@ class RecallConfiguration {
     }
 
     @Bean
-    RecallQueueMetrics recallQueueMetrics(JdbcTemplate jdbc, ObjectProvider<MeterRegistry> registry, RecallMetricsProperties props) {
+    RecallQueues recallQueues(JdbcTemplate jdbc, RecallLifecycle lifecycle) {
+        return new RecallQueueView(jdbc, lifecycle::service);
+    }
+
+    @Bean
+    RecallQueueMetrics recallQueueMetrics(RecallQueues queues, ObjectProvider<MeterRegistry> registry, RecallMetricsProperties props) {
         MeterRegistry r = registry.getIfAvailable();
-        return new RecallQueueMetrics(jdbc, r == null ? new io.micrometer.core.instrument.composite.CompositeMeterRegistry() : r,
+        return new RecallQueueMetrics(queues, r == null ? new io.micrometer.core.instrument.composite.CompositeMeterRegistry() : r,
                 r == null ? Duration.ZERO : props.queueInterval());
     }
 

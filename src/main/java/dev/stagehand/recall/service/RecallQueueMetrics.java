@@ -7,54 +7,42 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
-import org.springframework.jdbc.core.JdbcTemplate;
+import dev.stagehand.recall.RecallQueues;
 
 /**
  * Recall queue depth as gauges: the files open requests still wait for (queued or staging; each file once,
- * whatever number of requests want it), computed from the database every {@code stagehand.recall.metrics.queue-interval}, not at each
- * scrape: one grouped query, whatever the number of scrapers; at most a tenth of the time (see {@link #pauseAfter}).
+ * whatever number of requests want it), taken from {@link RecallQueues} every {@code stagehand.recall.metrics.queue-interval},
+ * not at each scrape; at most a tenth of the time (see {@link #pauseAfter}: without a scheduler on this instance the
+ * figures come from a query of the whole open queue).
  * <ul>
  * <li>{@code stagehand.recall.queue.files} / {@code .bytes}, tags {@code experiment}, {@code state} (queued,
- *     staging): exact totals.</li>
+ *     staging): totals.</li>
  * <li>{@code stagehand.recall.volume.queue.files} / {@code .bytes}, tag {@code volume}: only volumes with work
  *     (series of volumes whose queue emptied are removed, which bounds cardinality by the queue). A staging
- *     file counts on the volume being read; a queued file with several tape copies counts on each volume that
- *     holds a usable one (any of them may serve it).</li>
+ *     file counts on the volume being read; a queued file once, on the volume the scheduler plans to read it
+ *     from (on an instance without one: its first available copy by label).</li>
  * </ul>
- * The numbers are the shared database's, the same on every instance: aggregate them with {@code max}, not
- * {@code sum}.
+ * The files being read come from the shared database on every instance; the queued ones from each instance's
+ * scheduler, whose models differ only by requests one has not taken in yet and by the copy each plans to read:
+ * aggregate with {@code max}, not {@code sum}.
  */
 final class RecallQueueMetrics implements SmartLifecycle {
 
     private static final Logger log = LoggerFactory.getLogger(RecallQueueMetrics.class);
 
-    /**
-     * Files open requests still wait for (each file once, whatever number of requests want it): staging
-     * when an instance holds a claim on it (with the volume being read), else queued.
-     */
-    private static final String WANTED = """
-            WITH w AS (
-              SELECT q.file_id, CASE WHEN rf.state = 'staging' THEN 'staging' ELSE 'queued' END AS state,
-                     CASE WHEN rf.state = 'staging' THEN rf.volume END AS volume
-                FROM (SELECT DISTINCT x.file_id FROM stage_request_file x JOIN stage_request r ON r.id = x.request_id
-                       WHERE x.state IN ('queued', 'staging') AND r.state IN ('submitted', 'active')) q
-                LEFT JOIN recall_file rf ON rf.file_id = q.file_id)
-            """;
-
-    private final JdbcTemplate jdbc;
+    private final RecallQueues queues;
     private final Duration interval;
     private final Rows files, bytes, volumeFiles, volumeBytes;
     private ScheduledExecutorService timer;
 
-    RecallQueueMetrics(JdbcTemplate jdbc, MeterRegistry registry, Duration interval) {
-        this.jdbc = jdbc;
+    RecallQueueMetrics(RecallQueues queues, MeterRegistry registry, Duration interval) {
+        this.queues = queues;
         this.interval = interval;
         files = new Rows(MultiGauge.builder("stagehand.recall.queue.files").description("files in the recall queue, by experiment and state")
                 .register(registry));
@@ -92,41 +80,20 @@ final class RecallQueueMetrics implements SmartLifecycle {
         }
     }
 
-    /**
-     * Reads the queue and sets every row of the four gauges. One statement, so the per-experiment and per-volume
-     * figures come from one snapshot: read in two, a request committed in between showed on one and not the other.
-     */
+    /** Sets every row of the four gauges from one snapshot of the queue. */
     void refresh() {
-        Map<Tags, Long> f = new HashMap<>(), b = new HashMap<>();
-        Map<String, long[]> perVolume = new TreeMap<>();
-        jdbc.query(WANTED + """
-                SELECT 'experiment' AS kind, coalesce(f.experiment, '') AS k, w.state, count(*) AS n, coalesce(sum(f.size_bytes), 0) AS bytes
-                  FROM w JOIN file f ON f.id = w.file_id GROUP BY 2, 3
-                UNION ALL
-                SELECT 'volume', v.label, NULL, count(*), coalesce(sum(f.size_bytes), 0)
-                  FROM w JOIN file f ON f.id = w.file_id
-                  JOIN segment s ON s.file_id = w.file_id AND s.state = 'ok'
-                  JOIN volume v ON v.id = s.volume_id AND v.state = 'available'
-                 WHERE w.state = 'queued' GROUP BY v.label
-                UNION ALL
-                SELECT 'volume', w.volume, NULL, count(*), coalesce(sum(f.size_bytes), 0)
-                  FROM w JOIN file f ON f.id = w.file_id
-                 WHERE w.state = 'staging' GROUP BY w.volume""", rs -> {
-            if (rs.getString(1).equals("experiment")) {
-                Tags tags = Tags.of("experiment", rs.getString(2), "state", rs.getString(3));
-                f.put(tags, rs.getLong(4));
-                b.put(tags, rs.getLong(5));
-            } else {
-                long[] v = perVolume.computeIfAbsent(rs.getString(2), k -> new long[2]);
-                v[0] += rs.getLong(4);
-                v[1] += rs.getLong(5);
-            }
-        });
-        Map<Tags, Long> vf = new HashMap<>(), vb = new HashMap<>();
-        perVolume.forEach((label, v) -> {
-            vf.put(Tags.of("volume", label), v[0]);
-            vb.put(Tags.of("volume", label), v[1]);
-        });
+        RecallQueues.Snapshot now = queues.snapshot();
+        Map<Tags, Long> f = new HashMap<>(), b = new HashMap<>(), vf = new HashMap<>(), vb = new HashMap<>();
+        for (RecallQueues.ExperimentLoad e : now.experiments()) {
+            Tags tags = Tags.of("experiment", e.experiment(), "state", e.state());
+            f.put(tags, e.files());
+            b.put(tags, e.bytes());
+        }
+        for (RecallQueues.VolumeLoad v : now.volumes()) {
+            if (v.volume() == null) continue; // no usable copy: on no volume's queue
+            vf.put(Tags.of("volume", v.volume()), v.queued() + v.staging());
+            vb.put(Tags.of("volume", v.volume()), v.bytes());
+        }
         files.set(f);
         bytes.set(b);
         volumeFiles.set(vf);

@@ -57,7 +57,7 @@ public final class RecallService {
     private final TransferHandOff handOff;
     private final RecallMetrics metrics;
     private final String instance;
-    private RecallEngine engine;
+    private volatile RecallEngine engine;
     private JdbcQueueStore store;
     private volatile ScheduledExecutorService poller;
     /** Requests given to the engine, with their creation time; forgotten once older than the intake window. */
@@ -225,7 +225,7 @@ public final class RecallService {
             // the walk; not in an engine's first round, which takes in every open request's files anyway
             if (!lastSweep.equals(Instant.EPOCH)) sweepCursor = 0;
         }
-        Map<String, Instant> fresh = freshRequests(sweep);
+        Map<String, Fresh> fresh = freshRequests(sweep);
         registerQueuedFiles(queuedFilesOf(fresh.keySet()));
         if (sweepCursor >= 0) sweepSlice();
         intake(fresh);
@@ -317,18 +317,26 @@ public final class RecallService {
      * later than the window allowed). Looked up alone, before their files: joined to them, the planner walked
      * every queued file (bench/intake.sh).
      */
-    private Map<String, Instant> freshRequests(boolean all) {
+    private Map<String, Fresh> freshRequests(boolean all) {
         Set<String> skip = new HashSet<>(known.keySet());
         if (all) skip.addAll(engine.heldRequestIds());
-        Map<String, Instant> fresh = new LinkedHashMap<>();
+        Map<String, Fresh> fresh = new LinkedHashMap<>();
         jdbc.query("""
-                SELECT id::text, created_at FROM stage_request
+                SELECT id::text, created_at, greatest(extract(epoch FROM now() - created_at), 0) FROM stage_request
                  WHERE state IN ('submitted', 'active') AND created_at >= ? AND id <> ALL(?::uuid[])
                  ORDER BY created_at, id""",
-                rs -> { fresh.put(rs.getString(1), rs.getTimestamp(2).toInstant()); },
+                rs -> { fresh.put(rs.getString(1), new Fresh(rs.getTimestamp(2).toInstant(), rs.getDouble(3))); },
                 Timestamp.from(all ? Instant.EPOCH : watermark.minus(LATE_COMMIT)), skip.toArray(String[]::new));
         return fresh;
     }
+
+    /**
+     * A request to take in: its creation time (the database's clock, for the intake window) and how long it has
+     * waited since, measured by the database alone. The engine's arrival is its clock's now less that wait, so a
+     * request taken in again after a restart keeps its age (aging, the overview's oldest) instead of starting
+     * anew, and neither the host's clock offset nor a scaled clock enters.
+     */
+    record Fresh(Instant created, double waitedSeconds) {}
 
     /** The queued files of these requests. */
     private List<Long> queuedFilesOf(Set<String> requests) {
@@ -419,15 +427,15 @@ public final class RecallService {
     }
 
     /** Gives the engine those of {@code fresh} requests that have files to read, then moves the round's window on. */
-    private void intake(Map<String, Instant> fresh) {
+    private void intake(Map<String, Fresh> fresh) {
         if (!fresh.isEmpty()) submit(fresh);
         // only once they were given to the engine: a round cut short reads the same requests again
-        for (Instant created : fresh.values()) if (created.isAfter(watermark)) watermark = created;
+        for (Fresh f : fresh.values()) if (f.created().isAfter(watermark)) watermark = f.created();
         Instant window = watermark.minus(LATE_COMMIT);
         known.values().removeIf(created -> created.isBefore(window)); // outside every later window: never read again
     }
 
-    private void submit(Map<String, Instant> fresh) {
+    private void submit(Map<String, Fresh> fresh) {
         /** A request's file as read, and its usable tape copies (one row each). */
         final class Taken {
             final long id; final String name; final long size; final String experiment, dataset, adler32, meta;
@@ -482,8 +490,10 @@ public final class RecallService {
             // no pins here: a file is pinned for its requests before its read list reserves its space
             // (CacheStaging), so a copy that lands is held for them from the start; files on disk or being
             // written now were pinned above (registerQueuedFiles)
-            engine.submit(request, now, first.priority(), first.experiment() == null ? files.get(0).experiment() : first.experiment(), files);
-            known.put(request, fresh.get(request));
+            Fresh f = fresh.get(request);
+            Instant arrival = now.minusNanos((long) (f.waitedSeconds() * 1e9));
+            engine.submit(request, arrival, first.priority(), first.experiment() == null ? files.get(0).experiment() : first.experiment(), files);
+            known.put(request, f.created());
         }
     }
 

@@ -38,6 +38,38 @@ class RecallEngineTest {
     }
 
     @Test
+    void theBacklogCountsEachQueuedFileOnceOnItsVolumeWithItsOldestRequestAndLeavesOutFilesReadElsewhere() {
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.submitAt(0, "r1", 0, "exp", List.of(file(1, "atlas", "V1", 0, GB), file(2, "atlas", "V1", 3 * GB, 2 * GB),
+                file(3, "cms", "V2", 0, 4 * GB)));
+        h.submitAt(1, "r2", 0, "exp", List.of(file(3, "cms", "V2", 0, 4 * GB), file(4, "cms", "V2", 9 * GB, GB)));
+        h.clock.run(2); // both taken in, the one drive still mounting: nothing claimed yet
+        Backlog b = h.engine.backlog(java.util.Set.of());
+        assertThat(b.perVolume()).containsOnlyKeys("V1", "V2");
+        assertThat(b.perVolume().get("V1").files()).isEqualTo(2);
+        assertThat(b.perVolume().get("V1").bytes()).isEqualTo(3 * GB);
+        assertThat(b.perVolume().get("V2").files()).as("file 3 once, though two requests want it").isEqualTo(2);
+        assertThat(b.perVolume().get("V2").bytes()).isEqualTo(5 * GB);
+        assertThat(b.perVolume().get("V2").oldestArrival()).as("r1's arrival").isEqualTo(0.0);
+        double eta1 = h.engine.model().request("r1").eta(), eta2 = h.engine.model().request("r2").eta();
+        assertThat(eta1).isNotNaN();
+        assertThat(b.perVolume().get("V2").latestEta()).as("the later estimate of r1 and r2 (one may have none yet)")
+                .isEqualTo(Double.isNaN(eta2) ? eta1 : Math.max(eta1, eta2));
+        assertThat(b.perExperiment().get("atlas").files()).isEqualTo(2);
+        assertThat(b.perExperiment().get("cms").bytes()).isEqualTo(5 * GB);
+
+        // a file another instance is reading counts where it is read, not here
+        Backlog without = h.engine.backlog(java.util.Set.of(3L));
+        assertThat(without.perVolume().get("V2").files()).isEqualTo(1);
+        assertThat(without.perVolume().get("V2").bytes()).isEqualTo(GB);
+        assertThat(without.perExperiment().get("cms").files()).isEqualTo(1);
+        assertThat(h.engine.backlog(java.util.Set.of(1L, 2L)).perVolume()).as("V1 read elsewhere whole").containsOnlyKeys("V2");
+
+        h.run();
+        assertThat(h.engine.backlog(java.util.Set.of()).perVolume()).isEmpty();
+    }
+
+    @Test
     void agingServesAnOldLowPriorityRequestBeforeAStreamOfUrgentOnes() {
         double aging = 1200;
         Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(aging));
