@@ -12,7 +12,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -40,7 +39,7 @@ public final class RecallEngine {
         DState state = DState.EMPTY;
         String volume;
         String experiment;
-        /** The mounted volume's queue was long work (bulk) when mounted: see {@link #reserveForLongWork}. */
+        /** The mounted volume's queue was long work (bulk) when mounted: see {@link LongWorkShare#reserveForLongWork}. */
         boolean longWork;
         long head;
         long moved;
@@ -80,6 +79,8 @@ public final class RecallEngine {
     private final ArrayDeque<FileWork> fifo = new ArrayDeque<>();
     private final Set<RequestWork> open = new LinkedHashSet<>();
     private final VolumeDemand demand = new VolumeDemand();
+    private final DriveReadiness readiness;
+    private final LongWorkShare longWorkShare;
     private boolean passScheduled;
     private double lastEta = Double.NEGATIVE_INFINITY;
 
@@ -96,6 +97,8 @@ public final class RecallEngine {
                 config.policy() == Policy.TAPE_AWARE && library.readsWithoutTarget());
         this.mountPlanner = new MountPlanner(config, cost, runPlanner);
         this.shortRequestsFirst = new ShortRequestsFirst(cost, runPlanner, mountPlanner);
+        this.readiness = new DriveReadiness(this, drives, clock, config, mountPlanner, demand);
+        this.longWorkShare = new LongWorkShare(this, drives, model, mountPlanner, cost, config);
         this.accessors = Math.max(1, library.layout().accessors());
         this.epoch = clock.now();
         for (DriveStatus s : library.drives()) {
@@ -261,7 +264,7 @@ public final class RecallEngine {
     /** One scheduling pass: start reads on mounted volumes with work, mount and dismount. */
     synchronized void pass() {
         passScheduled = false;
-        longByArrival = null;
+        longWorkShare.newPass();
         double now = now();
         if (config.policy() == Policy.FIFO) {
             fifoPass();
@@ -304,7 +307,7 @@ public final class RecallEngine {
                 }
             }
             if (empty != null && config.policy() == Policy.TAPE_AWARE) {
-                int j = reserveForLongWork(cands, i, now, busy);
+                int j = longWorkShare.reserveForLongWork(cands, i, now, busy);
                 if (j != i) {
                     if (cands == ranked) cands = new ArrayList<>(ranked);
                     cands.add(i, cands.remove(j));
@@ -314,7 +317,7 @@ public final class RecallEngine {
             String exp = q.experiment();
             Integer cap = config.experimentDriveCaps().get(exp);
             if (config.policy() == Policy.TAPE_AWARE && cap != null && inUse.getOrDefault(exp, 0) >= cap) continue;
-            if (holdLastDrive(q, now, victims, cands, i)) continue;
+            if (readiness.holdLastDrive(q, now, victims, cands, i)) continue;
             // Backpressure: a volume is mounted only when the cache can take a useful batch of it now; the
             // queue waits (nothing fails) and a later pass mounts it as space frees.
             long needed = Math.min(q.bytes(), Math.max(staging.usefulBatchBytes(), 1));
@@ -351,7 +354,7 @@ public final class RecallEngine {
                 }
                 continue;
             }
-            Drive victim = idleVictim(victims);
+            Drive victim = readiness.idleVictim(victims);
             if (victim == null) break;
             victims.add(victim);
             dismount(victim);
@@ -359,7 +362,7 @@ public final class RecallEngine {
         for (Drive d : drives.values()) {
             if (d.state == DState.IDLE && !hasWork(d.volume) && d.idleTimer == null) armIdleTimer(d);
         }
-        if (config.policy() == Policy.TAPE_AWARE) keepDrivesReady(victims);
+        if (config.policy() == Policy.TAPE_AWARE) readiness.keepDrivesReady(victims);
         if (now - lastEta >= ETA_INTERVAL_S) {
             lastEta = now;
             refreshEtas(now, ranked);
@@ -367,190 +370,9 @@ public final class RecallEngine {
         }
     }
 
-    private EventClock.Scheduled holdTimer;
-
-    /** Share of the drives for long (bulk) work of lower priority while short urgent queues keep coming. */
-    static final double LONG_WORK_SHARE = 0.25;
-
-    /**
-     * Strict priority lets a steady stream of small urgent requests hold every drive with short, costly
-     * mounts while bulk campaigns wait for the aging limit; the mount-worthiness gate, the other way round,
-     * lets worthy bulk take every drive while young urgent queues wait. So while both kinds are queued,
-     * long work of a lower priority gets a quarter of the drives: when the head of the ranking is short work
-     * and fewer than a quarter hold long work, the best-ranked such long queue takes this drive; when the head
-     * is long work, a quarter already hold long work and a queue of higher priority waits, that one takes it.
-     * Before the share, a long queue due for the aging limit ({@link #longWorkDue}) takes the drive.
-     * Returns the index of the queue to mount (or {@code i}). Starving queues keep their place; within
-     * one priority the ranking and the balancing decide.
-     */
-    private int reserveForLongWork(List<VolumeQueue> cands, int i, double now, Set<String> busy) {
-        VolumeQueue head = cands.get(i);
-        if (mountPlanner.starving(head, now)) return i;
-        int holding = 0, usable = 0;
-        for (Drive d : drives.values()) {
-            if (d.state == DState.FAILED) continue;
-            usable++;
-            if (d.longWork && d.volume != null && d.state != DState.UNLOADING) holding++;
-        }
-        boolean longHead = mountPlanner.longWork(head);
-        if (holding < usable) {
-            int due = longWorkDue(cands, i, now, busy);
-            if (due >= 0) return due;
-        }
-        boolean underShare = holding < Math.max(1, (int) Math.round(usable * LONG_WORK_SHARE));
-        if (longHead == underShare) return i;
-        for (int j = i + 1; j < cands.size() && j - i < 256; j++) {
-            VolumeQueue q = cands.get(j);
-            if (longHead ? q.maxPriority() > head.maxPriority() && !mountPlanner.longWork(q)
-                         : q.maxPriority() < head.maxPriority() && mountPlanner.longWork(q)) return j;
-        }
-        return i;
-    }
-
-    /** Share of the aging limit by which long work is planned to end (the plan is an estimate: keep a margin). */
-    static final double DUE_BY = 0.925;
-
-    /** This pass's long queues, oldest request first (built on first use; null: not yet). */
-    private List<VolumeQueue> longByArrival;
-
-    /**
-     * The index in {@code cands} of a long queue to mount now instead of {@code cands.get(from)}, the ranking's
-     * choice, or -1. One is due when, the ranking's choice taking the drive free first and then long queues
-     * (of its priority or lower) taking each drive as it frees, oldest request first, one of them would end
-     * after {@link #DUE_BY} of the aging limit; then the long queue with the oldest request that the ranking
-     * holds after the head goes now (drive caps leave some out).
-     * A quarter of the drives for long work is not always enough: at 4 drives two campaigns of ten tape-fulls
-     * need about 1.7 drives, and started only once aging they ended an hour past the limit (multi-experiment
-     * seed 229). Acting this late, rather than giving long work from its arrival the drives it needs on average,
-     * keeps short requests' latency: that way raised the mean latency of seed 229's 261 short requests by 57-74 %.
-     */
-    private int longWorkDue(List<VolumeQueue> cands, int from, double now, Set<String> busy) {
-        VolumeQueue head = cands.get(from);
-        if (longByArrival == null) {
-            longByArrival = new ArrayList<>();
-            for (VolumeQueue q : model.queues()) if (!q.isEmpty() && mountPlanner.longWork(q)) longByArrival.add(q);
-            // ties (the tapes of one recall): longest first, as the ranking orders them
-            longByArrival.sort(Comparator.comparingDouble(VolumeQueue::oldestArrival)
-                    .thenComparing(Comparator.comparingDouble(mountPlanner::serviceSeconds).reversed()));
-        }
-        List<VolumeQueue> order = new ArrayList<>();
-        order.add(head);
-        for (VolumeQueue q : longByArrival) {
-            if (q == head) {
-                if (order.size() == 1) return -1; // the ranking's choice is already the oldest long queue
-                continue;
-            }
-            if (!busy.contains(q.label) && q.maxPriority() <= head.maxPriority()) order.add(q);
-        }
-        if (order.size() == 1) return -1;
-        List<Drive> dl = new ArrayList<>(drives.values());
-        double[] free = new double[dl.size()], readEnds = new double[dl.size()];
-        predict(dl, now, free, readEnds);
-        for (VolumeQueue q : order) {
-            int first = 0;
-            for (int d = 1; d < free.length; d++) if (free[d] < free[first]) first = d;
-            if (Double.isInfinite(free[first])) return -1;
-            double service = mountPlanner.serviceSeconds(q);
-            if (mountPlanner.longWork(q) && free[first] + service - cost.dismountSeconds(q.bytes())
-                    > q.oldestArrival() + config.agingLimitSeconds() * DUE_BY) {
-                for (VolumeQueue o : order.subList(1, order.size())) { // oldest first, among the ranked ones left
-                    int j = cands.indexOf(o);
-                    if (j > from) return j;
-                }
-                return -1;
-            }
-            free[first] += service;
-        }
-        return -1;
-    }
-
-    /**
-     * CTA's mount policy on the last free drive: a piece of a multi-tape request too small to be worth a
-     * mount (and not yet old enough) does not take the last drive, which stays free for a worthy queue
-     * arriving meanwhile (a bulk recall's next, bigger tapes). A pass runs again once it is old enough.
-     */
-    private boolean holdLastDrive(VolumeQueue q, double now, Set<Drive> victims, List<VolumeQueue> cands, int i) {
-        if (config.policy() != Policy.TAPE_AWARE || drives.size() < 4 || q.completable() != 0
-                || mountPlanner.worthMounting(q, now)) return false;
-        // Balancing may put q ahead of worthy queues (a longer tape of the same bulk recall, arrived later):
-        // holding q would not keep the drive free, the next worthy one would take it instead of q.
-        for (int j = i + 1; j < cands.size(); j++) if (mountPlanner.worthMounting(cands.get(j), now)) return false;
-        int free = 0;
-        for (Drive d : drives.values()) {
-            if (d.state == DState.EMPTY || (d.state == DState.IDLE && !hasWork(d.volume) && !victims.contains(d))) free++;
-        }
-        if (free > 1) return false;
-        double wait = q.oldestArrival() + config.minMountAgeSeconds() - now;
-        if (holdTimer == null) {
-            holdTimer = clock.schedule(Duration.ofMillis((long) Math.ceil(Math.max(0, wait) * 1000) + 1), () -> {
-                synchronized (this) {
-                    holdTimer = null;
-                }
-                requestPass();
-            });
-        }
-        return true;
-    }
-
-    /**
-     * Keeps half the drives empty or emptying while others sit idle with nothing queued: a request for an
-     * unmounted volume then finds a drive ready instead of waiting behind a rewind and unload (85–195 s,
-     * several times a mount), and bursts of requests for different volumes do not queue behind unloads
-     * either. The drive whose volume is least in demand goes first (then the one idle longest); a volume
-     * asked for by one request lately may go as soon as its drive is idle, a popular one only after
-     * {@link #READY_MIN_IDLE_S} — its next request most likely finds it still mounted, and a volume
-     * being unloaded cannot be mounted again until the unload ends.
-     */
-    private void keepDrivesReady(Set<Drive> taken) {
-        int ready = 0;
-        for (Drive d : drives.values()) if (d.state == DState.EMPTY || d.state == DState.UNLOADING) ready++;
-        // with fewer than four drives an empty one is too large a share of the capacity to hold back
-        int want = drives.size() < 4 ? 0 : (int) (drives.size() * READY_SHARE);
-        double now = now();
-        while (ready < want) {
-            double soonest = Double.POSITIVE_INFINITY;
-            Drive victim = null;
-            for (Drive d : drives.values()) {
-                if (d.state != DState.IDLE || hasWork(d.volume) || taken.contains(d)) continue;
-                double wait = d.busyUntil + (demand.popular(d.volume, now) ? READY_MIN_IDLE_S : 0) - now;
-                if (wait > 0) soonest = Math.min(soonest, wait);
-                else if (colder(d, victim, now)) victim = d;
-            }
-            if (victim == null) {
-                if (soonest < Double.POSITIVE_INFINITY && readyTimer == null) { // look again once one may go
-                    readyTimer = clock.schedule(Duration.ofMillis((long) Math.ceil(soonest * 1000) + 1), () -> {
-                        synchronized (this) {
-                            readyTimer = null;
-                        }
-                        requestPass();
-                    });
-                }
-                return;
-            }
-            taken.add(victim);
-            dismount(victim);
-            ready++;
-        }
-    }
-
-    /** Share of the drives kept empty or emptying when idle drives could be emptied. */
-    static final double READY_SHARE = 0.5;
-
-    /** {@code d}'s volume is less in demand than {@code than}'s (or as much, and idle longer); any drive beats none. */
-    private boolean colder(Drive d, Drive than, double now) {
-        if (than == null) return true;
-        double a = demand.of(d.volume, now), b = demand.of(than.volume, now);
-        if (Math.abs(a - b) > 1e-9) return a < b;
-        return d.busyUntil < than.busyUntil;
-    }
-
-    private EventClock.Scheduled readyTimer;
-
-    /** A drive holding a popular volume idle at least this long may be emptied early to keep drives ready. */
-    static final double READY_MIN_IDLE_S = 60;
-
     /** Per drive: when it can start a new mount, and when the reads it holds end (the scheduler's own model). */
-    private void predict(List<Drive> dl, double now, double[] free, double[] readEnds) {
+    // package-private (like hasWork, dismount): DriveReadiness and LongWorkShare call them within a pass
+    void predict(List<Drive> dl, double now, double[] free, double[] readEnds) {
         for (int k = 0; k < dl.size(); k++) {
             Drive d = dl.get(k);
             double readEnd = now, until;
@@ -575,7 +397,7 @@ public final class RecallEngine {
         }
     }
 
-    private boolean hasWork(String volume) {
+    boolean hasWork(String volume) {
         VolumeQueue q = model.queue(volume);
         return q != null && !q.isEmpty();
     }
@@ -590,16 +412,6 @@ public final class RecallEngine {
     private Drive firstDrive(DState s, String volume) {
         for (Drive d : drives.values()) if (d.state == s && (volume == null || volume.equals(d.volume))) return d;
         return null;
-    }
-
-    /** An idle drive whose volume has nothing queued, idle the longest: it makes room for other work. */
-    private Drive idleVictim(Set<Drive> taken) {
-        Drive best = null;
-        for (Drive d : drives.values()) {
-            if (d.state != DState.IDLE || hasWork(d.volume) || taken.contains(d)) continue;
-            if (best == null || d.busyUntil < best.busyUntil) best = d;
-        }
-        return best;
     }
 
     private void armIdleTimer(Drive d) {
@@ -669,7 +481,7 @@ public final class RecallEngine {
         requestPass();
     }
 
-    private void dismount(Drive d) {
+    void dismount(Drive d) {
         cancelIdleTimer(d);
         d.plan = null;
         if (d.volume != null) promised.remove(d.volume);

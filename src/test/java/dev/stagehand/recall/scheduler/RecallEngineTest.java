@@ -383,7 +383,7 @@ class RecallEngineTest {
         h.run();
         double popIdle = Math.max(h.engine.model().request("POP-1").completedAt(), h.engine.model().request("POP-2").completedAt());
         double coldIdle = h.engine.model().request("cold").completedAt();
-        assertThat(coldIdle).isLessThan(popIdle + RecallEngine.READY_MIN_IDLE_S);
+        assertThat(coldIdle).isLessThan(popIdle + DriveReadiness.READY_MIN_IDLE_S);
         // COLD goes the moment its drive is idle (two of the four drives are to be kept ready)
         assertThat(h.dismountStartedAt.get("COLD")).isCloseTo(coldIdle, org.assertj.core.data.Offset.offset(1e-6));
         // POP stays mounted until the idle timer: once the cold ones went, two drives were ready
