@@ -20,7 +20,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CancellationException;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
 /**
@@ -618,62 +617,31 @@ public final class RecallEngine {
         }
         d.state = DState.READING;
         d.busyUntil = t + runPlanner.workSeconds(volume, mine, d.head);
-        List<SegmentRead> segments = new ArrayList<>(mine.size());
-        List<FileWork> owners = new ArrayList<>(mine.size());
-        List<Staging.Slot> ownerSlots = new ArrayList<>(mine.size());
-        long h = d.head;
-        long moved = d.moved;
-        for (FileWork f : mine) moved += f.sizeBytes;
-        for (int i = 0; i < mine.size(); i++) {
-            FileWork f = mine.get(i);
-            long o = f.offsetOn(volume);
-            if (runPlanner.readThrough() && worthReadingThrough(h, o, moved)) {
-                moved += o - h;
-                // streaming over the unrequested bytes before this file is quicker than a locate to it
-                segments.add(new SegmentRead(GAP_ID, GAP_NAME, volume, h, o - h, null));
-                owners.add(null);
-                ownerSlots.add(null);
-            }
-            segments.add(new SegmentRead(f.id, f.name, volume, o, f.sizeBytes, mineSlots.get(i).target(), f.targetedMetadata));
-            owners.add(f);
-            ownerSlots.add(mineSlots.get(i));
-            h = o + f.sizeBytes;
-        }
+        ReadList list = ReadList.of(d, volume, mine, mineSlots, runPlanner.readThrough(), cost);
         ReadBatch rb;
         try {
-            rb = library.read(d.name, segments);
+            rb = library.read(d.name, list.segments);
         } catch (RuntimeException e) {
             // Refused outright (the library's drive is not in the state this engine holds, or the list is wrong):
             // taken as a drive failure, so the files and their cache space go back and the drive leaves service.
             // Left READING with no list it would hold them until a restart; retried, it would be refused again.
             System.getLogger(RecallEngine.class.getName()).log(System.Logger.Level.WARNING,
                     "drive " + d.name + " refused a read list; it is taken out of service", e);
-            rb = refused(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, d.name, volume, "read list refused: " + e));
+            rb = ReadList.refused(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, d.name, volume, "read list refused: " + e));
         }
         // The list is done when this engine has recorded every segment's outcome, not when the library's
         // futures have all completed: their callbacks run on several threads and may wait for this monitor
         // in any order, so "all complete" can be seen before the last outcome is recorded (a drive failure
         // not yet known, the drive handed a new list while a file of the old one is still unaccounted for).
-        ReadList list = new ReadList(d, segments, rb);
+        list.handedTo(rb);
         d.reading = list;
-        for (int i = 0; i < segments.size(); i++) {
-            SegmentRead s = segments.get(i);
-            FileWork f = owners.get(i);
-            Staging.Slot slot = ownerSlots.get(i);
+        for (int i = 0; i < list.segments.size(); i++) {
+            SegmentRead s = list.segments.get(i);
+            FileWork f = list.files.get(i);
+            Staging.Slot slot = list.slots.get(i);
             if (f == null) rb.result(s).whenComplete((r, e) -> gapDone(list, s, e));
             else rb.result(s).whenComplete((r, e) -> segmentDone(list, f, s, slot, r, e));
         }
-    }
-
-    /** A read list whose every segment has failed with {@code f}. */
-    private static ReadBatch refused(TapeFailure f) {
-        CompletableFuture<ReadResult> failed = CompletableFuture.failedFuture(f);
-        return new ReadBatch() {
-            @Override public CompletableFuture<ReadResult> result(SegmentRead s) { return failed; }
-            @Override public void cancel(SegmentRead s) { }
-            @Override public void cancelAll() { }
-            @Override public CompletableFuture<Void> done() { return CompletableFuture.completedFuture(null); }
-        };
     }
 
     /** Open requests with files queued for a volume no drive holds: they wait for a mount. */
@@ -690,69 +658,13 @@ public final class RecallEngine {
         return n;
     }
 
-    /** A read list under way on a drive: segments whose outcome this engine has not recorded yet. */
-    private final class ReadList {
-        final Drive drive;
-        final List<SegmentRead> segments;
-        final ReadBatch batch;
-        final Set<SegmentRead> done = new HashSet<>();
-        int open;
-        boolean cut;
-
-        ReadList(Drive drive, List<SegmentRead> segments, ReadBatch batch) {
-            this.drive = drive;
-            this.segments = segments;
-            this.batch = batch;
-            this.open = segments.size();
-        }
-
-        /**
-         * Ends the list after the segment under way: the segments not started yet are dropped (their files
-         * go back to the queue, to be planned again with what arrived). Returns whether any was dropped.
-         */
-        boolean cutAfterCurrent() {
-            if (cut) return false;
-            int first = 0;
-            while (first < segments.size() && done.contains(segments.get(first))) first++;
-            if (first + 1 >= segments.size()) return false;
-            cut = true;
-            for (int i = first + 1; i < segments.size(); i++) {
-                if (!done.contains(segments.get(i))) batch.cancel(segments.get(i));
-            }
-            return true;
-        }
-
-        /** One segment's outcome is recorded (under the engine's monitor); the last one ends the list. */
-        void settled(SegmentRead s) {
-            done.add(s);
-            if (--open == 0) {
-                if (drive.reading == this) drive.reading = null;
-                batchDone(drive);
-            }
-        }
-    }
-
-    /**
-     * A gap is read through when streaming over it saves more than it may add to the rewind at dismount
-     * (the rewind grows with the bytes a mount moved, and gap bytes count).
-     */
-    private boolean worthReadingThrough(long from, long to, long moved) {
-        if (!cost.readThrough(from, to)) return false;
-        double saving = cost.locateSeconds(from, to) - cost.readSeconds(to - from);
-        return saving > cost.dismountSeconds(moved + (to - from)) - cost.dismountSeconds(moved);
-    }
-
-    /** Segment id and name of a gap read through (no file: its bytes are dropped). */
-    static final long GAP_ID = -1;
-    static final String GAP_NAME = "(gap read through)";
-
     /** A gap read through: the head moved on; a failure there is left to the next file's own read. */
     private synchronized void gapDone(ReadList list, SegmentRead s, Throwable e) {
         if (e == null) {
             list.drive.head = s.offsetBytes() + s.sizeBytes();
             list.drive.moved += s.sizeBytes();
         }
-        list.settled(s);
+        if (list.settled(s)) batchDone(list.drive);
     }
 
     private synchronized void segmentDone(ReadList list, FileWork f, SegmentRead s, Staging.Slot slot, ReadResult r, Throwable e) {
@@ -765,7 +677,7 @@ public final class RecallEngine {
                     "outcome of reading " + f.name + " not recorded; its claim will lapse and it is read again", unexpected);
             throw unexpected;
         } finally {
-            list.settled(s);
+            if (list.settled(s)) batchDone(list.drive);
         }
     }
 
