@@ -72,6 +72,7 @@ public final class RecallEngine {
     private final MountPlanner mountPlanner;
     private final RunPlanner runPlanner;
     private final ShortRequestsFirst shortRequestsFirst;
+    private final ReadListPlanner readListPlanner;
     private final Map<String, Drive> drives = new LinkedHashMap<>();
     private final int accessors;
     private final Instant epoch;
@@ -96,6 +97,7 @@ public final class RecallEngine {
                 config.policy() == Policy.TAPE_AWARE && library.readsWithoutTarget());
         this.mountPlanner = new MountPlanner(config, cost, runPlanner);
         this.shortRequestsFirst = new ShortRequestsFirst(cost, runPlanner, mountPlanner);
+        this.readListPlanner = new ReadListPlanner(this, model, config, cost, runPlanner, shortRequestsFirst);
         this.readiness = new DriveReadiness(this, drives, clock, config, mountPlanner, demand);
         this.longWorkShare = new LongWorkShare(this, drives, model, mountPlanner, cost, config);
         this.accessors = Math.max(1, library.layout().accessors());
@@ -515,43 +517,8 @@ public final class RecallEngine {
             return;
         }
         cancelIdleTimer(d);
-        List<FileWork> ordered;
-        int from = 0;
-        double planned = Double.NaN; // seconds of ordered[from..] when known
-        if (only != null) {
-            ordered = only;
-        } else {
-            VolumeQueue q = model.queue(volume);
-            if (d.plan != null && d.planVersion == q.version) {
-                // nothing arrived or left since it was planned: go on with the same order
-                ordered = d.plan;
-                from = d.planFrom;
-                planned = d.planSeconds;
-            } else {
-                List<FileWork> queued = new ArrayList<>(q.files.values());
-                ordered = config.policy() == Policy.GREEDY
-                        ? runPlanner.orderSltf(volume, queued, d.head)
-                        : shortRequestsFirst.order(volume, runPlanner.order(volume, queued, d.head), d.head, now(),
-                                this::waitingForMounts);
-            }
-        }
-        d.plan = null;
-        long limit = Math.min(config.maxBatchBytes(), room);
-        List<FileWork> batch = new ArrayList<>();
-        long bytes = 0;
-        double seconds = 0, maxSeconds = only == null && config.policy() == Policy.TAPE_AWARE
-                ? config.maxBatchSeconds() : Double.POSITIVE_INFINITY;
-        long at = d.head;
-        for (int i = from; i < ordered.size(); i++) {
-            FileWork f = ordered.get(i);
-            if (!batch.isEmpty() && (batch.size() >= config.maxBatchFiles() || bytes + f.sizeBytes > limit
-                    || seconds >= maxSeconds)) break;
-            batch.add(f);
-            bytes += f.sizeBytes;
-            long o = f.offsetOn(volume);
-            seconds += runPlanner.hopSeconds(at, o) + cost.readSeconds(f.sizeBytes);
-            at = o + f.sizeBytes;
-        }
+        ReadListPlanner.Choice next = readListPlanner.choose(d, only, room);
+        List<FileWork> batch = next.files;
         List<FileWork> claimed = store.claim(volume, batch);
         Set<FileWork> mineSet = new HashSet<>(claimed);
         for (FileWork f : batch) {
@@ -561,23 +528,7 @@ public final class RecallEngine {
                 model.claimedElsewhere(f);
             }
         }
-        int next = from + batch.size();
-        if (only == null && next < ordered.size()) {
-            // the rest keeps its planned order for the next read list unless the queue changes meanwhile
-            if (Double.isNaN(planned)) {
-                planned = seconds;
-                for (int i = next; i < ordered.size(); i++) {
-                    FileWork f = ordered.get(i);
-                    long o = f.offsetOn(volume);
-                    planned += runPlanner.hopSeconds(at, o) + cost.readSeconds(f.sizeBytes);
-                    at = o + f.sizeBytes;
-                }
-            }
-            d.plan = ordered;
-            d.planFrom = next;
-            d.planSeconds = Math.max(0, planned - seconds);
-            d.planVersion = model.queue(volume).version;
-        }
+        readListPlanner.keepRest(d, next);
         if (claimed.isEmpty()) {
             requestPass();
             return;
@@ -586,7 +537,6 @@ public final class RecallEngine {
         List<Staging.Slot> slots = staging.reserve(volume, claimed);
         List<FileWork> mine = new ArrayList<>(claimed.size());
         List<Staging.Slot> mineSlots = new ArrayList<>(claimed.size());
-        bytes = 0;
         boolean waiting = false;
         for (int i = 0; i < claimed.size(); i++) {
             FileWork f = claimed.get(i);
@@ -596,7 +546,6 @@ public final class RecallEngine {
                     mine.add(f);
                     mineSlots.add(slot);
                     readingHere.add(f.id);
-                    bytes += f.sizeBytes;
                 }
                 case CACHED -> {
                     store.staged(f, volume, Long.parseLong(slot.adler32(), 16), slot.target());
@@ -645,7 +594,7 @@ public final class RecallEngine {
     }
 
     /** Open requests with files queued for a volume no drive holds: they wait for a mount. */
-    private int waitingForMounts() {
+    int waitingForMounts() { // package-private: ReadListPlanner orders by it
         int n = 0;
         for (RequestWork r : open) {
             for (String v : r.queuedPerVolume.keySet()) {
