@@ -25,16 +25,16 @@ final class LongWorkShare {
     /** This pass's long queues, oldest request first (built on first use; null: not yet). */
     private List<VolumeQueue> longByArrival;
 
-    private final RecallEngine engine;
+    private final DriveForecast forecast;
     private final Map<String, Drive> drives;
     private final QueueModel model;
     private final MountPlanner mountPlanner;
     private final CostModel cost;
     private final SchedulerConfig config;
 
-    LongWorkShare(RecallEngine engine, Map<String, Drive> drives, QueueModel model, MountPlanner mountPlanner,
+    LongWorkShare(DriveForecast forecast, Map<String, Drive> drives, QueueModel model, MountPlanner mountPlanner,
                   CostModel cost, SchedulerConfig config) {
-        this.engine = engine;
+        this.forecast = forecast;
         this.drives = drives;
         this.model = model;
         this.mountPlanner = mountPlanner;
@@ -114,7 +114,7 @@ final class LongWorkShare {
         if (order.size() == 1) return -1;
         List<Drive> dl = new ArrayList<>(drives.values());
         double[] free = new double[dl.size()], readEnds = new double[dl.size()];
-        engine.predict(dl, now, free, readEnds);
+        forecast.predict(dl, now, free, readEnds);
         for (VolumeQueue q : order) {
             int first = 0;
             for (int d = 1; d < free.length; d++) if (free[d] < free[first]) first = d;

@@ -81,6 +81,7 @@ public final class RecallEngine {
     private final VolumeDemand demand = new VolumeDemand();
     private final DriveReadiness readiness;
     private final LongWorkShare longWorkShare;
+    private final DriveForecast forecast;
     private boolean passScheduled;
     private double lastEta = Double.NEGATIVE_INFINITY;
 
@@ -99,7 +100,8 @@ public final class RecallEngine {
         this.shortRequestsFirst = new ShortRequestsFirst(cost, runPlanner, mountPlanner);
         this.readListPlanner = new ReadListPlanner(this, model, config, cost, runPlanner, shortRequestsFirst);
         this.readiness = new DriveReadiness(this, drives, clock, config, mountPlanner, demand);
-        this.longWorkShare = new LongWorkShare(this, drives, model, mountPlanner, cost, config);
+        this.forecast = new DriveForecast(drives, model, mountPlanner, cost);
+        this.longWorkShare = new LongWorkShare(forecast, drives, model, mountPlanner, cost, config);
         this.accessors = Math.max(1, library.layout().accessors());
         this.epoch = clock.now();
         for (DriveStatus s : library.drives()) {
@@ -294,7 +296,7 @@ public final class RecallEngine {
         boolean balance = config.policy() == Policy.TAPE_AWARE && !rerank;
         List<Drive> dl = new ArrayList<>(drives.values());
         double[] free = new double[dl.size()], readEnds = new double[dl.size()];
-        if (balance && !cands.isEmpty()) predict(dl, now, free, readEnds);
+        if (balance && !cands.isEmpty()) forecast.predict(dl, now, free, readEnds);
         Set<Drive> victims = new HashSet<>();
         for (int i = 0; i < cands.size(); i++) {
             if (mounting >= limit) break;
@@ -366,38 +368,13 @@ public final class RecallEngine {
         if (config.policy() == Policy.TAPE_AWARE) readiness.keepDrivesReady(victims);
         if (now - lastEta >= ETA_INTERVAL_S) {
             lastEta = now;
-            refreshEtas(now, ranked);
+            forecast.etas(now, ranked, open);
+            store.etas(open);
             demand.prune(now);
         }
     }
 
-    /** Per drive: when it can start a new mount, and when the reads it holds end (the scheduler's own model). */
-    // package-private (like hasWork, dismount): DriveReadiness and LongWorkShare call them within a pass
-    void predict(List<Drive> dl, double now, double[] free, double[] readEnds) {
-        for (int k = 0; k < dl.size(); k++) {
-            Drive d = dl.get(k);
-            double readEnd = now, until;
-            switch (d.state) {
-                case FAILED -> { free[k] = Double.POSITIVE_INFINITY; readEnds[k] = now; continue; }
-                case EMPTY -> until = now;
-                case UNLOADING -> until = Math.max(now, d.busyUntil);
-                default -> {
-                    readEnd = Math.max(now, d.busyUntil);
-                    long bytes = d.moved;
-                    VolumeQueue q = model.queue(d.volume);
-                    if (q != null && !q.isEmpty()) {
-                        readEnd += d.plan != null && d.planVersion == q.version ? d.planSeconds
-                                : mountPlanner.locateSeconds(q) + cost.readSeconds(q.bytes());
-                        bytes += q.bytes();
-                    }
-                    until = readEnd + cost.dismountSeconds(bytes);
-                }
-            }
-            free[k] = until;
-            readEnds[k] = readEnd;
-        }
-    }
-
+    // hasWork and dismount are package-private: DriveReadiness calls them within a pass
     boolean hasWork(String volume) {
         VolumeQueue q = model.queue(volume);
         return q != null && !q.isEmpty();
@@ -808,42 +785,6 @@ public final class RecallEngine {
             if (victim != null) dismount(victim);
             return;
         }
-    }
-
-    /**
-     * ETAs from the scheduler's own model: drives finish what they hold, then take the ranked queues in
-     * order (list scheduling on the earliest free drive); a request's ETA is when its last volume is done.
-     */
-    private void refreshEtas(double now, List<VolumeQueue> ranked) {
-        Map<String, Double> finish = new HashMap<>();
-        double[] free = new double[drives.size()];
-        int i = 0;
-        for (Drive d : drives.values()) {
-            double until = Math.max(now, d.busyUntil);
-            if (d.state == DState.FAILED) until = Double.POSITIVE_INFINITY;
-            if (d.volume != null && d.state != DState.UNLOADING) {
-                VolumeQueue q = model.queue(d.volume);
-                if (q != null && !q.isEmpty()) {
-                    until += mountPlanner.serviceSeconds(q) - cost.mountSeconds() - cost.dismountSeconds(q.bytes());
-                }
-                finish.put(d.volume, until);
-            }
-            free[i++] = until;
-        }
-        for (VolumeQueue q : ranked) {
-            int best = 0;
-            for (int k = 1; k < free.length; k++) if (free[k] < free[best]) best = k;
-            double done = free[best] + mountPlanner.serviceSeconds(q) - cost.dismountSeconds(q.bytes());
-            finish.put(q.label, done);
-            free[best] = done + cost.dismountSeconds(q.bytes());
-        }
-        for (RequestWork r : open) {
-            double eta = now;
-            for (String v : r.queuedPerVolume.keySet()) eta = Math.max(eta, finish.getOrDefault(v, now));
-            for (String v : r.claimedPerVolume.keySet()) eta = Math.max(eta, finish.getOrDefault(v, now));
-            r.eta = eta;
-        }
-        store.etas(open);
     }
 
     /** Drive names and what each holds, for status pages. */
