@@ -110,7 +110,7 @@ class ConsoleArchiveBrowserIT {
 
         // the archive page before any data: the write drive (the last of two) and an empty queue
         browser.get(base + "/console/archive");
-        assertThat(browser.findElement(By.cssSelector("#write-drives tr[data-drive='drive02']")).getText()).contains("drive02");
+        assertThat(ConsoleBrowser.liveText(browser, By.cssSelector("#write-drives tr[data-drive='drive02']"))).contains("drive02");
         assertThat(browser.findElements(By.cssSelector("#write-drives tr[data-drive='drive01']"))).isEmpty();
         ((JavascriptExecutor) browser).executeScript("window.stagehandMarker = 'same page';");
 
@@ -143,9 +143,14 @@ class ConsoleArchiveBrowserIT {
         wait.until(d -> text(d, "#buffer-states tr[data-state='queued'] td.files").equals("0")
                 && text(d, "#buffer-states tr[data-state='writing'] td.files").equals("0"));
         assertThat(((JavascriptExecutor) browser).executeScript("return window.stagehandMarker")).isEqualTo("same page");
-        assertThat(browser.findElements(By.cssSelector("#family-volumes tr[data-family='" + ds + "']"))).hasSize(2);
-        assertThat(browser.findElements(By.cssSelector("#family-volumes tr[data-family='" + ds + "']")))
-                .extracting(WebElement::getText).anySatisfy(t -> assertThat(t).contains("full", "100.0 %"));
+        List<String> familyRows = wait.until(d -> { // read again if the live part was swapped mid-read
+            try {
+                return d.findElements(By.cssSelector("#family-volumes tr[data-family='" + ds + "']")).stream().map(WebElement::getText).toList();
+            } catch (StaleElementReferenceException swapped) {
+                return null;
+            }
+        });
+        assertThat(familyRows).hasSize(2).anySatisfy(t -> assertThat(t).contains("full", "100.0 %"));
         assertThat(text(browser, "#family-queues")).contains("Everything registered is on tape.");
         chromium.shot("archive");
 

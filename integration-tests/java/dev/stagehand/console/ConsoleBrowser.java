@@ -8,6 +8,7 @@ import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import org.openqa.selenium.By;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.chrome.ChromeDriver;
@@ -54,6 +55,32 @@ final class ConsoleBrowser implements AutoCloseable {
         // back to the page asked for (Spring Security marks it with ?continue)
         new WebDriverWait(driver, Duration.ofSeconds(10)).until(d -> !d.findElements(By.id("live")).isEmpty());
         assertThat(driver.getCurrentUrl()).contains("/console").doesNotContain("/login");
+    }
+
+    /**
+     * The text of the element {@code by} finds on a live page, found again if htmx swapped it (every 2 s) between
+     * the find and the read: an element found just before a swap is stale.
+     */
+    static String liveText(WebDriver d, By by) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return d.findElement(by).getText();
+            } catch (StaleElementReferenceException swapped) {
+                if (attempt == 5) throw swapped;
+            }
+        }
+    }
+
+    /** Clicks the element {@code by} finds on a live page, found again if it was swapped before the click. */
+    static void liveClick(WebDriver d, By by) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                d.findElement(by).click();
+                return;
+            } catch (StaleElementReferenceException swapped) {
+                if (attempt == 5) throw swapped;
+            }
+        }
     }
 
     void shot(String name) throws Exception {

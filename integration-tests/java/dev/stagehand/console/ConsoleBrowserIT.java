@@ -159,21 +159,21 @@ class ConsoleBrowserIT {
             return !cells.isEmpty() && cells.get(0).getText().equals("20");
         });
         assertThat(((JavascriptExecutor) browser).executeScript("return window.stagehandMarker")).isEqualTo("same page");
-        assertThat(browser.findElement(By.cssSelector("tr[data-request='" + id + "'] td.queued")).getText()).isEqualTo("0");
+        assertThat(ConsoleBrowser.liveText(browser, By.cssSelector("tr[data-request='" + id + "'] td.queued"))).isEqualTo("0");
         shot("overview");
 
         // a second request, cancelled from its detail page
         String other = submit(catalog.files.subList(20, 40));
         browser.get(url("/console/requests/" + other));
         shot("request-detail");
-        browser.findElement(By.id("cancel-request")).click();
+        ConsoleBrowser.liveClick(browser, By.id("cancel-request"));
         new WebDriverWait(browser, Duration.ofSeconds(10)).until(d -> d.findElements(By.id("flash-message")).size() == 1);
-        assertThat(browser.findElement(By.id("request-state")).getText()).isEqualTo("cancelled");
-        assertThat(browser.findElement(By.id("flash-message")).getText()).startsWith("Request cancelled");
+        assertThat(ConsoleBrowser.liveText(browser, By.id("request-state"))).isEqualTo("cancelled");
+        assertThat(ConsoleBrowser.liveText(browser, By.id("flash-message"))).startsWith("Request cancelled");
         shot("request-cancelled");
 
         browser.get(url("/console/requests"));
-        assertThat(browser.findElement(By.cssSelector("tr[data-request='" + other + "']")).getText()).contains("cancelled");
+        assertThat(ConsoleBrowser.liveText(browser, By.cssSelector("tr[data-request='" + other + "']"))).contains("cancelled");
         shot("requests");
         browser.get(url("/console/timeline"));
         // the volumes this test recalled were mounted (and not as failed mounts)
@@ -185,7 +185,7 @@ class ConsoleBrowserIT {
         browser.get(url("/console/volumes"));
         shot("volumes");
         browser.get(url("/console/audit"));
-        assertThat(browser.findElement(By.id("audit")).getText()).contains("request.cancel", other, "admin");
+        assertThat(ConsoleBrowser.liveText(browser, By.id("audit"))).contains("request.cancel", other, "admin");
         shot("audit");
     }
 
@@ -231,9 +231,9 @@ class ConsoleBrowserIT {
                 return !cells.isEmpty() && rate(cells.get(0).getText()) > 0;
             });
             shot("transfers-moving");
-            int concurrency = Integer.parseInt(browser.findElement(By.cssSelector("#links tr[data-link='" + link + "'] td.concurrency")).getText());
+            int concurrency = Integer.parseInt(ConsoleBrowser.liveText(browser, By.cssSelector("#links tr[data-link='" + link + "'] td.concurrency")));
             assertThat(concurrency).isBetween(1, 16); // the optimizer's bounds (stagehand.transfer.mover defaults)
-            assertThat(browser.findElement(By.id("optimizer")).getText()).contains("between 1 and 16");
+            assertThat(ConsoleBrowser.liveText(browser, By.id("optimizer"))).contains("between 1 and 16");
             // every file done, checked against its checksum; the host that took them shows their rate and count
             wait.until(d -> transfers.byCorrelation(tag).stream().allMatch(TransferJob::finished));
             wait.until(d -> {
@@ -261,11 +261,11 @@ class ConsoleBrowserIT {
                 return true;
             });
             new WebDriverWait(browser, Duration.ofSeconds(10)).until(d -> d.findElements(By.id("flash-message")).size() == 1);
-            assertThat(browser.findElement(By.id("flash-message")).getText()).isEqualTo("Transfer " + missing + " queued again.");
+            assertThat(ConsoleBrowser.liveText(browser, By.id("flash-message"))).isEqualTo("Transfer " + missing + " queued again.");
             wait.until(d -> transfers.job(missing).state().equals("done"));
             assertThat(transfers.job(missing).attempts()).isEqualTo(2);
             browser.get(url("/console/audit"));
-            assertThat(browser.findElement(By.id("audit")).getText()).contains("transfer.retry", "transfer " + missing);
+            assertThat(ConsoleBrowser.liveText(browser, By.id("audit"))).contains("transfer.retry", "transfer " + missing);
         } finally {
             new ProcessBuilder("rm", "-rf", root.toString()).start().waitFor();
         }
@@ -287,22 +287,22 @@ class ConsoleBrowserIT {
         logIn("olga", "olga-pw");
         // the site's pages are not hers: she starts at the requests, and the navigation shows only hers
         assertThat(browser.getCurrentUrl()).endsWith("/console/requests");
-        assertThat(browser.findElement(By.tagName("nav")).getText()).contains("Requests", "Datasets")
+        assertThat(ConsoleBrowser.liveText(browser, By.tagName("nav"))).contains("Requests", "Datasets")
                 .doesNotContain("Overview", "Transfers", "Volumes", "Archive", "Audit");
         assertThat(browser.findElements(By.cssSelector("tr[data-request='" + cms + "']"))).hasSize(1);
         assertThat(browser.findElements(By.cssSelector("tr[data-request='" + atlas + "']"))).isEmpty();
         browser.get(url("/console/transfers"));
-        assertThat(browser.findElement(By.id("forbidden")).getText()).contains("403");
+        assertThat(ConsoleBrowser.liveText(browser, By.id("forbidden"))).contains("403");
         // another experiment's request is not found, like an unknown one
         browser.get(url("/console/requests/" + atlas));
-        assertThat(browser.findElement(By.id("not-found")).getText()).contains("404");
+        assertThat(ConsoleBrowser.liveText(browser, By.id("not-found"))).contains("404");
         // a cancel posted for it (her own request's form, pointed at the other id) is refused and audited
         browser.get(url("/console/requests/" + cms));
         ((JavascriptExecutor) browser).executeScript(
                 "document.getElementById('cancel-request').form.action = '/console/requests/" + atlas + "/cancel';");
-        browser.findElement(By.id("cancel-request")).click();
+        ConsoleBrowser.liveClick(browser, By.id("cancel-request"));
         new WebDriverWait(browser, Duration.ofSeconds(10)).until(d -> d.findElements(By.id("flash-error")).size() == 1);
-        assertThat(browser.findElement(By.id("flash-error")).getText()).isEqualTo("No request " + atlas + ".");
+        assertThat(ConsoleBrowser.liveText(browser, By.id("flash-error"))).isEqualTo("No request " + atlas + ".");
         assertThat(audit.recent(50)).anySatisfy(e -> {
             assertThat(e.actor()).isEqualTo("olga");
             assertThat(e.target()).isEqualTo(atlas);
@@ -311,13 +311,13 @@ class ConsoleBrowserIT {
         assertThat(requestState(atlas)).isNotEqualTo("cancelled");
         // her own request she cancels
         browser.get(url("/console/requests/" + cms));
-        browser.findElement(By.id("cancel-request")).click();
+        ConsoleBrowser.liveClick(browser, By.id("cancel-request"));
         new WebDriverWait(browser, Duration.ofSeconds(10)).until(d -> d.findElements(By.id("flash-message")).size() == 1);
-        assertThat(browser.findElement(By.id("request-state")).getText()).isEqualTo("cancelled");
+        assertThat(ConsoleBrowser.liveText(browser, By.id("request-state"))).isEqualTo("cancelled");
         shot("experiment-operator");
         // the datasets page lists her experiment's rules only
         browser.get(url("/console/datasets"));
-        assertThat(browser.findElement(By.id("rules")).getText()).contains(cmsDataset).doesNotContain(atlasDataset);
+        assertThat(ConsoleBrowser.liveText(browser, By.id("rules"))).contains(cmsDataset).doesNotContain(atlasDataset);
     }
 
     String requestState(String id) {
@@ -327,9 +327,9 @@ class ConsoleBrowserIT {
     @Test
     void aViewerIsRefusedTheAdminPage() throws Exception {
         logIn("vera", "viewer-pw");
-        assertThat(browser.findElement(By.cssSelector("header .who")).getText()).contains("vera");
+        assertThat(ConsoleBrowser.liveText(browser, By.cssSelector("header .who"))).contains("vera");
         browser.get(url("/console/audit"));
-        assertThat(browser.findElement(By.id("forbidden")).getText()).contains("403");
+        assertThat(ConsoleBrowser.liveText(browser, By.id("forbidden"))).contains("403");
         shot("viewer-refused");
         // and the status is a real 403, with the session cookie HttpOnly and SameSite=Lax
         String cookie = browser.manage().getCookieNamed("JSESSIONID").getValue();
