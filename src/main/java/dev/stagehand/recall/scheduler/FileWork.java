@@ -30,7 +30,7 @@ public final class FileWork {
     /** Volumes whose copy failed for this file. */
     Set<String> failedVolumes;
     String error;
-    /** On the FIFO policy's arrival-order queue. */
+    /** On the {@link FifoPolicy}'s arrival-order queue. */
     boolean inFifo;
     /** Staged copies lost before they were verified (see {@link RecallEngine#MAX_LOST_COPIES}). */
     int lostCopies;

@@ -10,7 +10,6 @@ import dev.stagehand.tape.TapeFailure;
 import dev.stagehand.tape.TapeLibrary;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -76,12 +75,12 @@ public final class RecallEngine {
     private final Map<String, Drive> drives = new LinkedHashMap<>();
     private final int accessors;
     private final Instant epoch;
-    private final ArrayDeque<FileWork> fifo = new ArrayDeque<>();
     private final Set<RequestWork> open = new LinkedHashSet<>();
     private final VolumeDemand demand = new VolumeDemand();
     private final DriveReadiness readiness;
     private final LongWorkShare longWorkShare;
     private final DriveForecast forecast;
+    private final FifoPolicy fifo;
     private boolean passScheduled;
     private double lastEta = Double.NEGATIVE_INFINITY;
 
@@ -102,6 +101,7 @@ public final class RecallEngine {
         this.readiness = new DriveReadiness(this, drives, clock, config, mountPlanner, demand);
         this.forecast = new DriveForecast(drives, model, mountPlanner, cost);
         this.longWorkShare = new LongWorkShare(forecast, drives, model, mountPlanner, cost, config);
+        this.fifo = new FifoPolicy(this, drives, store);
         this.accessors = Math.max(1, library.layout().accessors());
         this.epoch = clock.now();
         for (DriveStatus s : library.drives()) {
@@ -148,9 +148,7 @@ public final class RecallEngine {
         for (String v : asked) demand.asked(v, t);
         // now, not the arrival: a request taken in again after a restart arrived long before
         if (config.policy() == Policy.TAPE_AWARE && r.queuedPerVolume.size() == 1) cutForShortRequest(r.queuedPerVolume.keySet().iterator().next(), now());
-        if (config.policy() == Policy.FIFO) {
-            for (FileWork f : r.files) if (f.state == FileWork.State.QUEUED && !f.inFifo) { f.inFifo = true; fifo.add(f); }
-        }
+        if (config.policy() == Policy.FIFO) fifo.arrived(r);
         for (FileWork f : r.files) {
             if (f.state == FileWork.State.FAILED) { // only now: every copy is on an unavailable volume
                 store.failed(f);
@@ -270,7 +268,7 @@ public final class RecallEngine {
         longWorkShare.newPass();
         double now = now();
         if (config.policy() == Policy.FIFO) {
-            fifoPass();
+            fifo.pass();
             return;
         }
         for (Drive d : drives.values()) {
@@ -374,7 +372,8 @@ public final class RecallEngine {
         }
     }
 
-    // hasWork and dismount are package-private: DriveReadiness calls them within a pass
+    // hasWork, firstDrive, mount, dismount and startBatch are package-private: DriveReadiness and FifoPolicy
+    // call them within a pass
     boolean hasWork(String volume) {
         VolumeQueue q = model.queue(volume);
         return q != null && !q.isEmpty();
@@ -387,7 +386,7 @@ public final class RecallEngine {
         return false;
     }
 
-    private Drive firstDrive(DState s, String volume) {
+    Drive firstDrive(DState s, String volume) {
         for (Drive d : drives.values()) if (d.state == s && (volume == null || volume.equals(d.volume))) return d;
         return null;
     }
@@ -408,7 +407,7 @@ public final class RecallEngine {
         }
     }
 
-    private void mount(Drive d, String volume, String experiment) {
+    void mount(Drive d, String volume, String experiment) {
         cancelIdleTimer(d);
         d.plan = null;
         d.state = DState.MOUNTING;
@@ -485,12 +484,12 @@ public final class RecallEngine {
      * is reserved for the whole list first; files without space stay queued (the drive waits for space),
      * files already cached are done at once.
      */
-    private void startBatch(Drive d, List<FileWork> only) {
+    void startBatch(Drive d, List<FileWork> only) {
         String volume = d.volume;
         promised.remove(volume);
         long room = staging.reservableBytes(config.maxBatchBytes());
         if (room <= 0) { // the cache is full: wait for space (a later pass tries again)
-            if (only != null) for (FileWork f : only) if (!f.inFifo) { f.inFifo = true; fifo.addFirst(f); }
+            if (only != null) for (FileWork f : only) fifo.backToHead(f);
             return;
         }
         cancelIdleTimer(d);
@@ -728,7 +727,7 @@ public final class RecallEngine {
             store.requestFinished(r);
             listener.requestFinished(r, t);
         }
-        if (config.policy() == Policy.FIFO && f.state == FileWork.State.QUEUED && !f.inFifo) { f.inFifo = true; fifo.addFirst(f); }
+        if (config.policy() == Policy.FIFO && f.state == FileWork.State.QUEUED) fifo.backToHead(f);
     }
 
     private synchronized void batchDone(Drive d) {
@@ -752,38 +751,6 @@ public final class RecallEngine {
             boolean other = false;
             for (Copy c : f.copies) if (!c.volume().equals(d.volume) && f.usable(c)) other = true;
             if (other) finish(f, model.copyFailed(f, d.volume, reason, t, this::isMounted), t);
-        }
-    }
-
-    /** The plain HSM queue: the oldest file goes to the library alone; the next waits for its turn. */
-    private void fifoPass() {
-        while (!fifo.isEmpty()) {
-            FileWork f = fifo.peek();
-            if (f.state != FileWork.State.QUEUED) {
-                fifo.poll().inFifo = false;
-                continue;
-            }
-            String vol = f.home.volume();
-            Drive holder = null;
-            for (Drive d : drives.values()) if (vol.equals(d.volume)) holder = d;
-            if (holder != null) {
-                if (holder.state != DState.IDLE) return; // its volume is busy: the queue waits
-                fifo.poll().inFifo = false;
-                startBatch(holder, List.of(f));
-                if (f.inFifo) return; // no cache space: it waits at the head of the queue
-                continue;
-            }
-            Drive empty = firstDrive(DState.EMPTY, null);
-            if (empty != null) {
-                if (store.claimVolume(vol)) mount(empty, vol, f.experiment);
-                return;
-            }
-            Drive victim = null;
-            for (Drive d : drives.values()) {
-                if (d.state == DState.IDLE && (victim == null || d.busyUntil < victim.busyUntil)) victim = d;
-            }
-            if (victim != null) dismount(victim);
-            return;
         }
     }
 
