@@ -275,6 +275,26 @@ public final class RecallEngine {
             if (d.state == DState.IDLE && hasWork(d.volume)) startBatch(d, null);
             if (d.state == DState.FAILED && d.volume != null && hasWork(d.volume)) rehomeFromStuck(d);
         }
+        Set<Drive> victims = new HashSet<>();
+        List<VolumeQueue> ranked = mountVolumes(now, victims);
+        for (Drive d : drives.values()) {
+            if (d.state == DState.IDLE && !hasWork(d.volume) && d.idleTimer == null) armIdleTimer(d);
+        }
+        if (config.policy() == Policy.TAPE_AWARE) readiness.keepDrivesReady(victims);
+        if (now - lastEta >= ETA_INTERVAL_S) {
+            lastEta = now;
+            forecast.etas(now, ranked, open);
+            store.etas(open);
+            demand.prune(now);
+        }
+    }
+
+    /**
+     * The pass's mounts: the volumes {@link MountPlanner} ranks go to empty drives, idle drives emptied for
+     * them, as far as the accessors, the experiments' drive caps and the cache's room allow. The drives emptied
+     * are added to {@code victims}; returns the ranking as first made (the ETAs follow it).
+     */
+    private List<VolumeQueue> mountVolumes(double now, Set<Drive> victims) {
         // the cache's room is asked only when a volume may be mounted, and only as far as this pass can use it:
         // counting a large cache's evictable copies is not free
         long room = Long.MIN_VALUE;
@@ -295,7 +315,6 @@ public final class RecallEngine {
         List<Drive> dl = new ArrayList<>(drives.values());
         double[] free = new double[dl.size()], readEnds = new double[dl.size()];
         if (balance && !cands.isEmpty()) forecast.predict(dl, now, free, readEnds);
-        Set<Drive> victims = new HashSet<>();
         for (int i = 0; i < cands.size(); i++) {
             if (mounting >= limit) break;
             Drive empty = firstDrive(DState.EMPTY, null);
@@ -322,13 +341,7 @@ public final class RecallEngine {
             // Backpressure: a volume is mounted only when the cache can take a useful batch of it now; the
             // queue waits (nothing fails) and a later pass mounts it as space frees.
             long needed = Math.min(q.bytes(), Math.max(staging.usefulBatchBytes(), 1));
-            if (room == Long.MIN_VALUE) {
-                long promisedBytes = 0;
-                for (long p : promised.values()) promisedBytes += p;
-                long wanted = promisedBytes + Math.max(staging.usefulBatchBytes(), 1) * (long) drives.size();
-                room = staging.reservableBytes(wanted);
-                if (room != Long.MAX_VALUE) room -= promisedBytes;
-            }
+            if (room == Long.MIN_VALUE) room = roomForMounts();
             if (room < needed) continue;
             if (empty != null) {
                 if (!store.claimVolume(q.label)) { // mounted by another instance sharing the library
@@ -360,16 +373,20 @@ public final class RecallEngine {
             victims.add(victim);
             dismount(victim);
         }
-        for (Drive d : drives.values()) {
-            if (d.state == DState.IDLE && !hasWork(d.volume) && d.idleTimer == null) armIdleTimer(d);
-        }
-        if (config.policy() == Policy.TAPE_AWARE) readiness.keepDrivesReady(victims);
-        if (now - lastEta >= ETA_INTERVAL_S) {
-            lastEta = now;
-            forecast.etas(now, ranked, open);
-            store.etas(open);
-            demand.prune(now);
-        }
+        return ranked;
+    }
+
+    /**
+     * Cache space free for new mounts: what the cache can reserve, asked for as much as a useful batch on every
+     * drive could take, less what volumes being mounted were promised (Long.MAX_VALUE: no limit).
+     */
+    private long roomForMounts() {
+        long promisedBytes = 0;
+        for (long p : promised.values()) promisedBytes += p;
+        long wanted = promisedBytes + Math.max(staging.usefulBatchBytes(), 1) * (long) drives.size();
+        long room = staging.reservableBytes(wanted);
+        if (room != Long.MAX_VALUE) room -= promisedBytes;
+        return room;
     }
 
     // hasWork, firstDrive, mount, dismount and startBatch are package-private: DriveReadiness and FifoPolicy
