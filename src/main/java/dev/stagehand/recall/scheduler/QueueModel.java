@@ -63,8 +63,10 @@ public final class QueueModel {
                 f = new FileWork(s.id(), s.name(), s.sizeBytes(), s.copies(), s.experiment(), s.dataset(), s.adler32());
                 f.firstArrival = arrival;
                 files.put(f.id, f);
-            } else if (r.files.contains(f)) {
-                continue; // the same file twice in one request
+            } else if (f.requests.contains(r)) {
+                // the same file twice in one request; asked of the file's few requests, not of the request's
+                // files: that scan made a second request for the files of a 10^6-file one quadratic
+                continue;
             }
             // one read serves every request: the tape system sees the first metadata addressed to it
             if (f.targetedMetadata == null) f.targetedMetadata = s.targetedMetadata();

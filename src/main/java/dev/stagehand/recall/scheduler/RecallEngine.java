@@ -231,10 +231,18 @@ public final class RecallEngine {
         return new ArrayList<>(readingHere);
     }
 
+    /**
+     * Files found claimed by another instance when this one tried to claim them ({@link #startBatch}), the only
+     * way a file becomes claimed without being read here. Kept so that {@link #claimedElsewhere()} need not walk
+     * every file at each intake round (20-40 ms at 10^6 queued files); entries that moved on are dropped there.
+     */
+    private final Set<FileWork> seenClaimedElsewhere = new HashSet<>();
+
     /** Ids of files this engine holds as claimed by another instance. */
     public synchronized List<Long> claimedElsewhere() {
         List<Long> ids = new ArrayList<>();
-        for (FileWork f : model.files.values()) if (f.state == FileWork.State.CLAIMED && !readingHere(f)) ids.add(f.id);
+        seenClaimedElsewhere.removeIf(f -> f.state != FileWork.State.CLAIMED || readingHere(f) || model.files.get(f.id) != f);
+        for (FileWork f : seenClaimedElsewhere) ids.add(f.id);
         return ids;
     }
 
@@ -519,6 +527,7 @@ public final class RecallEngine {
                 model.claim(f);
             } else {
                 model.claimedElsewhere(f);
+                seenClaimedElsewhere.add(f);
             }
         }
         readListPlanner.keepRest(d, next);

@@ -70,6 +70,32 @@ class RecallEngineTest {
     }
 
     @Test
+    void filesAnotherInstanceClaimedAreHeldAsClaimedElsewhereUntilTheirOutcomeArrives() {
+        TestClock clock = new TestClock();
+        FakeLibrary library = new FakeLibrary(clock, 1, 1);
+        QueueStore othersHoldFile2 = new QueueStore() { // another instance holds file 2's claim
+            @Override public List<FileWork> claim(String volume, List<FileWork> files) {
+                return files.stream().filter(f -> f.id() != 2).toList();
+            }
+            @Override public void staged(FileWork file, String volume, long adler32, java.nio.file.Path path) { }
+            @Override public void released(FileWork file) { }
+            @Override public void failed(FileWork file) { }
+            @Override public void requestFinished(RequestWork request) { }
+            @Override public void etas(java.util.Collection<RequestWork> requests) { }
+        };
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
+                othersHoldFile2, Staging.NONE, EngineListener.NONE);
+        clock.schedule(Duration.ZERO, () -> engine.submit("r1", Instant.EPOCH, 0, "exp",
+                List.of(file(1, "V1", 0, GB), file(2, "V1", GB, GB), file(3, "V1", 2 * GB, GB))));
+        clock.run(20_000);
+        assertThat(engine.claimedElsewhere()).containsExactly(2L);
+        assertThat(engine.model().request("r1").finished()).as("waits for file 2's outcome").isFalse();
+        engine.finishedElsewhere(2, true, null);
+        assertThat(engine.claimedElsewhere()).isEmpty();
+        assertThat(engine.model().request("r1").finished()).isTrue();
+    }
+
+    @Test
     void agingServesAnOldLowPriorityRequestBeforeAStreamOfUrgentOnes() {
         double aging = 1200;
         Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE).withAgingLimit(aging));
