@@ -321,22 +321,23 @@ public final class RecallService {
         Set<String> skip = new HashSet<>(known.keySet());
         if (all) skip.addAll(engine.heldRequestIds());
         Map<String, Fresh> fresh = new LinkedHashMap<>();
+        Instant now = clock.now();
         jdbc.query("""
                 SELECT id::text, created_at, greatest(extract(epoch FROM now() - created_at), 0) FROM stage_request
                  WHERE state IN ('submitted', 'active') AND created_at >= ? AND id <> ALL(?::uuid[])
                  ORDER BY created_at, id""",
-                rs -> { fresh.put(rs.getString(1), new Fresh(rs.getTimestamp(2).toInstant(), rs.getDouble(3))); },
+                rs -> { fresh.put(rs.getString(1), new Fresh(rs.getTimestamp(2).toInstant(), now.minusNanos((long) (rs.getDouble(3) * 1e9)))); },
                 Timestamp.from(all ? Instant.EPOCH : watermark.minus(LATE_COMMIT)), skip.toArray(String[]::new));
         return fresh;
     }
 
     /**
-     * A request to take in: its creation time (the database's clock, for the intake window) and how long it has
-     * waited since, measured by the database alone. The engine's arrival is its clock's now less that wait, so a
-     * request taken in again after a restart keeps its age (aging, the overview's oldest) instead of starting
-     * anew, and neither the host's clock offset nor a scaled clock enters.
+     * A request to take in: its creation time (the database's clock, for the intake window) and its arrival on the
+     * engine's clock: the engine's now less the wait since creation, measured by the database alone. So a request
+     * taken in again after a restart keeps its age (aging, the overview's oldest) instead of starting anew, and
+     * neither the host's clock offset nor a scaled clock enters.
      */
-    record Fresh(Instant created, double waitedSeconds) {}
+    record Fresh(Instant created, Instant arrival) {}
 
     /** The queued files of these requests. */
     private List<Long> queuedFilesOf(Set<String> requests) {
@@ -477,7 +478,6 @@ public final class RecallService {
             }
             t.copies.add(new Copy(rs.getString("label"), rs.getLong("offset_bytes")));
         }, (Object) fresh.keySet().toArray(String[]::new));
-        Instant now = clock.now();
         for (String request : fresh.keySet()) { // in creation order (freshRequests)
             Map<Long, Taken> taken = byRequest.get(request);
             if (taken == null) continue;
@@ -491,8 +491,7 @@ public final class RecallService {
             // (CacheStaging), so a copy that lands is held for them from the start; files on disk or being
             // written now were pinned above (registerQueuedFiles)
             Fresh f = fresh.get(request);
-            Instant arrival = now.minusNanos((long) (f.waitedSeconds() * 1e9));
-            engine.submit(request, arrival, first.priority(), first.experiment() == null ? files.get(0).experiment() : first.experiment(), files);
+            engine.submit(request, f.arrival(), first.priority(), first.experiment() == null ? files.get(0).experiment() : first.experiment(), files);
             known.put(request, f.created());
         }
     }
