@@ -256,6 +256,35 @@ class RecallChangesIT {
         sch.library().close();
     }
 
+    /**
+     * A file whose only copies are lost or on a disabled volume fails at intake with the reason, and its request
+     * with it when nothing else is left; a file beside it with a usable copy is queued as usual.
+     */
+    @Test
+    void aFileWithNoUsableCopyFailsAtIntakeWithTheReason() {
+        String tag = UUID.randomUUID().toString().substring(0, 8);
+        long ok = volume("U" + tag), disabled = volume("D" + tag);
+        jdbc.update("UPDATE volume SET state = 'disabled' WHERE id = ?", disabled);
+        long lost = file("/it/" + tag + "/lost"), off = file("/it/" + tag + "/off"), fine = file("/it/" + tag + "/fine", ok);
+        jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes, state) VALUES (?, ?, 0, 'lost')", lost, ok);
+        jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, 0)", off, disabled);
+        UUID both = request(0, lost, off), mixed = request(0, lost, fine);
+        Scheduler sch = scheduler("n-" + tag, props("n-" + tag));
+        sch.service().poll();
+        for (long f : List.of(lost, off)) {
+            Map<String, Object> row = jdbc.queryForMap("SELECT state, error FROM recall_file WHERE file_id = ?", f);
+            assertThat(row.get("state")).isEqualTo("failed");
+            assertThat((String) row.get("error")).contains("no usable tape copy");
+        }
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?", String.class, both)).isEqualTo("failed");
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request_file WHERE request_id = ? AND file_id = ?", String.class,
+                mixed, lost)).isEqualTo("failed");
+        assertThat(jdbc.queryForObject("SELECT state FROM recall_file WHERE file_id = ?", String.class, fine)).isEqualTo("queued");
+        assertThat(sch.service().engine().model().file(fine)).as("queued in the engine").isNotNull();
+        jdbc.update("UPDATE stage_request SET state = 'cancelled' WHERE id = ?", mixed);
+        sch.library().close();
+    }
+
     record Scheduler(VirtualClock clock, SimulatedLibrary library, DiskCache cache, RecallService service) {}
 
     /** A started scheduler on a one-drive simulated library and a cache of its own, on a virtual clock. */

@@ -410,11 +410,14 @@ public final class RecallService {
                   FROM recall_file rf WHERE rf.file_id = x.file_id AND rf.state = 'failed' AND x.state = 'queued'
                    AND x.file_id = ANY(?) AND rf.file_id BETWEEN ? AND ?
                 RETURNING x.file_id""", Long.class, queuedIds, lo, hi);
-        // no usable copy on tape: fail at once with the reason
+        // no usable copy on tape: fail at once with the reason. The ids joined as rows, not matched by = ANY: with a
+        // 10^6-file request's array the planner spent 1.2 s on the array alone and the check took 3.2 s, now 1.2 s
+        // (a sweep's 25,000-id slice 0.23-0.27 s, now 0.08 s; in psql on bench/intake.sh's database)
         List<Long> noCopy = jdbc.queryForList("""
                 UPDATE recall_file rf SET state = 'failed', error = 'no usable tape copy (segment lost or volume unavailable)',
                        updated_at = now()
-                 WHERE rf.state = 'queued' AND rf.file_id = ANY(?) AND rf.file_id BETWEEN ? AND ? AND NOT EXISTS (
+                  FROM unnest(?::bigint[]) AS t(id)
+                 WHERE rf.file_id = t.id AND rf.state = 'queued' AND rf.file_id BETWEEN ? AND ? AND NOT EXISTS (
                        SELECT 1 FROM segment s JOIN volume v ON v.id = s.volume_id
                         WHERE s.file_id = rf.file_id AND s.file_id BETWEEN ? AND ? AND s.state = 'ok' AND v.state = 'available')
                 RETURNING rf.file_id""", Long.class, queuedIds, lo, hi, lo, hi);
