@@ -53,7 +53,7 @@ class LostReplyIT {
     void aReservationWrittenButNotAnsweredIsNotJoinedForEver() {
         String tag = UUID.randomUUID().toString().substring(0, 8);
         DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache"), 10_000_000, "lr-" + tag, new VirtualClock());
-        CacheStaging staging = new CacheStaging(cache, jdbc, 1_000_000, RecallMetrics.NONE);
+        CacheStaging staging = new CacheStaging(cache, jdbc, 1_000_000, RecallMetrics.NONE, ids -> { }); // no requests to pin for
         FileWork f = file("/it/" + tag + "/reserved");
         ReserveResult lost = cache.reserve(f.id(), f.sizeBytes(), "recall L1"); // its reply never arrived
 
@@ -68,7 +68,7 @@ class LostReplyIT {
     void aCommitWrittenButNotAnsweredCountsAsVerified() throws Exception {
         String tag = UUID.randomUUID().toString().substring(0, 8);
         DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache"), 10_000_000, "lc-" + tag, new VirtualClock());
-        CacheStaging staging = new CacheStaging(cache, jdbc, 1_000_000, RecallMetrics.NONE);
+        CacheStaging staging = new CacheStaging(cache, jdbc, 1_000_000, RecallMetrics.NONE, ids -> { }); // no requests to pin for
         FileWork f = file("/it/" + tag + "/committed");
         Staging.Slot slot = staging.reserve("L1", List.of(f)).getFirst();
         long adler = SimulatedContent.writeTo(f.name(), f.sizeBytes(), slot.target());
@@ -82,7 +82,7 @@ class LostReplyIT {
     void aCopyWhoseReservationWasGivenUpUnderItIsLostNotBlamedOnTheTape() throws Exception {
         String tag = UUID.randomUUID().toString().substring(0, 8);
         DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache"), 10_000_000, "lg-" + tag, new VirtualClock());
-        CacheStaging staging = new CacheStaging(cache, jdbc, 1_000_000, RecallMetrics.NONE);
+        CacheStaging staging = new CacheStaging(cache, jdbc, 1_000_000, RecallMetrics.NONE, ids -> { }); // no requests to pin for
         long volume = jdbc.queryForObject("INSERT INTO volume (label) VALUES (?) RETURNING id", Long.class, "G" + tag);
         FileWork f = file("/it/" + tag + "/given-up");
         jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, 0)", f.id(), volume);

@@ -31,10 +31,6 @@ final class CacheStaging implements Staging {
     private final RecallMetrics metrics;
     private final Consumer<List<Long>> pin;
 
-    CacheStaging(DiskCache cache, JdbcTemplate jdbc, long usefulBatchBytes, RecallMetrics metrics) {
-        this(cache, jdbc, usefulBatchBytes, metrics, ids -> { });
-    }
-
     /**
      * @param pin pins files for every request that holds them; called with a read list's files before their
      *            space is reserved, so a copy is held for its requests from before it can be verified (eviction

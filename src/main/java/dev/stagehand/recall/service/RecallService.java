@@ -440,18 +440,10 @@ public final class RecallService {
     }
 
     private void submit(Map<String, Fresh> fresh) {
-        /** A request's file as read, and its usable tape copies (one row each). */
-        final class Taken {
-            final long id; final String name; final long size; final String experiment, dataset, adler32, meta;
-            final List<Copy> copies = new ArrayList<>(2);
-            Taken(long id, String name, long size, String experiment, String dataset, String adler32, String meta) {
-                this.id = id; this.name = name; this.size = size; this.experiment = experiment; this.dataset = dataset;
-                this.adler32 = adler32; this.meta = meta;
-            }
-        }
         record Head(int priority, String experiment) {}
         Map<String, Head> heads = new HashMap<>();
-        Map<String, Map<Long, Taken>> byRequest = new HashMap<>();
+        // per request its files, each with the copies of its rows gathered into its (still mutable) list
+        Map<String, Map<Long, FileSpec>> byRequest = new HashMap<>();
         // a row per usable copy, joined (not a subquery per file: that probed segment and volume once per file,
         // 27 s for a 10^6-file request); a file with no usable copy has no row: it failed above (registerQueuedFiles)
         jdbc.query("""
@@ -471,23 +463,22 @@ public final class RecallService {
             String id = rs.getString("id");
             if (!heads.containsKey(id)) heads.put(id, new Head(rs.getInt("priority"), rs.getString("experiment")));
             long fid = rs.getLong("fid");
-            Map<Long, Taken> files = byRequest.computeIfAbsent(id, k -> new LinkedHashMap<>());
-            Taken t = files.get(fid);
-            if (t == null) {
+            Map<Long, FileSpec> files = byRequest.computeIfAbsent(id, k -> new LinkedHashMap<>());
+            FileSpec f = files.get(fid);
+            if (f == null) { // its first row
                 String adler = rs.getString("adler32");
-                t = new Taken(fid, rs.getString("name"), rs.getLong("size_bytes"), rs.getString("fexp"),
+                f = new FileSpec(fid, rs.getString("name"), rs.getLong("size_bytes"), new ArrayList<>(2), rs.getString("fexp"),
                         rs.getString("dataset"), adler == null ? null : adler.trim(), rs.getString("meta"));
-                files.put(fid, t);
+                files.put(fid, f);
             }
-            t.copies.add(new Copy(rs.getString("label"), rs.getLong("offset_bytes")));
+            f.copies().add(new Copy(rs.getString("label"), rs.getLong("offset_bytes")));
         }, (Object) fresh.keySet().toArray(String[]::new));
         for (String request : fresh.keySet()) { // in creation order (freshRequests)
-            Map<Long, Taken> taken = byRequest.get(request);
+            Map<Long, FileSpec> taken = byRequest.get(request);
             if (taken == null) continue;
-            List<FileSpec> files = new ArrayList<>(taken.size());
-            for (Taken t : taken.values()) {
-                if (t.copies.size() > 1) t.copies.sort(java.util.Comparator.comparing(Copy::volume)); // as before: by label
-                files.add(new FileSpec(t.id, t.name, t.size, List.copyOf(t.copies), t.experiment, t.dataset, t.adler32, t.meta));
+            List<FileSpec> files = new ArrayList<>(taken.values());
+            for (FileSpec spec : files) {
+                if (spec.copies().size() > 1) spec.copies().sort(java.util.Comparator.comparing(Copy::volume)); // as before: by label
             }
             Head first = heads.get(request);
             // no pins here: a file is pinned for its requests before its read list reserves its space
