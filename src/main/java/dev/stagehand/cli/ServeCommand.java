@@ -21,7 +21,11 @@ final class ServeCommand implements Callable<Integer> {
     public Integer call() {
         SpringApplication app = new SpringApplication(StagehandApplication.class);
         app.addListeners(new ServingUrlPrinter(System.out));
-        app.run(springArgs.toArray(String[]::new));
+        try {
+            app.run(springArgs.toArray(String[]::new));
+        } catch (RuntimeException e) {
+            return 1; // Spring Boot has reported it (the failure analysis, or the stack trace): not printed again
+        }
         return 0; // the web server's non-daemon threads keep the JVM alive
     }
 }

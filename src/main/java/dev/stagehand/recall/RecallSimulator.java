@@ -1,5 +1,6 @@
 package dev.stagehand.recall;
 
+import dev.stagehand.platform.SettingNames;
 import dev.stagehand.recall.scheduler.SchedulerConfig;
 import dev.stagehand.recall.simulation.SimulationRun;
 import dev.stagehand.recall.simulation.Workload;
@@ -8,6 +9,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
+import java.util.List;
 import java.util.Properties;
 import java.util.function.Consumer;
 import org.springframework.beans.factory.config.YamlPropertiesFactoryBean;
@@ -66,7 +68,13 @@ public final class RecallSimulator {
             } catch (RuntimeException e) { // a YAML syntax error
                 throw new IllegalArgumentException(yaml + ": not valid YAML: " + e.getMessage(), e);
             }
-            Binder binder = new Binder(new MapConfigurationPropertySource(props == null ? new Properties() : props));
+            if (props == null) props = new Properties();
+            // a misspelt key would leave its default in force unnoticed, as the service refuses at start-up
+            SettingNames names = SettingNames.scan();
+            List<String> unknown = props.stringPropertyNames().stream().filter(k -> k.startsWith("stagehand."))
+                    .sorted().flatMap(k -> names.problem(k).stream()).toList();
+            if (!unknown.isEmpty()) throw new IllegalArgumentException(yaml + ": " + String.join("; ", unknown));
+            Binder binder = new Binder(new MapConfigurationPropertySource(props));
             try {
                 RecallProperties recall = binder.bindOrCreate("stagehand.recall", RecallProperties.class);
                 TapeModel model = binder.bindOrCreate("stagehand.tape.sim.model", TapeModel.class);

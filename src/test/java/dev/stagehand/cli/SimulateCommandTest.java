@@ -103,7 +103,9 @@ class SimulateCommandTest {
         Files.writeString(badPolicy, "stagehand:\n  recall:\n    policy: lifo\n");
         Path notYaml = tmp.resolve("not.yml");
         Files.writeString(notYaml, "stagehand: [unclosed\n");
-        for (Path c : new Path[] {badValue, badPolicy, notYaml, tmp.resolve("missing.yml")}) {
+        Path misspelt = tmp.resolve("misspelt.yml"); // would leave the default aging limit in force unnoticed
+        Files.writeString(misspelt, "stagehand:\n  recall:\n    aging-limt: 1h\n");
+        for (Path c : new Path[] {badValue, badPolicy, notYaml, misspelt, tmp.resolve("missing.yml")}) {
             PrintStream old = System.err;
             ByteArrayOutputStream err = new ByteArrayOutputStream();
             System.setErr(new PrintStream(err, true));
@@ -113,6 +115,7 @@ class SimulateCommandTest {
                 System.setErr(old);
             }
             assertThat(err.toString()).startsWith("simulate: ").contains(c.getFileName().toString());
+            if (c == misspelt) assertThat(err.toString()).contains("unknown setting stagehand.recall.aging-limt", "aging-limit");
         }
     }
 
