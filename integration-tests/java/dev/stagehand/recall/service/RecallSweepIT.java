@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.ItDb;
 import dev.stagehand.cache.DiskCache;
+import dev.stagehand.cache.ReserveResult;
 import dev.stagehand.cache.Reservation;
 import dev.stagehand.platform.VirtualClock;
 import dev.stagehand.recall.scheduler.FileWork;
@@ -11,6 +12,8 @@ import dev.stagehand.tape.SimulatedContent;
 import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeModel;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -88,6 +91,48 @@ class RecallSweepIT {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM stage_request_file WHERE request_id = ? AND state = 'queued'",
                 Integer.class, request)).isEqualTo(2);
         assertThat(lib.stats().mounts()).as("nothing mounted").isZero();
+        lib.close();
+    }
+
+    /**
+     * A file answered from the cache was used: once its requests release it, copies nobody asked for since go
+     * before it (least recently used first), not the copy that was verified earliest.
+     */
+    @Test
+    void aFileAnsweredFromTheCacheCountsAsUsedForEviction() throws Exception {
+        jdbc.update("DELETE FROM stage_request"); // the database is this class's own: what earlier runs left queued
+        String tag = UUID.randomUUID().toString().substring(0, 8);
+        long volume = jdbc.queryForObject("INSERT INTO volume (label) VALUES (?) RETURNING id", Long.class, "H" + tag);
+        long size = 1_000_000;
+        long[] files = new long[3];
+        for (int i = 0; i < files.length; i++) {
+            files[i] = ItDb.simulatedFile(jdbc, "/it/" + tag + "/h" + i, size);
+            jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, ?)", files[i], volume, i * size);
+        }
+        VirtualClock clock = new VirtualClock();
+        SimulatedLibrary lib = SimulatedLibrary.builder(clock).name("h").drives(1).accessors(1).root(tmp.resolve("lib")).build();
+        DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache"), 2 * size, "h-" + tag, clock);
+        for (int i = 0; i < 2; i++) { // h0 then h1 staged: the cache is full
+            Reservation r = cache.reserve(files[i], size, "recall earlier").reservation();
+            long adler = SimulatedContent.writeTo("/it/" + tag + "/h" + i, size, r.path());
+            assertThat(cache.commit(r, String.format("%08x", adler)).verified()).isTrue();
+            clock.advance(Duration.ofMinutes(1));
+        }
+        clock.advance(Duration.ofHours(1));
+        UUID request = UUID.randomUUID();
+        jdbc.update("INSERT INTO stage_request (id, owner, experiment, file_count) VALUES (?, 'it', 'atlas', 1)", request);
+        jdbc.update("INSERT INTO stage_request_file (request_id, file_id, ordinal) VALUES (?, ?, 1)", request, files[0]);
+        RecallService s = new RecallService(jdbc, lib, clock, TapeModel.lto9(), RecallChangesIT.props("h-" + tag), cache);
+        s.start();
+        s.poll();
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request_file WHERE file_id = ?", String.class, files[0])).isEqualTo("on_disk");
+        cache.releaseAll(request.toString()); // delivered
+
+        ReserveResult third = cache.reserve(files[2], size, "recall now");
+        assertThat(third.reserved()).isTrue();
+        assertThat(cache.lookup(List.of(files[0], files[1])).keySet()).as("h1, unused since it was staged, is evicted")
+                .containsExactly(files[0]);
+        s.stop();
         lib.close();
     }
 }

@@ -447,9 +447,14 @@ public class DiskCache {
         return lookupIn(fileIds.stream().distinct().toArray(Long[]::new));
     }
 
-    /** Records an access (movers reading a copy): recently used copies are evicted last. */
+    /** Records an access (a request answered from the cache, movers reading a copy): recently used copies are evicted last. */
     public void touch(Collection<Long> fileIds) {
-        if (!fileIds.isEmpty()) touchAt(fileIds, clock.instant());
+        if (fileIds.isEmpty()) return;
+        // its row locks are taken in no set order: a pin of the same copies may deadlock with it and win
+        inTransaction(() -> {
+            touchAt(fileIds, clock.instant());
+            return null;
+        });
     }
 
     // ---------------------------------------------------------------------------------------------------

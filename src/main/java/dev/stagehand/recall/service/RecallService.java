@@ -375,6 +375,7 @@ public final class RecallService {
         List<Long> onDisk = List.of();
         if (!cached.isEmpty()) {
             Long[] ids = cached.toArray(Long[]::new);
+            cache.touch(cached); // a hit is a use: evicted least recently used first, not in the order it was staged
             pin(cached, null);
             onDisk = jdbc.queryForList("""
                     UPDATE stage_request_file x SET state = 'on_disk', finished_at = now(), started_at = coalesce(started_at, now())
