@@ -3,6 +3,8 @@ package dev.stagehand.recall.service;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.ItDb;
+import dev.stagehand.cache.CacheEntry;
+import dev.stagehand.cache.CacheProperties;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.cache.ReserveResult;
 import dev.stagehand.cache.Reservation;
@@ -13,7 +15,14 @@ import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeModel;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.Collection;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -22,6 +31,7 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.util.unit.DataSize;
 
 /**
  * The once-a-minute sweep walks the queue a slice a round (the whole queue at once held the intake thread, and
@@ -132,6 +142,67 @@ class RecallSweepIT {
         assertThat(third.reserved()).isTrue();
         assertThat(cache.lookup(List.of(files[0], files[1])).keySet()).as("h1, unused since it was staged, is evicted")
                 .containsExactly(files[0]);
+        s.stop();
+        lib.close();
+    }
+
+    /**
+     * A cached file another instance evicts between the intake's look at the cache and the pin for its request is
+     * not answered as on disk: its bytes are gone, and with a destination it would wait for ever for its hand-off.
+     */
+    @Test
+    void aCopyEvictedBetweenTheLookupAndThePinIsNotAnsweredAsOnDisk() throws Exception {
+        jdbc.update("DELETE FROM stage_request"); // the database is this class's own: what earlier runs left queued
+        String tag = UUID.randomUUID().toString().substring(0, 8);
+        long volume = jdbc.queryForObject("INSERT INTO volume (label) VALUES (?) RETURNING id", Long.class, "E" + tag);
+        long size = 1_000_000;
+        long[] files = new long[3];
+        for (int i = 0; i < files.length; i++) {
+            files[i] = ItDb.simulatedFile(jdbc, "/it/" + tag + "/e" + i, size);
+            jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, ?)", files[i], volume, i * size);
+        }
+        VirtualClock clock = new VirtualClock();
+        Clock c = new Clock() {
+            @Override public ZoneId getZone() { return ZoneOffset.UTC; }
+            @Override public Clock withZone(ZoneId zone) { return this; }
+            @Override public Instant instant() { return clock.now(); }
+        };
+        Path dir = tmp.resolve("cache");
+        // another instance sharing the directory: it needs room right after this one looked the file up
+        DiskCache other = TestCaches.cache(db, tx, dir, 2 * size, "e2-" + tag, clock);
+        AtomicBoolean armed = new AtomicBoolean();
+        DiskCache cache = new DiskCache(db, tx, new CacheProperties(
+                List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(2 * size))), "e-" + tag), c, null) {
+            @Override
+            public Map<Long, CacheEntry> lookup(Collection<Long> fileIds) {
+                Map<Long, CacheEntry> found = super.lookup(fileIds);
+                if (found.containsKey(files[0]) && armed.compareAndSet(true, false)) {
+                    assertThat(other.reserve(files[2], size, "recall elsewhere").reserved()).isTrue();
+                }
+                return found;
+            }
+        };
+        cache.start();
+        for (int i = 0; i < 2; i++) { // e0 then e1 staged: the cache is full, e0 the least recently used
+            Reservation r = cache.reserve(files[i], size, "recall earlier").reservation();
+            long adler = SimulatedContent.writeTo("/it/" + tag + "/e" + i, size, r.path());
+            assertThat(cache.commit(r, String.format("%08x", adler)).verified()).isTrue();
+            clock.advance(Duration.ofMinutes(1));
+        }
+        UUID request = UUID.randomUUID();
+        jdbc.update("INSERT INTO stage_request (id, owner, experiment, file_count) VALUES (?, 'it', 'atlas', 1)", request);
+        jdbc.update("INSERT INTO stage_request_file (request_id, file_id, ordinal) VALUES (?, ?, 1)", request, files[0]);
+        SimulatedLibrary lib = SimulatedLibrary.builder(clock).name("e").drives(1).accessors(1).root(tmp.resolve("lib")).build();
+        RecallService s = new RecallService(jdbc, lib, clock, TapeModel.lto9(), RecallChangesIT.props("e-" + tag), cache);
+        s.start();
+        armed.set(true);
+        s.poll();
+        assertThat(armed).as("the other instance took the room after the lookup").isFalse();
+        assertThat(cache.lookup(List.of(files[0]))).as("e0 was evicted").isEmpty();
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request_file WHERE file_id = ?", String.class, files[0]))
+                .isNotEqualTo("on_disk");
+        assertThat(jdbc.queryForObject("SELECT state FROM recall_file WHERE file_id = ?", String.class, files[0]))
+                .isNotEqualTo("on_disk");
         s.stop();
         lib.close();
     }

@@ -374,9 +374,14 @@ public final class RecallService {
         pin(inFlight, null);
         List<Long> onDisk = List.of();
         if (!cached.isEmpty()) {
-            Long[] ids = cached.toArray(Long[]::new);
             cache.touch(cached); // a hit is a use: evicted least recently used first, not in the order it was staged
             pin(cached, null);
+            // looked up again once pinned: a copy evicted between the lookup and the pin is gone (read again)
+            Map<Long, CacheEntry> held = cache.lookup(cached);
+            cached.removeIf(id -> held.get(id) == null || !held.get(id).cached());
+        }
+        if (!cached.isEmpty()) {
+            Long[] ids = cached.toArray(Long[]::new);
             onDisk = jdbc.queryForList("""
                     UPDATE stage_request_file x SET state = 'on_disk', finished_at = now(), started_at = coalesce(started_at, now())
                      WHERE x.file_id = ANY(?) AND x.state = 'queued' RETURNING x.file_id""", Long.class, (Object) ids);
