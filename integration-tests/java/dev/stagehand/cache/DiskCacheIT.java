@@ -357,6 +357,21 @@ class DiskCacheIT {
     }
 
     @Test
+    void aCopyOfAnotherSizeThanTheCatalogsIsRefusedEvenWhenItsReservationAskedForThatSize() throws Exception {
+        DiskCache cache = cache("n", tmp.resolve("c"), 10_000);
+        long f = catalogFile(1000, null); // no checksum known yet: the first copy's would be recorded
+        Reservation r = cache.reserve(f, 600, "a caller with a stale size").reservation();
+        String sum = write(r.path(), bytes(600, 5));
+        CommitResult c = cache.commit(r, sum);
+        assertThat(c.outcome()).isEqualTo(CommitResult.Outcome.CORRUPT);
+        assertThat(c.reason()).contains("size on disk 600").contains("1000");
+        assertThat(cache.lookup(List.of(f))).isEmpty();
+        assertThat(db.sql("SELECT adler32 IS NULL FROM file WHERE id = :f").param("f", f).query(Boolean.class).single())
+                .as("the truncated copy's checksum is not recorded in the catalog").isTrue();
+        assertThat(cache.usage().getFirst().reservedBytes()).isZero();
+    }
+
+    @Test
     void abortReturnsSpaceAndDeletesThePartialFile() throws Exception {
         DiskCache cache = cache("n", tmp.resolve("c"), 1000);
         long f = catalogFile(1000, null);

@@ -318,7 +318,7 @@ public class DiskCache {
     }
 
     /**
-     * Ends a write: the copy becomes cached only if its size on disk is the reserved size and its Adler32
+     * Ends a write: the copy becomes cached only if its size on disk is the reserved and the catalog's size and its Adler32
      * matches the catalog's (if the catalog has none, the measured one is recorded there). Otherwise the
      * copy is deleted, its space returned, and {@code CORRUPT} says why; it was never visible as cached.
      *
@@ -339,13 +339,19 @@ public class DiskCache {
             boolean open = db.sql("SELECT 1 FROM cache_file WHERE id = :c AND state IN ('reserved', 'writing') FOR UPDATE")
                     .param("c", r.copyId()).query(Integer.class).optional().isPresent();
             if (!open) return unknown(r, measured);
-            String expected = db.sql("SELECT adler32 FROM file WHERE id = :f FOR NO KEY UPDATE").param("f", r.fileId())
-                    .query(String.class).optional().orElse(null);
+            record Catalogued(String adler32, long size) {}
+            Catalogued cat = db.sql("SELECT adler32, size_bytes FROM file WHERE id = :f FOR NO KEY UPDATE").param("f", r.fileId())
+                    .query((rs, n) -> new Catalogued(rs.getString(1), rs.getLong(2))).optional().orElse(null);
+            String expected = cat == null ? null : cat.adler32();
             String reason = null;
             CommitResult.Outcome outcome;
             if (onDisk != r.sizeBytes()) {
                 reason = onDisk < 0 ? "copy missing on disk at " + r.path()
                         : "size on disk " + onDisk + " bytes, expected " + r.sizeBytes();
+                outcome = CommitResult.Outcome.CORRUPT;
+            } else if (cat != null && onDisk != cat.size()) {
+                // the reservation's size is the caller's: a wrong one must not verify a short copy (nor record its sum)
+                reason = "size on disk " + onDisk + " bytes, catalog " + cat.size();
                 outcome = CommitResult.Outcome.CORRUPT;
             } else if (expected == null) {
                 db.sql("UPDATE file SET adler32 = :a WHERE id = :f").param("a", measured).param("f", r.fileId()).update();
