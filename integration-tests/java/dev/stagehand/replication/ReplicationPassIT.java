@@ -337,4 +337,26 @@ class ReplicationPassIT {
         jdbc.update("UPDATE replica SET waiting_for = 'something else' WHERE file_id IN " + replica);
         assertThat(jdbc.queryForObject(marked, Long.class, dataset)).isEqualTo(1);
     }
+
+    /**
+     * A new rule at a site that already holds part of its dataset (the rule picks such sites first) is
+     * REPLICATING, not STUCK: the clock starts when the site is first wanted, not at the old copies' done time.
+     */
+    @Test
+    void aNewRuleAtASiteHoldingOldCopiesIsReplicatingNotStuck() throws Exception {
+        site("O-" + tag);
+        siteWithoutEndpoint("P-" + tag);
+        String ds = "partial-" + tag;
+        List<String> files = dataset(ds, 3, "O-" + tag);
+        rules.register("P-" + tag, List.of(files.get(0))); // the site's own copy, registered two days ago
+        jdbc.update("UPDATE replica SET done_at = now() - interval '2 days' WHERE site_id = (SELECT id FROM site WHERE name = ?)", "P-" + tag);
+        rule(ds, "P-" + tag);
+        engine.pass();
+        engine.recomputeStatus();
+        assertThat(rules.completeness(ds)).singleElement().satisfies(c -> {
+            assertThat(c.filesDone()).isEqualTo(1);
+            assertThat(c.filesTotal()).isEqualTo(3);
+            assertThat(c.state()).as(c.reason()).isEqualTo("REPLICATING");
+        });
+    }
 }

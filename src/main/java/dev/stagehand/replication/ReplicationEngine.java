@@ -865,7 +865,6 @@ public class ReplicationEngine implements SmartLifecycle {
                            count(*) FILTER (WHERE r.state = 'failed') AS failed,
                            sum(f.size_bytes) AS bytes_total,
                            coalesce(sum(f.size_bytes) FILTER (WHERE r.state IN ('done', 'verified')), 0) AS bytes_done,
-                           max(r.done_at) AS last_done,
                            (array_agg(coalesce(r.last_error, r.waiting_for) ORDER BY r.updated_at DESC)
                                 FILTER (WHERE r.state NOT IN ('done', 'verified') AND coalesce(r.last_error, r.waiting_for) IS NOT NULL))[1] AS reason
                       FROM want w JOIN replica r ON r.file_id = w.file_id AND r.site_id = w.site_id JOIN file f ON f.id = w.file_id
@@ -873,7 +872,9 @@ public class ReplicationEngine implements SmartLifecycle {
                 INSERT INTO dataset_site_status AS s (dataset_id, site_id, files_total, files_done, files_verified, files_failed,
                                                      bytes_total, bytes_done, state, reason, last_progress_at, updated_at)
                 SELECT dataset_id, site_id, total, done, verified, failed, bytes_total, bytes_done,
-                       CASE WHEN done = total THEN 'OK' ELSE 'REPLICATING' END, reason, coalesce(last_done, now()), now()
+                       -- the clock starts when the site is first wanted: copies it held before (registered, or
+                       -- made for an earlier rule) are no progress of this work, and their age made it STUCK at once
+                       CASE WHEN done = total THEN 'OK' ELSE 'REPLICATING' END, reason, now(), now()
                   FROM agg
                 ON CONFLICT (dataset_id, site_id) DO UPDATE SET
                        files_total = EXCLUDED.files_total, files_done = EXCLUDED.files_done,
