@@ -359,4 +359,31 @@ class ReplicationPassIT {
             assertThat(c.state()).as(c.reason()).isEqualTo("REPLICATING");
         });
     }
+
+    /**
+     * A replica staging from tape whose recall request is gone (deleted through the WLCG API, which forgets its
+     * files) counts a failed attempt and is made again, rather than staying staging for ever.
+     */
+    @Test
+    void aReplicaWhoseRecallRequestWasDeletedIsMadeAgain() throws Exception {
+        site("O-" + tag);
+        siteWithoutEndpoint("G-" + tag);
+        String ds = "recallgone-" + tag;
+        dataset(ds, 1, "O-" + tag);
+        rule(ds, "G-" + tag);
+        engine.pass();
+        // as stage() leaves it, for a request since deleted (no stage_request_file row, no transfer)
+        jdbc.update("""
+                UPDATE replica SET state = 'staging', source = 'tape', stage_request_id = ?, waiting_for = NULL
+                 WHERE site_id = (SELECT id FROM site WHERE name = ?)""", UUID.randomUUID(), "G-" + tag);
+        engine.sweepAtNextPass();
+        engine.pass();
+        List<Map<String, Object>> rows = jdbc.queryForList("""
+                SELECT r.state, r.attempts, r.last_error FROM replica r JOIN site s ON s.id = r.site_id WHERE s.name = ?""", "G-" + tag);
+        assertThat(rows).singleElement().satisfies(r -> {
+            assertThat(r.get("state")).isEqualTo("pending");
+            assertThat(r.get("attempts")).isEqualTo(1);
+            assertThat(r.get("last_error")).asString().contains("recall request");
+        });
+    }
 }

@@ -427,6 +427,14 @@ public class ReplicationEngine implements SmartLifecycle {
                   AND x.state IN ('failed', 'cancelled')""" + (sweep ? ""
                         : " AND ((x.state = 'failed' AND x.finished_at >= ?) OR (x.state = 'cancelled' AND x.finished_at >= ?))"),
                 "'recall ' || x.state || coalesce(': ' || x.error, '')", sweep ? since : new Object[] {since[0], since[0]}));
+        if (sweep) {
+            // a recall request deleted (the WLCG API forgets its files) ends no file: without this its replicas
+            // stayed staging for ever (one whose transfer was queued moved to transferring above)
+            failed.addAll(fail("""
+                    WHERE r.state = 'staging' AND NOT EXISTS (
+                        SELECT 1 FROM stage_request_file x WHERE x.request_id = r.stage_request_id AND x.file_id = r.file_id)""",
+                    "'recall request ' || coalesce(r.stage_request_id::text, '') || ' is gone'"));
+        }
         trackedTo = start.minus(LATE_COMMIT);
         if (sweep) lastSweep = now;
         if (failed.stream().anyMatch(f -> f.error().contains("(NO_SUCH_PATH)"))) {
