@@ -386,4 +386,32 @@ class ReplicationPassIT {
             assertThat(r.get("last_error")).asString().contains("recall request");
         });
     }
+
+    /**
+     * A copy whose deletion must wait (here: its site has no endpoint) goes back to the state it had: a done copy
+     * whose checksum was never compared with the catalog's (the catalog has none) is not made verified.
+     */
+    @Test
+    void aCopyWhoseDeletionWaitsIsNotMadeVerified() throws Exception {
+        site("O-" + tag);
+        siteWithoutEndpoint("D-" + tag);
+        long ds = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, "unverified-" + tag);
+        String name = "/pass/unverified-" + tag + "/f";
+        long file = jdbc.queryForObject("INSERT INTO file (name, size_bytes, dataset_id, experiment) VALUES (?, 1000, ?, 'phenix') RETURNING id",
+                Long.class, name, ds);
+        rules.register("O-" + tag, List.of(name)); // another copy: this one is not the last
+        // made by a rule since deleted, two days ago: the mover reported an Adler32, the catalog has none to compare
+        jdbc.update("""
+                INSERT INTO replica (file_id, site_id, state, source, adler32, done_at, unwanted_since)
+                SELECT ?, id, 'done', ?, '0000000a', now() - interval '2 days', now() - interval '2 days' FROM site WHERE name = ?""",
+                file, "O-" + tag, "D-" + tag);
+        ReplicationEngine other = new ReplicationEngine(jdbc, tx, transferQueue, stageRequests, mover, localSource, props);
+        other.takeLead();
+        assertThat(other.pass().led()).isTrue(); // its first pass looks for copies to delete
+        Map<String, Object> row = jdbc.queryForMap("""
+                SELECT r.state, r.last_error FROM replica r JOIN site s ON s.id = r.site_id WHERE s.name = ? AND r.file_id = ?""",
+                "D-" + tag, file);
+        assertThat(row.get("last_error")).asString().contains("deletion waits");
+        assertThat(row.get("state")).isEqualTo("done");
+    }
 }

@@ -776,10 +776,14 @@ public class ReplicationEngine implements SmartLifecycle {
         return deleted;
     }
 
-    /** A copy whose deletion failed stays as it was and is tried again after the retry backoff. */
+    /**
+     * A copy whose deletion failed stays as it was and is tried again after the retry backoff: verified only when
+     * its Adler32 is the catalog's (a done copy may carry the mover's Adler32 with none in the catalog to compare).
+     */
     private void keepForNow(long file, long site, String reason) {
         jdbc.update("""
-                UPDATE replica SET state = CASE WHEN adler32 IS NULL THEN 'done' ELSE 'verified' END, last_error = ?,
+                UPDATE replica r SET state = CASE WHEN r.adler32 = (SELECT f.adler32 FROM file f WHERE f.id = r.file_id)
+                                                  THEN 'verified' ELSE 'done' END, last_error = ?,
                        next_attempt_at = now() + make_interval(secs => ?), updated_at = now()
                  WHERE file_id = ? AND site_id = ? AND state = 'deleting'""",
                 reason, props.retryBackoff().toMillis() / 1000.0, file, site);
