@@ -62,12 +62,16 @@ public class ReplicationSchedules {
 
     /** Refuses a malformed Quartz cron expression (seconds minutes hours day-of-month month day-of-week [year]). */
     static void checkCron(String cron) {
+        CronExpression parsed;
         try {
-            CronExpression.validateExpression(cron.strip());
+            parsed = new CronExpression(cron.strip());
         } catch (java.text.ParseException | RuntimeException e) {
             throw ReplicationRejected.invalid("schedule", "not a Quartz cron expression (e.g. '0 0 2 * * ?' for 02:00 daily): "
                     + e.getMessage());
         }
+        // well-formed but no such time ahead (30 February, a past year): Quartz refuses to schedule it
+        if (parsed.getNextValidTimeAfter(new java.util.Date()) == null)
+            throw ReplicationRejected.invalid("schedule", "'" + cron.strip() + "' never fires: no such date and time ahead");
     }
 
     private Scheduler quartz() {
