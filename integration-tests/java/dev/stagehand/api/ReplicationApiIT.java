@@ -59,6 +59,10 @@ class ReplicationApiIT {
         // well-formed but out of range: refused, not a 500 from Quartz or the database, nor cut to a valid value
         assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"tier=1\", \"schedule\": \"0 0 0 30 2 ?\"}"),
                 400, "schedule", "never fires");
+        assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"tier=1\", \"copies\": -4294967295}"),
+                400, "copies", "between 1 and 100");
+        assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"tier=1\", \"lifetime\": \"P1000000000D\"}"),
+                400, "lifetime", "at most");
         assertThat(jdbc.queryForObject("SELECT count(*) FROM replication_rule r JOIN dataset d ON d.id = r.dataset_id WHERE d.name = ?",
                 Long.class, ds)).as("refused calls store nothing").isZero();
 

@@ -55,6 +55,8 @@ public class ReplicationRules {
     /** Outcome of declaring replicas lost or bad: how many will be made again, and names not known at the site. */
     public record Declared(int recreating, int dropped, List<String> unknown) {}
 
+    static final Duration MAX_LIFETIME = Duration.ofDays(36_500);
+
     private static final Pattern WORD = Pattern.compile("[A-Za-z0-9_.:+-]{1,64}");
 
     private final JdbcTemplate jdbc;
@@ -79,6 +81,9 @@ public class ReplicationRules {
         if (r.source() != null) parse("source", r.source());
         if (r.lifetime() != null && (r.lifetime().isNegative() || r.lifetime().isZero()))
             throw ReplicationRejected.invalid("lifetime", "must be positive");
+        // the database's timestamps end in 294276 AD: a longer one failed there (a 500)
+        if (r.lifetime() != null && r.lifetime().compareTo(MAX_LIFETIME) > 0)
+            throw ReplicationRejected.invalid("lifetime", "must be at most 100 years (P36500D)");
         if (r.schedule() != null) ReplicationSchedules.checkCron(r.schedule());
         String owner = r.owner() == null ? "anonymous" : r.owner();
         List<Long> dataset = jdbc.queryForList("SELECT id FROM dataset WHERE name = ?", Long.class, r.dataset());

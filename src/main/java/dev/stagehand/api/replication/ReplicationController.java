@@ -118,7 +118,7 @@ public class ReplicationController {
             }
         }
         visible(b.string("dataset", true));
-        Rule r = rules.create(new NewRule(b.string("dataset", true), copies == null ? 1 : (int) Math.min(Integer.MAX_VALUE, copies),
+        Rule r = rules.create(new NewRule(b.string("dataset", true), copies == null ? 1 : (int) Math.clamp(copies, Integer.MIN_VALUE, Integer.MAX_VALUE),
                 b.string("sites", true), b.string("source", false), life, b.string("schedule", false), owner));
         return ResponseEntity.created(URI.create("/api/v1/replication/rules/" + r.id())).body(r);
     }
