@@ -47,5 +47,12 @@ public record ReplicationProperties(@DefaultValue("true") boolean enabled, @Defa
      * @param settlePoll how often a running scheduled run looks whether its replicas settled
      */
     public record Schedule(@DefaultValue("UTC") String timeZone, @DefaultValue("12h") Duration maxRunTime,
-                           @DefaultValue("2s") Duration settlePoll) {}
+                           @DefaultValue("2s") Duration settlePoll) {
+
+        public Schedule {
+            // TimeZone.getTimeZone, which the triggers are built with, reads an unknown id as GMT without a word
+            if (!"GMT".equals(timeZone) && java.util.TimeZone.getTimeZone(timeZone).getID().equals("GMT"))
+                throw new IllegalArgumentException("stagehand.replication.schedule.time-zone: unknown time zone '" + timeZone + "'");
+        }
+    }
 }
