@@ -414,4 +414,30 @@ class ReplicationPassIT {
         assertThat(row.get("last_error")).asString().contains("deletion waits");
         assertThat(row.get("state")).isEqualTo("done");
     }
+
+    /**
+     * A copy no rule wants is kept when the file's only tape copy is on a volume that cannot be read (marked
+     * broken, or disabled): that copy is not one to fall back on, and deleting the site's would lose the file.
+     */
+    @Test
+    void theLastCopyOfAFileWhoseTapeCannotBeReadIsNotDeleted() throws Exception {
+        siteWithoutEndpoint("K-" + tag);
+        long ds = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, "broken-" + tag);
+        long volume = jdbc.queryForObject("INSERT INTO volume (label, state) VALUES (?, 'broken') RETURNING id", Long.class, "K" + tag);
+        long file = jdbc.queryForObject("""
+                INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, 1000, '0000000a', ?, 'phenix') RETURNING id""",
+                Long.class, "/pass/broken-" + tag + "/f", ds);
+        jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, 0)", file, volume);
+        // made by a rule since deleted, and unwanted for two days: past the deletion grace
+        jdbc.update("""
+                INSERT INTO replica (file_id, site_id, state, source, adler32, done_at, unwanted_since)
+                SELECT ?, id, 'verified', 'local', '0000000a', now() - interval '2 days', now() - interval '2 days' FROM site WHERE name = ?""",
+                file, "K-" + tag);
+        ReplicationEngine other = new ReplicationEngine(jdbc, tx, transferQueue, stageRequests, mover, localSource, props);
+        other.takeLead();
+        assertThat(other.pass().led()).isTrue(); // its first pass looks for copies to delete
+        Map<String, Object> row = jdbc.queryForMap("SELECT state, last_error FROM replica WHERE file_id = ?", file);
+        assertThat(row.get("last_error")).as("not taken for deletion").isNull();
+        assertThat(row.get("state")).isEqualTo("verified");
+    }
 }

@@ -678,11 +678,11 @@ public class ReplicationEngine implements SmartLifecycle {
      * Deletes the copies no rule wants any more, as Rucio's reaper does: a done or verified replica no active
      * rule has wanted for {@code deletion.grace} (its rules expired or were deleted) is deleted at its site.
      * Only copies replication made are deleted: those registered as already at a site (origins) stay. Kept too:
-     * the file's last copy outside tape (no good tape segment and no other verified replica that a rule
-     * wants), and a copy some transfer is reading from. A copy is marked {@code deleting} before the site is
-     * asked, so no transfer starts from it meanwhile; if a rule comes to want it before the row goes, it is
-     * made again (pending). A mark left behind (a crash or a database error mid-deletion) does not stay: a rule
-     * wanting the copy makes it pending at the next look, otherwise it is deleted again after
+     * the file's last copy outside tape (no good tape segment on an available volume and no other verified
+     * replica that a rule wants), and a copy some transfer is reading from. A copy is marked {@code deleting}
+     * before the site is asked, so no transfer starts from it meanwhile; if a rule comes to want it before the
+     * row goes, it is made again (pending). A mark left behind (a crash or a database error mid-deletion) does
+     * not stay: a rule wanting the copy makes it pending at the next look, otherwise it is deleted again after
      * {@link #DELETING_LAPSES} (already gone at the site counts as deleted). Returns how many copies were deleted.
      */
     private int reap() {
@@ -725,7 +725,10 @@ public class ReplicationEngine implements SmartLifecycle {
                        SELECT c.file_id, c.site_id FROM replica c
                         WHERE c.state IN ('done', 'verified') AND c.unwanted_since <= now() - make_interval(secs => ?)
                           AND (c.next_attempt_at IS NULL OR c.next_attempt_at <= now())
-                          AND (EXISTS (SELECT 1 FROM segment g WHERE g.file_id = c.file_id AND g.state = 'ok')
+                          -- a tape copy to fall back on is one that can be read: on a broken or disabled
+                          -- volume it is not, and deleting this copy could lose the file
+                          AND (EXISTS (SELECT 1 FROM segment g JOIN volume v ON v.id = g.volume_id
+                                        WHERE g.file_id = c.file_id AND g.state = 'ok' AND v.state = 'available')
                                OR EXISTS (SELECT 1 FROM replica o WHERE o.file_id = c.file_id AND o.site_id <> c.site_id
                                              AND o.state = 'verified' AND o.unwanted_since IS NULL))
                           AND NOT EXISTS (SELECT 1 FROM replica t JOIN site s ON s.name = t.source
