@@ -258,6 +258,52 @@ class DiskCacheIT {
     }
 
     @Test
+    void pinsOfFilesStillNeededAreRenewedWhenDueAndPutBackWhenGoneWithoutLockingTheOthers() throws Exception {
+        DiskCache cache = cache("n", tmp.resolve("c"), 300);
+        long due = staged(cache, 100);
+        long fresh = staged(cache, 100);
+        long gone = staged(cache, 100);
+        cache.pin(List.of(due), "req", Duration.ofHours(1));
+        clock.advance(Duration.ofMinutes(40)); // due's pin: 20 min left of 1 h, under half
+        cache.pin(List.of(fresh), "req", Duration.ofHours(1));
+        Instant freshExpiry = cache.pins(fresh).get("req");
+        Duration hour = Duration.ofHours(1);
+        List<DiskCache.PinNeed> needs = List.of(new DiskCache.PinNeed(due, "req", hour),
+                new DiskCache.PinNeed(fresh, "req", hour), new DiskCache.PinNeed(gone, "req", hour));
+
+        // another transaction holds the pin that is not due (a release deciding on it): the renewal does not wait
+        CountDownLatch locked = new CountDownLatch(1);
+        CountDownLatch finish = new CountDownLatch(1);
+        Thread holder = Thread.ofPlatform().start(() -> {
+            try (Connection con = dataSource.getConnection()) {
+                con.setAutoCommit(false);
+                try (var st = con.prepareStatement("SELECT 1 FROM cache_pin WHERE file_id = ? FOR UPDATE")) {
+                    st.setLong(1, fresh);
+                    st.executeQuery();
+                }
+                locked.countDown();
+                finish.await();
+                con.rollback();
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        });
+        try {
+            assertThat(locked.await(10, TimeUnit.SECONDS)).isTrue();
+            int renewed = assertTimeoutPreemptively(Duration.ofSeconds(10), () -> cache.keepPinned(needs));
+            assertThat(renewed).isEqualTo(2); // due renewed, gone put back
+        } finally {
+            finish.countDown();
+            holder.join();
+        }
+        Instant now = clock.instant();
+        assertThat(cache.pins(due).get("req")).isEqualTo(now.plus(hour));
+        assertThat(cache.pins(gone).get("req")).isEqualTo(now.plus(hour));
+        assertThat(cache.pins(fresh).get("req")).isEqualTo(freshExpiry); // not due: left as it was
+        assertThat(cache.keepPinned(needs)).isZero(); // nothing due any more
+    }
+
+    @Test
     void releasesAreNotBlockedByStageWorkHoldingTheCache() throws Exception {
         Path dir = tmp.resolve("c");
         DiskCache cache = cache("n", dir, 200);

@@ -534,7 +534,10 @@ public class DiskCache {
     /**
      * Keeps pins alive while their owners still need the copies (a file waiting for its transfer to a
      * destination that is down): each pin that expires within half its lifetime, or has expired or gone, is set
-     * to its lifetime from now. Returns how many pins were renewed or put back.
+     * to its lifetime from now. Returns how many pins were renewed or put back. Only those are proposed: ON
+     * CONFLICT DO UPDATE locks every conflicting row even where its WHERE leaves it, so proposing every need locked
+     * all the pins of files waiting for their transfers at every sweep (10^6 pins, none due: 4.4 s holding them
+     * from releases and purges, now 2.1 s locking none; psql, the arrays' unnest alone 1.1 s).
      */
     public int keepPinned(Collection<PinNeed> needs) {
         if (needs.isEmpty()) return 0;
@@ -543,6 +546,8 @@ public class DiskCache {
                 INSERT INTO cache_pin (file_id, owner, expires_at, created_at)
                 SELECT t.f, t.o, :now + t.s * interval '1 second', :now
                   FROM unnest(:files::bigint[], :owners::text[], :secs::bigint[]) AS t(f, o, s)
+                 WHERE NOT EXISTS (SELECT 1 FROM cache_pin p WHERE p.file_id = t.f AND p.owner = t.o
+                                      AND p.expires_at >= :now + t.s * interval '1 second' / 2)
                 ON CONFLICT (file_id, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at
                  WHERE cache_pin.expires_at < :now + (EXCLUDED.expires_at - :now) / 2""")
                 .param("now", ts(now))
