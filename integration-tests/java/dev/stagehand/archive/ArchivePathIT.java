@@ -540,6 +540,40 @@ class ArchivePathIT {
         assertThat(segments(List.of(ids.get(0)))).extracting(Seg::volume).containsExactly("A" + tag + "04");
     }
 
+    /**
+     * A drive that goes from one family's volume to another's lets the first volume go once it is back in its
+     * slot: it kept the claim (renewed at every poll), and no other instance could append to that family.
+     */
+    @Test
+    void aVolumeExchangedOutOfAWriteDriveIsFreeForAnotherInstance() throws Exception {
+        start(3, 1, 100 * MB, 4, 500 * MB, List.of());
+        List<Long> x = buffer.register(List.of(entry(land("exch/x0", MB), "ds-x-" + tag, null))).stream()
+                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        List<Long> y = buffer.register(List.of(entry(land("exch/y0", MB), "ds-y-" + tag, null))).stream()
+                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        // the one write drive writes x's volume, then exchanges it for a blank one for y
+        flushUntil(() -> archived(x) == 1 && archived(y) == 1 && !flusher.busy());
+        String vx = segments(x).get(0).volume(), vy = segments(y).get(0).volume();
+        assertThat(vx).isNotEqualTo(vy);
+        assertThat(jdbc.queryForList("SELECT av.claimed_by FROM archive_volume av JOIN volume v ON v.id = av.volume_id WHERE v.label = ?",
+                String.class, vx)).as("%s is back in its slot", vx).containsExactly((String) null);
+
+        // another instance with a drive of its own appends x's next file to x's volume
+        ArchiveProperties p = props(landing, 500 * MB, 0.8, 0.5, 100 * MB, List.of("A" + tag + "03", "A" + tag + "04"),
+                Duration.ZERO, lease);
+        ArchiveFlusher other = new ArchiveFlusher(jdbc, tx, lib, List.of(lib.layout().drives().get(1)), p, 100 * MB, events::add,
+                p.instanceId());
+        other.start();
+        List<Long> x1 = buffer.register(List.of(entry(land("exch/x1", MB), "ds-x-" + tag, null))).stream()
+                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        for (int i = 0; i < 100 && !(archived(x1) == 1 && !other.busy()); i++) {
+            other.poll();
+            clock.advance(Duration.ofSeconds(20));
+        }
+        assertThat(archived(x1)).as(this::copies).isEqualTo(1);
+        assertThat(segments(x1)).extracting(Seg::volume).containsExactly(vx);
+    }
+
     @Test
     void badRegistrationsAreRefusedWithTheirReasonAndStoreNothing() throws Exception {
         start(2, 1, 100 * MB, 1, 500 * MB, List.of());

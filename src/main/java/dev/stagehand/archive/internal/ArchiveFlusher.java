@@ -375,7 +375,11 @@ public final class ArchiveFlusher {
         CompletableFuture<Void> ready;
         try {
             if (c.label.equals(job.volume)) ready = CompletableFuture.completedFuture(null);
-            else if (job.volume != null) ready = library.dismount(job.drive).thenCompose(v -> library.mount(job.drive, c.label));
+            else if (job.volume != null) {
+                // the volume going back to its slot is let go, as after an idle dismount (its claim was renewed at every poll)
+                String out = job.volume;
+                ready = library.dismount(job.drive).thenRun(() -> unclaim(out)).thenCompose(v -> library.mount(job.drive, c.label));
+            }
             else ready = library.mount(job.drive, c.label);
         } catch (RuntimeException e) {
             ready = CompletableFuture.failedFuture(e);
@@ -584,9 +588,18 @@ public final class ArchiveFlusher {
         job.idleSince = null;
         job.volume = null;
         if (e != null) log.warn("archive: dismounting {} from {} failed: {}", label, job.drive, cause(e).toString());
-        jdbc.update("""
-                UPDATE archive_volume SET claimed_by = NULL, lease_until = NULL
-                 WHERE claimed_by = ? AND volume_id = (SELECT id FROM volume WHERE label = ?)""", instance, label);
+        unclaim(label);
+    }
+
+    /** Lets go of a volume no longer in any of this instance's drives (another instance may append to it). */
+    private void unclaim(String label) {
+        try {
+            jdbc.update("""
+                    UPDATE archive_volume SET claimed_by = NULL, lease_until = NULL
+                     WHERE claimed_by = ? AND volume_id = (SELECT id FROM volume WHERE label = ?)""", instance, label);
+        } catch (RuntimeException e) {
+            log.warn("archive: letting go of volume {} failed; it stays claimed by this instance", label, e);
+        }
     }
 
     private static Throwable cause(Throwable e) {
