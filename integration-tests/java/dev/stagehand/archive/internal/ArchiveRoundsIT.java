@@ -3,6 +3,7 @@ package dev.stagehand.archive.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.stagehand.ItDb;
+import dev.stagehand.archive.ArchiveBuffer;
 import dev.stagehand.archive.ArchiveBuffer.ArchiveFileStatus;
 import dev.stagehand.archive.ArchiveBuffer.BufferUsage;
 import dev.stagehand.archive.ArchiveProperties;
@@ -444,6 +445,63 @@ class ArchiveRoundsIT {
             assertThat(released).isEqualTo(asked.stream().filter(id -> id % 2 == 0).count());
             assertThat(count("SELECT count(*) FROM archive_file WHERE family = ? AND state = 'evictable'", "e-" + tag))
                     .as("the even ids of those archived (id %% 8 = 5, 6, 7)").isEqualTo(10_000);
+            s.setRollbackOnly();
+        });
+    }
+
+    /** 20,000 files evicted long ago, their copies on tape; 1,000 of them (every 20th) with a copy that failed. */
+    void insertHistory() {
+        jdbc.update("""
+                INSERT INTO file (name, size_bytes, adler32, experiment)
+                SELECT '/it/' || ? || '/h' || g, 1000, '00000001', 'it' FROM generate_series(1, 20000) g""", tag);
+        jdbc.update("""
+                INSERT INTO archive_file (file_id, path, size_bytes, adler32, family, storage_class, copies, state, archived_at)
+                SELECT id, '/landing' || name, size_bytes, adler32, 'h-' || ?, 'single', 1, 'evicted', now() FROM file WHERE name LIKE ?""",
+                tag, "/it/" + tag + "/h%");
+        jdbc.update("""
+                INSERT INTO archive_copy (file_id, copy_no, family, state, attempts, error, not_before, size_bytes, registered_at)
+                SELECT file_id, 1, family, CASE WHEN file_id % 20 = 0 THEN 'failed' ELSE 'done' END,
+                       CASE WHEN file_id % 20 = 0 THEN 3 ELSE 0 END, CASE WHEN file_id % 20 = 0 THEN 'it' END,
+                       now() + file_id * interval '1 millisecond', size_bytes, now()
+                  FROM archive_file WHERE family = ?""", "h-" + tag);
+    }
+
+    /**
+     * A file by name or by buffer path (the API's lookups, and one per file of each registration call, to answer
+     * 201 or 200) goes along the two unique indexes: it joined both tables whole (1.4 s at 10^6 files).
+     */
+    @Test
+    void aFileByNameOrPathIsFoundAlongItsIndexes() {
+        start();
+        tx.executeWithoutResult(s -> {
+            insertHistory();
+            long id7 = count("SELECT id FROM file WHERE name = ?", "/it/" + tag + "/h7");
+            long id8 = count("SELECT id FROM file WHERE name = ?", "/it/" + tag + "/h8");
+            long before = rowsRead("archive_file") + rowsRead("file");
+            assertThat(buffer.fileByName("/it/" + tag + "/h7")).map(ArchiveFileStatus::fileId).contains(id7);
+            assertThat(buffer.fileByName("/landing/it/" + tag + "/h8")).map(ArchiveFileStatus::fileId).contains(id8);
+            assertThat(buffer.fileByName("/it/" + tag + "/none")).isEmpty();
+            assertThat(rowsRead("archive_file") + rowsRead("file") - before).as("rows the three lookups read").isLessThan(100);
+            s.setRollbackOnly();
+        });
+    }
+
+    /**
+     * The console's write failures (every 2 s while its archive page is open) are read along an index of the copies
+     * not written that failed: they were picked out of every copy ever written (160 ms at 10^6).
+     */
+    @Test
+    void theWriteFailuresAreReadWithoutEveryCopyEverWritten() {
+        start();
+        tx.executeWithoutResult(s -> {
+            insertHistory();
+            long before = rowsRead("archive_copy");
+            List<ArchiveBuffer.WriteFailure> failures = buffer.failures(50);
+            assertThat(rowsRead("archive_copy") - before).as("archive_copy rows read").isLessThan(1000);
+            assertThat(failures).hasSize(50).allSatisfy(f -> assertThat(f.family()).isEqualTo("h-" + tag));
+            assertThat(failures).extracting(ArchiveBuffer.WriteFailure::nextAttempt).isSortedAccordingTo(Comparator.reverseOrder());
+            assertThat(failures.get(0).fileId()).isEqualTo(count("SELECT max(file_id) FROM archive_copy WHERE family = ? AND state = 'failed'",
+                    "h-" + tag));
             s.setRollbackOnly();
         });
     }

@@ -447,10 +447,13 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         return Optional.ofNullable(s.get(0));
     }
 
+    /** By name, else by path: each along its unique index (an OR over the join read both tables whole: 1.4 s at 10^6 files). */
     @Override
     public Optional<ArchiveFileStatus> fileByName(String nameOrPath) {
         List<Long> ids = jdbc.queryForList("""
-                SELECT a.file_id FROM archive_file a JOIN file f ON f.id = a.file_id WHERE f.name = ? OR a.path = ? LIMIT 1""",
+                SELECT file_id FROM (SELECT a.file_id, 1 AS k FROM file f JOIN archive_file a ON a.file_id = f.id WHERE f.name = ?
+                                     UNION ALL
+                                     SELECT file_id, 2 FROM archive_file WHERE path = ?) x ORDER BY k LIMIT 1""",
                 Long.class, nameOrPath, nameOrPath);
         return ids.isEmpty() ? Optional.empty() : file(ids.get(0));
     }
@@ -571,6 +574,7 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
                 List.of(EntryError.field("state", f.state())));
     }
 
+    /** Along the index of the copies that failed and are not written (V33), not through every copy ever written. */
     @Override
     public List<WriteFailure> failures(int limit) {
         return jdbc.query("""
