@@ -574,6 +574,32 @@ class ArchivePathIT {
         assertThat(segments(x1)).extracting(Seg::volume).containsExactly(vx);
     }
 
+    /**
+     * Only copies that failed their checksum count towards failing a file for good: failed mounts before (a drive or
+     * library problem, counted for every file of the list) used to make the first mismatch the last.
+     */
+    @Test
+    void onlyChecksumMismatchesCountTowardsFailingACopyForGood() throws Exception {
+        start(3, 1, 100 * MB, 5, 500 * MB, List.of());
+        String writer = lib.layout().drives().get(2);
+        long id = buffer.register(List.of(entry(land("mm/f0", MB), "ds-mm-" + tag, null))).get(0).fileId();
+        for (int i = 0; i < 2; i++) { // the write drive fails twice under the file, and is mended each time
+            faults.failDrive(writer);
+            flushUntil(() -> lib.drive(writer).state() == DriveState.FAILED && !flusher.busy());
+            lib.recover(writer);
+            clock.advance(Duration.ofMinutes(1));
+        }
+        assertThat(buffer.file(id).orElseThrow().attempts()).as(this::copies).isEqualTo(2);
+        assertThat(state(id)).isEqualTo("queued");
+        faults.corruptWrite(buffer.file(id).orElseThrow().name());
+
+        flushUntil(() -> state(id).equals("failed") && !flusher.busy());
+        assertThat(buffer.volumes("ds-mm-" + tag)).as("a volume closed per mismatch").extracting(ArchiveBuffer.FamilyVolume::state)
+                .containsExactly("full", "full", "full");
+        assertThat(buffer.file(id).orElseThrow().attempts()).isEqualTo(5);
+        assertThat(buffer.file(id).orElseThrow().error()).contains("does not match");
+    }
+
     @Test
     void badRegistrationsAreRefusedWithTheirReasonAndStoreNothing() throws Exception {
         start(2, 1, 100 * MB, 1, 500 * MB, List.of());

@@ -496,9 +496,10 @@ public final class ArchiveFlusher {
                     + "): not written to tape");
             return;
         }
-        int attempts = jdbc.queryForObject("SELECT attempts FROM archive_copy WHERE file_id = ? AND copy_no = ?",
+        // mismatches only (V34): the copy's attempts also count failed mounts and drives, each charged to a whole list
+        int mismatches = jdbc.queryForObject("UPDATE archive_copy SET mismatches = mismatches + 1 WHERE file_id = ? AND copy_no = ? RETURNING mismatches",
                 Integer.class, f.fileId, c.copy);
-        if (attempts + 1 >= MAX_MISMATCHES) failForGood(c, f, error + " (" + MAX_MISMATCHES + " attempts; the buffer file is intact)");
+        if (mismatches >= MAX_MISMATCHES) failForGood(c, f, error + " (" + MAX_MISMATCHES + " copies that do not match; the buffer file is intact)");
         else requeue(c, f, error, true);
         closeVolume(c, "checksum mismatch");
     }

@@ -560,7 +560,7 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
             List<String> state = jdbc.queryForList("SELECT state FROM archive_file WHERE file_id = ? FOR UPDATE", String.class, fileId);
             if (state.isEmpty() || !state.get(0).equals("failed")) throw notFailed(file(fileId).orElse(f));
             jdbc.update("""
-                    UPDATE archive_copy SET state = 'queued', attempts = 0, error = NULL,
+                    UPDATE archive_copy SET state = 'queued', attempts = 0, mismatches = 0, error = NULL,
                            claimed_by = NULL, lease_until = NULL, volume_id = NULL
                      WHERE file_id = ? AND state = 'failed'""", fileId);
             jdbc.update("UPDATE archive_file SET state = 'queued', updated_at = now() WHERE file_id = ?", fileId);
