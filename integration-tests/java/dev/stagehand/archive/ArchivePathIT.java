@@ -500,6 +500,8 @@ class ArchivePathIT {
         assertThat(state(ids.get(1))).isEqualTo("failed");
         assertThat(buffer.volumes("ds-chg-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("open");
         assertThat(segments(ids)).extracting(Seg::volume).containsOnly("A" + tag + "01");
+        // the changed file's copy is on the volume all the same, between the other two: the last is its third tape file
+        assertThat(buffer.file(ids.get(2)).orElseThrow().segments()).extracting(ArchiveBuffer.WrittenCopy::fseq).containsExactly(3);
         for (int i = 0; i < 10; i++) { // later rounds leave it alone
             flusher.poll();
             clock.advance(Duration.ofMinutes(2));

@@ -441,7 +441,7 @@ public final class ArchiveFlusher {
             }
             String sum = dev.stagehand.cache.Checksums.hex(seg.adler32());
             if (!sum.equals(f.adler32) || !seg.volume().equals(c.label)) {
-                mismatch(c, f, "the tape copy does not match: Adler32 " + sum + " on " + seg.volume() + ", expected "
+                mismatch(c, f, seg, "the tape copy does not match: Adler32 " + sum + " on " + seg.volume() + ", expected "
                         + f.adler32 + " on " + c.label);
                 return;
             }
@@ -484,7 +484,7 @@ public final class ArchiveFlusher {
      * it was given, stays open. Otherwise the spot on tape is suspect: the volume is closed and the copy
      * retried, up to {@link #MAX_MISMATCHES} times.
      */
-    private void mismatch(Claim c, Item f, String error) {
+    private void mismatch(Claim c, Item f, WrittenSegment seg, String error) {
         String now;
         try {
             now = dev.stagehand.cache.Checksums.adler32Of(Path.of(f.path));
@@ -492,6 +492,10 @@ public final class ArchiveFlusher {
             now = "unreadable (" + e.getMessage() + ")";
         }
         if (!now.equals(f.adler32)) {
+            // its bytes are on the volume all the same: the next file goes after them (its end of data, its tape file number)
+            if (seg.volume().equals(c.label))
+                jdbc.update("UPDATE archive_volume SET end_of_data = greatest(end_of_data, ?), next_fseq = next_fseq + 1 WHERE volume_id = ?",
+                        seg.offsetBytes() + f.size, c.volumeId);
             failForGood(c, f, "the buffer file changed after registration (Adler32 now " + now + ", registered " + f.adler32
                     + "): not written to tape");
             return;
