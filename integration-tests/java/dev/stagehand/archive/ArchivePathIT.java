@@ -671,6 +671,30 @@ class ArchivePathIT {
     }
 
     /**
+     * Files the buffer has no room for go in first landed first (when their markers appeared), whatever their
+     * paths: in path order, a dataset sorting first that kept landing would keep one sorting after it out for ever.
+     */
+    @Test
+    void theWatcherTakesTheFirstLandedFirstWhateverTheirPaths() throws Exception {
+        start(3, 1, 100 * MB, 2, 10 * MB, List.of()); // high-water 8 MB
+        java.nio.file.attribute.FileTime hourAgo = java.nio.file.attribute.FileTime.from(Instant.now().minus(Duration.ofHours(1)));
+        List<Path> early = new ArrayList<>(), late = new ArrayList<>();
+        for (int i = 0; i < 5; i++) { // landed an hour ago, in a dataset that sorts last
+            Path p = landAt("it/ds-z-" + tag + "/f" + i, MB);
+            Files.setLastModifiedTime(Files.writeString(p.resolveSibling(p.getFileName() + ".done"), ""), hourAgo);
+            early.add(p);
+        }
+        for (int i = 0; i < 5; i++) { // landed now, in a dataset that sorts first
+            Path p = landAt("it/ds-a-" + tag + "/f" + i, MB);
+            Files.writeString(p.resolveSibling(p.getFileName() + ".done"), "");
+            late.add(p);
+        }
+        assertThat(new LandingWatcher(buffer).scan()).as("8 MB of room").isEqualTo(8);
+        for (Path p : early) assertThat(buffer.fileByName(p.toRealPath().toString())).as("%s landed first", p).isPresent();
+        assertThat(late.stream().filter(p -> Files.exists(p.resolveSibling(p.getFileName() + ".done")))).as("waiting").hasSize(2);
+    }
+
+    /**
      * A landed file bigger than high-water minus low-water fits only below the low-water mark: eviction makes
      * that room for the file the watcher waits on, or the landing queue would stop at it for ever.
      */

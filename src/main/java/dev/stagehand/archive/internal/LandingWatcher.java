@@ -6,8 +6,12 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -42,11 +46,22 @@ public final class LandingWatcher {
         Path landing = buffer.landing();
         List<Path> markers;
         try (Stream<Path> s = Files.walk(landing)) {
-            markers = s.filter(p -> p.getFileName().toString().endsWith(MARKER) && Files.isRegularFile(p)).sorted().toList();
+            markers = s.filter(p -> p.getFileName().toString().endsWith(MARKER) && Files.isRegularFile(p)).toList();
         } catch (IOException | java.io.UncheckedIOException e) {
             log.warn("archive watcher: cannot scan {}: {}", landing, e.toString());
             return 0;
         }
+        // first landed first: a file lands when its marker appears (in path order alone, a dataset sorting first that
+        // kept landing would keep the others out of a full buffer); the path orders markers of the same moment
+        Map<Path, FileTime> landedAt = new HashMap<>();
+        for (Path m : markers) {
+            try {
+                landedAt.put(m, Files.getLastModifiedTime(m));
+            } catch (IOException e) {
+                landedAt.put(m, FileTime.fromMillis(Long.MAX_VALUE)); // gone meanwhile: handled below like any other
+            }
+        }
+        markers = markers.stream().sorted(Comparator.comparing((Path m) -> landedAt.get(m)).thenComparing(Comparator.<Path>naturalOrder())).toList();
         List<Path> batchMarkers = new ArrayList<>();
         List<NewArchiveFile> batch = new ArrayList<>();
         int registered = 0;
