@@ -369,6 +369,34 @@ class ArchivePathIT {
         assertThat(buffer.usage().usedBytes()).isEqualTo(7 * MB);
     }
 
+    /**
+     * Eviction deletes the bytes that were registered (and are on tape), not bytes written over them since: the same
+     * name landed again with other content (refused registration while the first was there) stays, never on tape.
+     */
+    @Test
+    void evictionLeavesInPlaceBytesWrittenOverTheRegisteredFile() throws Exception {
+        start(3, 1, 100 * MB, 2, 10 * MB, List.of()); // high-water 8 MB, low-water 5 MB
+        List<Path> paths = new ArrayList<>();
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 7; i++) {
+            paths.add(land("ow/f" + i, MB));
+            files.add(entry(paths.get(i), "ds-ow-" + tag, null));
+        }
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(ids) == 7 && !flusher.busy());
+        byte[] other = new byte[(int) MB];
+        new Random(9).nextBytes(other);
+        Files.write(paths.get(0), other); // its producer wrote the same name again: same size, other bytes
+        Files.setLastModifiedTime(paths.get(1), java.nio.file.attribute.FileTime.from(Instant.now().plusSeconds(60))); // touched only
+
+        assertThat(buffer.evict()).as("7 MB down to the 5 MB low-water mark").isEqualTo(2);
+        assertThat(state(ids.get(0))).isEqualTo("evicted");
+        assertThat(state(ids.get(1))).isEqualTo("evicted");
+        assertThat(Files.readAllBytes(paths.get(0))).as("the new bytes, never on tape").isEqualTo(other);
+        assertThat(paths.get(1)).as("the registered bytes, on tape").doesNotExist();
+        assertThat(paths.get(2)).exists();
+    }
+
     @Test
     void aWriteFailureIsRetriedAndNothingCountsAsArchivedBeforeItsSegmentIsIn() throws Exception {
         start(3, 1, 100 * MB, 3, 500 * MB, List.of());

@@ -84,10 +84,11 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
 
     /** A registration entry that passed its checks. */
     private record Checked(int index, String given, Path path, long size, String adler32, String dataset,
-                           String experiment, String name, String storageClass, int copies, String family, String givenSum) {
+                           String experiment, String name, String storageClass, int copies, String family, String givenSum,
+                           Instant modified) {
 
-        Checked withSum(String sum) {
-            return new Checked(index, given, path, size, sum, dataset, experiment, name, storageClass, copies, family, givenSum);
+        Checked withSum(String sum, Instant modified) {
+            return new Checked(index, given, path, size, sum, dataset, experiment, name, storageClass, copies, family, givenSum, modified);
         }
     }
 
@@ -212,16 +213,18 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
                     + props.highWaterBytes() + " bytes)"));
         if (errors.size() > before) return null;
         return new Checked(i, given, real, size, null, dataset, f.experiment(), name, sc, copies,
-                FlushPlanner.family(dataset, props.families()), givenSum);
+                FlushPlanner.family(dataset, props.families()), givenSum, null);
     }
 
     /** Reads the file's bytes for its Adler32 (streamed); a given checksum must match. */
     private Checked checksum(Checked c, List<EntryError> errors) {
         String sum;
+        Instant modified;
         try {
+            modified = modified(c.path);
             sum = Checksums.adler32Of(c.path);
-            if (Files.size(c.path) != c.size) {
-                errors.add(new EntryError(c.index, c.given, "path", "the file changed size while it was checksummed: is it still being written?"));
+            if (Files.size(c.path) != c.size || !modified(c.path).equals(modified)) {
+                errors.add(new EntryError(c.index, c.given, "path", "the file changed while it was checksummed: is it still being written?"));
                 return null;
             }
         } catch (IOException e) {
@@ -232,7 +235,12 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
             errors.add(new EntryError(c.index, c.given, "adler32", "checksum mismatch: given " + c.givenSum + ", the file's bytes give " + sum));
             return null;
         }
-        return c.withSum(sum);
+        return c.withSum(sum, modified);
+    }
+
+    /** A file's modification time as the database keeps it (microseconds): eviction checks it is still the registered file. */
+    static Instant modified(Path p) throws IOException {
+        return Files.getLastModifiedTime(p).toInstant().truncatedTo(java.time.temporal.ChronoUnit.MICROS);
     }
 
     /** Refuses at once, before any file is read, a call the buffer clearly cannot take (checked again under the lock). */
@@ -303,6 +311,7 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         int n = fresh.size();
         String[] names = new String[n], sums = new String[n], exps = new String[n], paths = new String[n], fams = new String[n], classes = new String[n];
         Long[] sizes = new Long[n], dsIds = new Long[n];
+        String[] modified = new String[n]; // ISO-8601 instants, read as timestamptz
         Integer[] copies = new Integer[n];
         Map<String, String> dsExperiment = new HashMap<>();
         jdbc.query("SELECT name, experiment FROM dataset WHERE name = ANY(?)", rs -> { dsExperiment.put(rs.getString(1), rs.getString(2)); },
@@ -318,6 +327,7 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
             fams[i] = c.family;
             classes[i] = c.storageClass;
             copies[i] = c.copies;
+            modified[i] = c.modified.toString();
         }
         Map<String, Long> idByName = new HashMap<>();
         jdbc.query("""
@@ -332,9 +342,10 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         }
         Timestamp now = Timestamp.from(clock.instant());
         jdbc.update("""
-                INSERT INTO archive_file (file_id, path, size_bytes, adler32, family, storage_class, copies, registered_at)
-                SELECT u.*, ? FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::smallint[]) AS u""",
-                now, fileIds, paths, sizes, sums, fams, classes, copies);
+                INSERT INTO archive_file (file_id, path, size_bytes, adler32, family, storage_class, copies, modified_at, registered_at)
+                SELECT u.*, ? FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::smallint[],
+                                          ?::timestamptz[]) AS u""",
+                now, fileIds, paths, sizes, sums, fams, classes, copies, modified);
         // one row per tape copy, in registration order: the sequence is the family's write order; the copy
         // carries its file's size and registration time for the family queue's totals and oldest copy (V28)
         jdbc.update("""
@@ -610,15 +621,16 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         long excess = usedBytes() - Math.min(props.lowWaterBytes(), props.highWaterBytes() - waiting);
         int deleted = 0;
         while (excess > 0) {
-            record Victim(long id, String path, long size) {}
+            record Victim(long id, String path, long size, String adler32, Timestamp modified) {}
             // oldest archived first; only files whose every wanted copy is on tape (a last check against the catalog)
             List<Victim> candidates = jdbc.query("""
-                    SELECT a.file_id, a.path, a.size_bytes FROM archive_file a
+                    SELECT a.file_id, a.path, a.size_bytes, a.adler32, a.modified_at FROM archive_file a
                      WHERE a.state = 'evictable' AND a.file_id <> ALL(?)
                        AND (SELECT count(*) FROM archive_copy c JOIN segment sg ON sg.file_id = c.file_id AND sg.volume_id = c.volume_id
                              WHERE c.file_id = a.file_id AND c.state = 'done' AND sg.state = 'ok') >= a.copies
                      ORDER BY a.archived_at, a.file_id LIMIT ?""",
-                    (rs, i) -> new Victim(rs.getLong(1), rs.getString(2), rs.getLong(3)), skipped.toArray(Long[]::new), EVICTION_CHUNK);
+                    (rs, i) -> new Victim(rs.getLong(1), rs.getString(2), rs.getLong(3), trim(rs.getString(4)), rs.getTimestamp(5)), skipped.toArray(Long[]::new),
+                    EVICTION_CHUNK);
             if (candidates.isEmpty()) break;
             // the holds have the last word at deletion time too (another instance may have released with other holds)
             Set<Long> allowed = allowed(candidates.stream().map(Victim::id).toList());
@@ -649,7 +661,14 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
                     continue;
                 }
                 try {
-                    Files.deleteIfExists(Path.of(v.path));
+                    Path p = Path.of(v.path);
+                    // only the bytes that were registered (and are on tape): a file written over them since (the same
+                    // name landed again, refused registration while this one was here) is not ours to delete. Its
+                    // bytes are read only when it was touched: the same bytes landed again go as before
+                    if (v.modified != null && Files.exists(p) && (Files.size(p) != v.size
+                            || !modified(p).equals(v.modified.toInstant()) && !Checksums.adler32Of(p).equals(v.adler32)))
+                        log.warn("archive: {} was written over since it was registered: its new bytes are left in place", p);
+                    else Files.deleteIfExists(p);
                 } catch (IOException e) {
                     log.warn("archive: cannot delete evicted buffer file {}: {}", v.path, e.toString());
                 }
