@@ -630,6 +630,44 @@ class ArchivePathIT {
         assertThat(buffer.file(id).orElseThrow().error()).contains("does not match");
     }
 
+    /**
+     * Two instances taking up a new family at the same moment open one volume for it, not one each (both took a
+     * blank, neither seeing the other's before its commit, and the family went on two volumes).
+     */
+    @Test
+    void twoInstancesTakingUpANewFamilyAtOnceOpenOneVolume() throws Exception {
+        start(3, 1, 100 * MB, 12, 500 * MB, List.of());
+        List<String> pool = new ArrayList<>();
+        for (int i = 1; i <= 12; i++) pool.add(String.format("A%s%02d", tag, i));
+        ArchiveProperties p = props(landing, 500 * MB, 0.8, 0.5, 100 * MB, pool, Duration.ZERO, lease);
+        ArchiveFlusher other = new ArchiveFlusher(jdbc, tx, lib, List.of(lib.layout().drives().get(1)), p, 100 * MB, events::add,
+                p.instanceId());
+        other.start();
+        List<Long> ids = new ArrayList<>();
+        java.util.concurrent.ExecutorService both = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            for (int f = 0; f < 5; f++) { // a new family each round, both instances idle and polling at once
+                ids.add(buffer.register(List.of(entry(land("race/f" + f, MB), "ds-race" + f + "-" + tag, null))).get(0).fileId());
+                java.util.concurrent.CyclicBarrier go = new java.util.concurrent.CyclicBarrier(2);
+                var a = both.submit(() -> { go.await(); flusher.poll(); return null; });
+                var b = both.submit(() -> { go.await(); other.poll(); return null; });
+                a.get();
+                b.get();
+                for (int i = 0; i < 100 && (flusher.busy() || other.busy() || archived(ids) < ids.size()); i++) {
+                    clock.advance(Duration.ofSeconds(20));
+                    Thread.sleep(20);
+                    flusher.poll();
+                    other.poll();
+                }
+                assertThat(archived(ids)).as(this::copies).isEqualTo(ids.size());
+            }
+        } finally {
+            both.shutdownNow();
+        }
+        for (int f = 0; f < 5; f++)
+            assertThat(buffer.volumes("ds-race" + f + "-" + tag)).as("family %d's volumes", f).hasSize(1);
+    }
+
     @Test
     void badRegistrationsAreRefusedWithTheirReasonAndStoreNothing() throws Exception {
         start(2, 1, 100 * MB, 1, 500 * MB, List.of());

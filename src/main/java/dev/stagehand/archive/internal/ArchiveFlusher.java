@@ -294,6 +294,9 @@ public final class ArchiveFlusher {
     /** Claims the head of the family's queue for its open volume (opening a blank one if needed). CLOSED: it was full. */
     private Claim claimOn(FamilyQueue q) {
         record Vol(long id, String label, long eod, String claimedBy, boolean leased) {}
+        // one claim of a family's copy at a time (the row the claim's trigger locks anyway, V28, taken first): two
+        // instances taking up a new family at once each opened a blank, unseen by the other before its commit
+        jdbc.query("SELECT 1 FROM archive_family_queue WHERE family = ? AND copy_no = ? FOR UPDATE", rs -> {}, q.family(), q.copy());
         List<Vol> vols = jdbc.query("""
                 SELECT av.volume_id, v.label, av.end_of_data, av.claimed_by, av.lease_until > now()
                   FROM archive_volume av JOIN volume v ON v.id = av.volume_id
