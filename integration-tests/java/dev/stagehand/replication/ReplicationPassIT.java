@@ -361,6 +361,39 @@ class ReplicationPassIT {
     }
 
     /**
+     * A dataset complete at a site for long that gets new work (a file added to it) is stored REPLICATING, not
+     * STUCK: the clock starts again with the work, and the stored state judged STUCK on the old clock (only the
+     * reads judged again; the passes between full recomputes turn REPLICATING rows STUCK, never back).
+     */
+    @Test
+    void aDatasetCompleteForLongThatGetsAFileIsStoredReplicatingNotStuck() throws Exception {
+        site("O-" + tag);
+        String ds = "regrow-" + tag;
+        dataset(ds, 2, "O-" + tag);
+        rule(ds, "O-" + tag);
+        engine.pass();
+        engine.recomputeStatus();
+        String stored = """
+                SELECT s.state FROM dataset_site_status s JOIN dataset d ON d.id = s.dataset_id
+                 WHERE d.name = ? AND s.site_id = (SELECT id FROM site WHERE name = ?)""";
+        assertThat(jdbc.queryForObject(stored, String.class, ds, "O-" + tag)).isEqualTo("OK");
+        jdbc.update("UPDATE dataset_site_status SET last_progress_at = now() - make_interval(secs => ?) * 2"
+                + " WHERE dataset_id = (SELECT id FROM dataset WHERE name = ?)", props.stuckAfter().toSeconds(), ds);
+
+        jdbc.update("""
+                INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment)
+                SELECT ?, 1000, '0000000a', id, 'phenix' FROM dataset WHERE name = ?""", "/pass/" + ds + "/new", ds);
+        engine.pass(); // the rule wants the new file at the site
+        engine.recomputeStatus();
+        assertThat(jdbc.queryForMap("""
+                SELECT s.state, s.files_done, s.files_total, s.last_progress_at > now() - interval '1 minute' AS restarted
+                  FROM dataset_site_status s JOIN dataset d ON d.id = s.dataset_id WHERE d.name = ?""", ds))
+                .containsEntry("files_done", 2L).containsEntry("files_total", 3L).containsEntry("restarted", true)
+                .containsEntry("state", "REPLICATING");
+        assertThat(rules.completeness(ds)).singleElement().satisfies(c -> assertThat(c.state()).isEqualTo("REPLICATING"));
+    }
+
+    /**
      * A replica staging from tape whose recall request is gone (deleted through the WLCG API, which forgets its
      * files) counts a failed attempt and is made again, rather than staying staging for ever.
      */

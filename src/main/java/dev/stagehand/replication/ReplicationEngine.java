@@ -900,8 +900,11 @@ public class ReplicationEngine implements SmartLifecycle {
                            WHEN s.files_done >= s.files_total AND EXCLUDED.files_done < EXCLUDED.files_total THEN now()
                            WHEN EXCLUDED.files_done > s.files_done THEN now()
                            ELSE s.last_progress_at END,
+                       -- STUCK only on a clock the CASE above kept (s. is the old row): new work after being
+                       -- complete restarted it, and judging the old one stored the work just started STUCK
                        state = CASE WHEN EXCLUDED.files_done >= EXCLUDED.files_total THEN 'OK'
                                     WHEN s.last_progress_at < now() - make_interval(secs => ?)
+                                         AND s.files_done < s.files_total
                                          AND EXCLUDED.files_done <= s.files_done THEN 'STUCK'
                                     ELSE 'REPLICATING' END,
                        updated_at = now()""", args.toArray());
