@@ -30,6 +30,7 @@ import org.quartz.CronScheduleBuilder;
 import org.quartz.DisallowConcurrentExecution;
 import org.quartz.Job;
 import org.quartz.JobBuilder;
+import org.quartz.JobDataMap;
 import org.quartz.JobDetail;
 import org.quartz.JobExecutionContext;
 import org.quartz.Scheduler;
@@ -37,6 +38,9 @@ import org.quartz.SimpleScheduleBuilder;
 import org.quartz.Trigger;
 import org.quartz.TriggerBuilder;
 import org.quartz.TriggerKey;
+import org.quartz.impl.JobExecutionContextImpl;
+import org.quartz.impl.triggers.SimpleTriggerImpl;
+import org.quartz.spi.TriggerFiredBundle;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.context.ApplicationContext;
@@ -69,6 +73,7 @@ class ScheduledReplicationIT {
     @Autowired ReplicationRules rules;
     @Autowired ReplicationSchedules schedules;
     @Autowired ReplicationEngine engine;
+    @Autowired Scheduler quartz;
 
     final String tag = UUID.randomUUID().toString().substring(0, 8);
 
@@ -226,6 +231,77 @@ class ScheduledReplicationIT {
         } finally {
             rules.delete(rule);
         }
+    }
+
+    /**
+     * A firing Quartz recovered after its node was lost (a crash, or a stall past the cluster's check-in) is
+     * judged as the firing it was, not as an operator's run: a run the lost node had started is finished as
+     * failed and not run again; a firing lost before its run started runs once, as the schedule's, and not at
+     * all while the schedule is paused.
+     */
+    @Test
+    void aRecoveredFiringFinishesTheLostRunAndRunsAtMostOnce() throws Exception {
+        String ds = "recover-" + tag;
+        jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
+        long rule = rules.create(new NewRule(ds, 1, "nosuch=" + tag, null, null, "0 0 3 1 1 ? 2099", "it")).id();
+        String lostRun = "INSERT INTO replication_run (rule_id, instance, scheduled_at, fired_by) VALUES (?, 'node-a', ?, ?)";
+        try {
+            Instant night = Instant.parse("2099-01-01T03:00:00Z");
+            jdbc.update(lostRun, rule, Timestamp.from(night), "schedule"); // node-a was lost during this run
+            runRecovered(rule, ReplicationSchedules.triggerKey(rule), night);
+            assertThat(schedules.runs(rule, 10)).singleElement().satisfies(r -> {
+                assertThat(r.instance()).isEqualTo("node-a");
+                assertThat(r.finishedAt()).isNotNull();
+                assertThat(r.outcome()).startsWith("failed: instance node-a lost");
+            });
+
+            Instant second = night.plus(Duration.ofDays(1)); // node-a was lost before its run started
+            runRecovered(rule, ReplicationSchedules.triggerKey(rule), second);
+            assertThat(schedules.runs(rule, 10)).hasSize(2).first().satisfies(r -> {
+                assertThat(r.scheduledAt()).isEqualTo(second);
+                assertThat(r.outcome()).isEqualTo("settled");
+            });
+            assertThat(jdbc.queryForObject("SELECT fired_by FROM replication_run WHERE rule_id = ? AND scheduled_at = ?",
+                    String.class, rule, Timestamp.from(second))).isEqualTo("schedule");
+            engine.runScheduled(rule, second, "node-b", true); // the same firing, acquired again
+            assertThat(schedules.runs(rule, 10)).hasSize(2);
+
+            schedules.pause(rule);
+            runRecovered(rule, ReplicationSchedules.triggerKey(rule), night.plus(Duration.ofDays(2)));
+            assertThat(schedules.runs(rule, 10)).as("a recovered firing of the paused schedule").hasSize(2);
+
+            Instant asked = Instant.parse("2098-06-01T12:00:00Z"); // an operator's run lost on node-a
+            jdbc.update(lostRun, rule, Timestamp.from(asked), "operator");
+            runRecovered(rule, TriggerKey.triggerKey("MT_" + tag, Scheduler.DEFAULT_GROUP), asked);
+            assertThat(schedules.runs(rule, 10)).hasSize(3).first().satisfies(r -> {
+                assertThat(r.scheduledAt()).isEqualTo(asked);
+                assertThat(r.outcome()).startsWith("failed: instance node-a lost");
+            });
+        } finally {
+            rules.delete(rule);
+        }
+    }
+
+    /**
+     * Runs the service's job as Quartz runs a firing it recovered from a lost node: under a one-off trigger of
+     * the recovery group, scheduled at the original time, carrying the original trigger in its data.
+     */
+    void runRecovered(long rule, TriggerKey original, Instant scheduledAt) throws Exception {
+        SimpleTriggerImpl trigger = new SimpleTriggerImpl("recover_node-a_" + scheduledAt.toEpochMilli(),
+                Scheduler.DEFAULT_RECOVERY_GROUP, Date.from(scheduledAt));
+        trigger.setJobKey(ReplicationSchedules.jobKey(rule));
+        JobDataMap data = new JobDataMap();
+        data.put(Scheduler.FAILED_JOB_ORIGINAL_TRIGGER_NAME, original.getName());
+        data.put(Scheduler.FAILED_JOB_ORIGINAL_TRIGGER_GROUP, original.getGroup());
+        data.put(Scheduler.FAILED_JOB_ORIGINAL_TRIGGER_FIRETIME_IN_MILLISECONDS, String.valueOf(scheduledAt.toEpochMilli()));
+        data.put(Scheduler.FAILED_JOB_ORIGINAL_TRIGGER_SCHEDULED_FIRETIME_IN_MILLISECONDS, String.valueOf(scheduledAt.toEpochMilli()));
+        trigger.setJobDataMap(data);
+        JobDetail job = JobBuilder.newJob(ReplicationRunJob.class).withIdentity(ReplicationSchedules.jobKey(rule))
+                .usingJobData(ReplicationRunJob.RULE, rule).storeDurably().requestRecovery().build();
+        ReplicationRunJob run = new ReplicationRunJob();
+        run.setEngine(engine);
+        run.execute(new JobExecutionContextImpl(quartz,
+                new TriggerFiredBundle(job, trigger, null, true, new Date(), Date.from(scheduledAt), null, null), run));
     }
 
     @Test

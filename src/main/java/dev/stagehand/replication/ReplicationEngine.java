@@ -302,6 +302,15 @@ public class ReplicationEngine implements SmartLifecycle {
      * Returns false when the rule no longer exists.
      */
     public boolean runScheduled(long ruleId, Instant scheduledAt, String instance, boolean bySchedule) {
+        return runScheduled(ruleId, scheduledAt, instance, bySchedule, false);
+    }
+
+    /**
+     * The same, for a firing Quartz {@code recovered} after the node running it was lost: a firing runs at
+     * most once, so one whose run had started is not run again, and its run's row, which the lost node left
+     * unfinished, is finished as failed (instance lost). One that had not started runs as any firing would.
+     */
+    public boolean runScheduled(long ruleId, Instant scheduledAt, String instance, boolean bySchedule, boolean recovered) {
         // Whether to run, and the run's row, in one transaction holding a share lock on the rule: a pause
         // (an update of the row) waits for it, so a run either started before the pause returned or sees it.
         record Start(String state, Long run) {}
@@ -310,6 +319,23 @@ public class ReplicationEngine implements SmartLifecycle {
                     "SELECT state, schedule_paused FROM replication_rule WHERE id = ? FOR SHARE", ruleId);
             if (rule.isEmpty()) return null;
             String state = (String) rule.getFirst().get("state");
+            Timestamp at = scheduledAt == null ? null : Timestamp.from(scheduledAt);
+            String firedBy = bySchedule ? "schedule" : "operator";
+            if (recovered) {
+                // the lost node may only have stalled and still run it: its own end, if it comes, overwrites this
+                int lost = jdbc.update("""
+                        UPDATE replication_run SET finished_at = now(),
+                               outcome = 'failed: instance ' || coalesce(instance, '?') || ' lost during the run; its firing, recovered by '
+                                         || ? || ', is not run again'
+                         WHERE rule_id = ? AND scheduled_at = ? AND fired_by = ? AND finished_at IS NULL""",
+                        instance, ruleId, at, firedBy);
+                if (lost > 0 || !jdbc.queryForList("SELECT 1 FROM replication_run WHERE rule_id = ? AND scheduled_at = ? AND fired_by = ?",
+                        ruleId, at, firedBy).isEmpty()) {
+                    log.warn("recovered firing of rule {} at {} not run again: its run had started on a lost instance"
+                            + " (the next firing, or a run now, replicates what it missed)", ruleId, scheduledAt);
+                    return new Start(state, null);
+                }
+            }
             if (bySchedule && Boolean.TRUE.equals(rule.getFirst().get("schedule_paused"))) {
                 log.info("firing of rule {} at {} skipped: its schedule is paused", ruleId, scheduledAt);
                 return new Start(state, null);
@@ -318,8 +344,7 @@ public class ReplicationEngine implements SmartLifecycle {
             List<Long> run = jdbc.queryForList("""
                     INSERT INTO replication_run (rule_id, instance, scheduled_at, fired_by) VALUES (?, ?, ?, ?)
                     ON CONFLICT (rule_id, scheduled_at) WHERE fired_by = 'schedule' DO NOTHING RETURNING id""",
-                    Long.class, ruleId, instance, scheduledAt == null ? null : java.sql.Timestamp.from(scheduledAt),
-                    bySchedule ? "schedule" : "operator");
+                    Long.class, ruleId, instance, at, firedBy);
             if (run.isEmpty()) log.info("firing of rule {} at {} skipped: another instance runs it", ruleId, scheduledAt);
             return new Start(state, run.isEmpty() ? null : run.getFirst());
         });
