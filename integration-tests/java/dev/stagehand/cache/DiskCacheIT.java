@@ -537,6 +537,85 @@ class DiskCacheIT {
     }
 
     @Test
+    void copiesWhoseFileIsGoneAreDroppedAtStartAndTheFileIsStagedAgain() throws Exception {
+        Path dir = tmp.resolve("wiped");
+        DiskCache before = cache("inv", dir, 1_000_000);
+        long kept = staged(before, 100);
+        long lost = staged(before, 200);
+        long pinned = staged(before, 300);
+        before.pin(List.of(pinned), "req-1", Duration.ofHours(1));
+        int dirId = db.sql("SELECT id FROM cache_directory WHERE path = :p").param("p", dir.toString()).query(Integer.class).single();
+        // more copies than one slice of the walk, their files gone, groups of three sharing a last access
+        int n = DiskCache.INVENTORY_SLICE * 2 + 5;
+        List<Long> bulk = new ArrayList<>();
+        for (int i = 0; i < n; i++) bulk.add(catalogFile(10, null));
+        db.sql("""
+                INSERT INTO cache_file (file_id, directory_id, path, size_bytes, state, created_at, verified_at, last_access)
+                SELECT f, :d, CAST(:root AS text) || '/00/' || f || '.1', 10, 'verified', CAST(:t AS timestamptz),
+                       CAST(:t AS timestamptz), CAST(:t AS timestamptz) + (o / 3) * interval '1 second'
+                  FROM unnest(:files::bigint[]) WITH ORDINALITY AS u(f, o)""")
+                .param("d", dirId).param("root", dir.toString()).param("t", java.sql.Timestamp.from(clock.instant()))
+                .param("files", bulk.toArray(Long[]::new)).update();
+        db.sql("UPDATE cache_directory SET used_bytes = used_bytes + :b WHERE id = :d").param("b", 10L * n).param("d", dirId).update();
+        Map<Long, CacheEntry> was = before.lookup(List.of(kept, lost, pinned));
+        Files.delete(was.get(lost).path()); // deleted by hand, or lost with a disk
+        Files.delete(was.get(pinned).path());
+        events.clear();
+
+        DiskCache after = cache("inv", dir, 1_000_000); // start() takes the inventory
+        assertThat(after.lookup(List.of(kept, lost, pinned)).keySet()).containsExactly(kept);
+        assertThat(after.lookup(bulk)).isEmpty();
+        assertThat(db.sql("SELECT count(*) FROM cache_file WHERE directory_id = :d AND state = 'discarded' AND reason LIKE 'file missing%'")
+                .param("d", dirId).query(Long.class).single()).isEqualTo(n + 2L);
+        DirectoryUsage u = after.usage().getFirst();
+        assertThat(u.usedBytes()).isEqualTo(100);
+        assertThat(u.cachedFiles()).isEqualTo(1);
+        List<Long> reported = events.stream().filter(e -> e.kind() == CacheChanged.Kind.MISSING).flatMap(e -> e.fileIds().stream()).toList();
+        assertThat(reported).hasSize(n + 2).contains(lost, pinned).doesNotContain(kept);
+        // the pin stays (the request still wants the file) and the file is read from tape again
+        assertThat(after.pins(pinned)).containsOnlyKeys("req-1");
+        assertThat(after.reserve(pinned, 300, "again").outcome()).isEqualTo(Outcome.RESERVED);
+        assertThat(after.reserve(lost, 200, "again").outcome()).isEqualTo(Outcome.RESERVED);
+        assertThat(after.reserve(kept, 100, "again").outcome()).isEqualTo(Outcome.CACHED);
+    }
+
+    @Test
+    void aDirectoryWhoseDiskIsNotMountedKeepsItsCopies() throws Exception {
+        Path dir = tmp.resolve("mnt");
+        DiskCache before = cache("unmounted", dir, 1_000_000);
+        long a = staged(before, 100);
+        long b = staged(before, 200);
+        // the disk is not mounted: its mount point is empty (or not there at all)
+        try (var walk = Files.walk(dir)) {
+            walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+        assertThat(dir).doesNotExist();
+        events.clear();
+
+        DiskCache after = cache("unmounted", dir, 1_000_000);
+        assertThat(after.lookup(List.of(a, b)).keySet()).containsExactlyInAnyOrder(a, b);
+        assertThat(after.usage().getFirst().usedBytes()).isEqualTo(300);
+        assertThat(events).noneMatch(e -> e.kind() == CacheChanged.Kind.MISSING);
+    }
+
+    @Test
+    void aCopyFoundBadIsDiscardedAndItsSpaceFreed() throws Exception {
+        Path dir = tmp.resolve("bad");
+        DiskCache cache = cache("bad", dir, 1_000_000);
+        long f = staged(cache, 500);
+        long other = staged(cache, 100);
+        CacheEntry e = cache.lookup(List.of(f)).get(f);
+        assertThat(cache.discardCopy(f, "mover's read failed its checksum")).isTrue();
+        assertThat(e.path()).doesNotExist();
+        assertThat(cache.lookup(List.of(f, other)).keySet()).containsExactly(other);
+        assertThat(cache.usage().getFirst().usedBytes()).isEqualTo(100);
+        assertThat(db.sql("SELECT state FROM cache_file WHERE path = :p").param("p", e.path().toString()).query(String.class).single())
+                .isEqualTo("corrupt");
+        assertThat(cache.discardCopy(f, "again")).isFalse();
+        assertThat(cache.reserve(f, 500, "again").outcome()).isEqualTo(Outcome.RESERVED);
+    }
+
+    @Test
     void severalDirectoriesAreFilledAndReportedSeparately() throws Exception {
         Path d1 = tmp.resolve("d1");
         Path d2 = tmp.resolve("d2");

@@ -364,6 +364,42 @@ class PipelineIT {
                 .containsKeys(first.toString(), second.toString(), third.toString());
     }
 
+    /**
+     * A file on disk for a request still waiting for its other files loses its copy (deleted by hand, a disk
+     * replaced): the next start of an instance drops the copy, and the file is read from tape again instead of
+     * the request ending with a file that is not there.
+     */
+    @Test
+    void aPinnedFileWhoseCopyIsGoneFromDiskIsReadFromTapeAgain() throws Exception {
+        start(100 * SIZE, 1, null); // one drive: one volume waits while the other is read
+        String a = file("g0", volume("a")), b = file("g1", volume("b"));
+        UUID id = submit(List.of(a, b), 86_400);
+        for (int i = 0; i < 200 && !states(id).containsKey("on_disk"); i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+        }
+        assertThat(states(id)).containsEntry("on_disk", 1L);
+        String landed = jdbc.queryForObject("SELECT f.name FROM stage_request_file x JOIN file f ON f.id = x.file_id "
+                + "WHERE x.request_id = ? AND x.state = 'on_disk'", String.class, id);
+        long landedId = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, landed);
+        Path copy = cache.lookup(List.of(landedId)).get(landedId).path();
+        java.nio.file.Files.delete(copy);
+        // another instance sharing the directory starts: its inventory finds the copy gone
+        TestCaches.cache(db, tx, cacheDir, 100 * SIZE, "pipe2-" + tag, clock);
+        assertThat(cache.lookup(List.of(landedId))).isEmpty();
+
+        for (int i = 0; i < 400 && !requestState(id).equals("done"); i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+        }
+        assertThat(requestState(id)).isEqualTo("done");
+        assertThat(states(id)).isEqualTo(Map.of("on_disk", 2L));
+        assertThat(readsOf(landed)).as("read again from tape").isEqualTo(2);
+        assertThat(readsOf(landed.equals(a) ? b : a)).isEqualTo(1);
+        assertThat(cache.lookup(List.of(landedId)).get(landedId).path()).exists();
+        assertThat(cache.pins(landedId)).containsKey(id.toString());
+    }
+
     @Test
     void eachVerifiedFileGoesToTheTransferQueueAsSoonAsItIsOnDiskAndEndsWithItsTransfer() {
         start(100 * SIZE, 1, transfers);

@@ -18,6 +18,8 @@ public record CacheChanged(Kind kind, List<Long> fileIds) {
         DISCARDED,
         /** Verified copies evicted to make room. */
         EVICTED,
+        /** Verified copies whose file was found gone from disk (start-up inventory): read from tape again. */
+        MISSING,
         /** Pins released or expired pins purged: space may have become evictable. */
         RELEASED
     }

@@ -91,7 +91,8 @@ public class DiskCache {
     /**
      * Registers the configured directories (creating them on disk, updating capacities), then recovers:
      * reservations this node held before a restart are discarded (their half-written files deleted, their
-     * space returned), and the directories' counters are recomputed from the copies. Idempotent.
+     * space returned), cached copies whose file is gone from disk are discarded ({@link #dropMissing}), and the
+     * directories' counters are recomputed from the copies. Idempotent.
      */
     public synchronized void start() {
         Map<Integer, Path> ids = new LinkedHashMap<>();
@@ -112,6 +113,7 @@ public class DiskCache {
         }
         directories = Map.copyOf(ids);
         int discarded = recover();
+        dropMissing();
         reconcile();
         removeOrphans();
         log.info("disk cache on {} directories ({}), node {}; {} half-written copies discarded",
@@ -420,25 +422,135 @@ public class DiskCache {
      * @return false if the file had no verified copy
      */
     public boolean discardCopy(long fileId, String reason) {
-        CacheEntry e = lookup(List.of(fileId)).get(fileId);
-        if (e == null || !e.cached()) return false;
-        boolean done = Boolean.TRUE.equals(inTransaction(() -> {
-            Integer dirId = lockCopyDirectory(copyIdOf(fileId));
-            if (dirId == null) return false;
-            Long size = db.sql("UPDATE cache_file SET state = 'corrupt', reason = :why, ended_at = :now "
-                            + "WHERE file_id = :f AND state = 'verified' RETURNING size_bytes")
-                    .param("why", reason).param("now", ts(clock.instant())).param("f", fileId)
-                    .query(Long.class).optional().orElse(null);
-            if (size == null) return false;
+        // the copy is found and ended in one transaction, by its id: found outside it, a copy evicted and
+        // staged again in between had the new copy marked corrupt and the old copy's path deleted
+        String dropped = inTransaction(() -> {
+            Long copyId = db.sql("SELECT id FROM cache_file WHERE file_id = :f AND state = 'verified'")
+                    .param("f", fileId).query(Long.class).optional().orElse(null);
+            Integer dirId = lockCopyDirectory(copyId);
+            return dirId == null ? null : dropVerified(dirId, List.of(copyId), "corrupt", reason).get(copyId);
+        });
+        if (dropped == null) return false;
+        deleteFiles(List.of(Path.of(dropped)));
+        events.publishEvent(new CacheChanged(CacheChanged.Kind.CORRUPT, List.of(fileId)));
+        return true;
+    }
+
+    /**
+     * Ends these verified copies of directory {@code dirId} (locked by the caller) in {@code state} and frees
+     * their space; copies no longer verified are left alone. @return id &rarr; path of the copies ended
+     */
+    private Map<Long, String> dropVerified(int dirId, List<Long> copyIds, String state, String reason) {
+        Map<Long, String> out = new HashMap<>();
+        long[] bytes = {0};
+        db.sql("UPDATE cache_file SET state = :state, reason = :why, ended_at = :now "
+                        + "WHERE id = ANY(:ids) AND directory_id = :d AND state = 'verified' RETURNING id, path, size_bytes")
+                .param("state", state).param("why", reason).param("now", ts(clock.instant()))
+                .param("ids", copyIds.toArray(Long[]::new)).param("d", dirId)
+                .query(rs -> {
+                    out.put(rs.getLong(1), rs.getString(2));
+                    bytes[0] += rs.getLong(3);
+                });
+        if (!out.isEmpty()) {
             db.sql("UPDATE cache_directory SET used_bytes = used_bytes - :b, updated_at = now() WHERE id = :d")
-                    .param("b", size).param("d", dirId).update();
-            return true;
-        }));
-        if (done) {
-            deleteFiles(List.of(e.path()));
-            events.publishEvent(new CacheChanged(CacheChanged.Kind.CORRUPT, List.of(fileId)));
+                    .param("b", bytes[0]).param("d", dirId).update();
         }
-        return done;
+        return out;
+    }
+
+    /** Copies looked at per slice by {@link #dropMissing()}, each slice's drop a transaction of its own. */
+    static final int INVENTORY_SLICE = 1000;
+
+    /**
+     * The inventory check, at start-up: verified copies in this instance's directories whose file is gone
+     * (a disk wiped or replaced, files deleted by hand) are discarded and their space freed, so the file is
+     * read from tape again instead of being answered "cached" and failing at every transfer. The copies are
+     * walked along the LRU index a slice at a time, never in one statement over the whole table.
+     *
+     * <p>A directory with no fan-out subdirectory at all while copies are recorded in it is taken for a disk
+     * that is not mounted: nothing is dropped there and it is logged as an error (mounting the disk and
+     * restarting is the cure; once files are staged there again, the next start drops the copies gone).
+     *
+     * @return copies discarded
+     */
+    public int dropMissing() {
+        int total = 0;
+        for (var d : directories.entrySet()) {
+            int dirId = d.getKey();
+            Path dir = d.getValue();
+            boolean recorded = db.sql("SELECT EXISTS (SELECT 1 FROM cache_file WHERE directory_id = :d AND state = 'verified')")
+                    .param("d", dirId).query(Boolean.class).single();
+            if (!recorded) continue;
+            if (!hasFanOut(dir)) {
+                log.error("cache directory {} holds no cached files, yet the database records copies there: is its disk not "
+                        + "mounted? Its copies are kept (they are answered from disk and fail at transfer until it is)", dir);
+                continue;
+            }
+            List<Long> missingFiles = new ArrayList<>();
+            OffsetDateTime afterAccess = ts(Instant.EPOCH);
+            long afterId = 0;
+            while (true) {
+                record Copy(OffsetDateTime lastAccess, long id, long fileId, String path) {}
+                List<Copy> slice = db.sql("""
+                        SELECT last_access, id, file_id, path FROM cache_file
+                         WHERE directory_id = :d AND state = 'verified' AND (last_access, id) > (:after, :afterId)
+                         ORDER BY last_access, id LIMIT :lim""")
+                        .param("d", dirId).param("after", afterAccess).param("afterId", afterId).param("lim", INVENTORY_SLICE)
+                        .query((rs, n) -> new Copy(rs.getObject(1, OffsetDateTime.class), rs.getLong(2), rs.getLong(3), rs.getString(4)))
+                        .list();
+                List<Long> gone = new ArrayList<>();
+                Map<Long, Long> fileOf = new HashMap<>();
+                for (Copy c : slice) {
+                    // notExists, not !exists: a file whose existence cannot be told (an I/O error) is kept
+                    if (Files.notExists(Path.of(c.path()))) {
+                        gone.add(c.id());
+                        fileOf.put(c.id(), c.fileId());
+                    }
+                }
+                if (!gone.isEmpty()) {
+                    Map<Long, String> dropped = inTransaction(() -> {
+                        lockDirectories(List.of(dirId));
+                        return dropVerified(dirId, gone, "discarded", "file missing on disk (inventory check at start-up)");
+                    });
+                    for (long c : dropped.keySet()) missingFiles.add(fileOf.get(c));
+                }
+                if (slice.size() < INVENTORY_SLICE) break;
+                afterAccess = slice.getLast().lastAccess();
+                afterId = slice.getLast().id();
+            }
+            if (!missingFiles.isEmpty()) {
+                log.warn("{} cached copies in {} had no file on disk: discarded, they are read from tape again when asked for",
+                        missingFiles.size(), dir);
+                events.publishEvent(new CacheChanged(CacheChanged.Kind.MISSING, missingFiles));
+            }
+            total += missingFiles.size();
+        }
+        return total;
+    }
+
+    /** This cache's time, the clock of its copies' timestamps (for {@link #filesLostSince}). */
+    public Instant now() {
+        return clock.instant();
+    }
+
+    /**
+     * Files whose verified copy was lost at or after {@code since} (this cache's clock): its file found gone
+     * ({@link #dropMissing}) or found bad ({@link #discardCopy}). Requests still waiting on them need them read again.
+     */
+    public List<Long> filesLostSince(Instant since) {
+        return db.sql("SELECT DISTINCT file_id FROM cache_file WHERE state IN ('discarded', 'corrupt') AND verified_at IS NOT NULL "
+                        + "AND ended_at >= :since")
+                .param("since", ts(since)).query(Long.class).list();
+    }
+
+    /** Whether the directory has any of the copies' fan-out subdirectories (00..ff). */
+    private static boolean hasFanOut(Path dir) {
+        try (DirectoryStream<Path> fans = Files.newDirectoryStream(dir, p -> p.getFileName().toString().matches("[0-9a-f]{2}")
+                && Files.isDirectory(p))) {
+            return fans.iterator().hasNext();
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     // ---------------------------------------------------------------------------------------------------
@@ -753,11 +865,6 @@ public class DiskCache {
         return db.sql("SELECT d.id FROM cache_directory d JOIN cache_file cf ON cf.directory_id = d.id "
                         + "WHERE cf.id = :c FOR UPDATE OF d")
                 .param("c", copyId).query(Integer.class).optional().orElse(null);
-    }
-
-    private Long copyIdOf(long fileId) {
-        return db.sql("SELECT id FROM cache_file WHERE file_id = :f AND state IN " + LIVE)
-                .param("f", fileId).query(Long.class).optional().orElse(null);
     }
 
     private void saveCounters(Collection<Dir> dirs) {

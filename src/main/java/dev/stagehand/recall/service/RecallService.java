@@ -108,6 +108,7 @@ public final class RecallService {
         SchedulerConfig config = props.schedulerConfig();
         engine = null;
         known.clear(); // a new engine holds nothing: every open request is taken in again
+        lostCopyRequests.clear();
         watermark = Instant.EPOCH;
         lastSweep = Instant.EPOCH;
         sweepCursor = -1;
@@ -218,10 +219,22 @@ public final class RecallService {
         boolean sweep = sweepCursor < 0 && Duration.between(lastSweep, now).compareTo(SWEEP) >= 0;
         settleLeases();
         if (sweep) {
+            requeueLostCopies(); // first: the walk below and the intake take them in as queued
             // the cache answers for what was staged: the engine need not hold every request it ever served, and a
             // request it ended that is still open in the rows (a settle lost, a stale answer) is taken in again
             int forgotten = engine.forgetEnded();
             if (forgotten > 0) log.debug("{} ended request(s) forgotten by the scheduler", forgotten);
+            if (!lostCopyRequests.isEmpty()) {
+                // the engine took their lost files for on disk: taken in again once it no longer holds them
+                Set<String> held = engine.heldRequestIds();
+                for (var it = lostCopyRequests.iterator(); it.hasNext(); ) {
+                    String r = it.next();
+                    if (!held.contains(r)) {
+                        known.remove(r);
+                        it.remove();
+                    }
+                }
+            }
             // the walk; not in an engine's first round, which takes in every open request's files anyway
             if (!lastSweep.equals(Instant.EPOCH)) sweepCursor = 0;
         }
@@ -275,6 +288,40 @@ public final class RecallService {
         registerQueuedFiles(slice);
         sweepCursor = slice.size() < sweepSlice ? -1 : slice.getLast(); // only once it went through
     }
+
+    /** Requests with files queued again by {@link #requeueLostCopies}, until the intake may take them in again. */
+    private final Set<String> lostCopyRequests = new HashSet<>();
+    /** Copies lost before this (the cache's clock) were looked at by an earlier sweep; EPOCH: none yet. */
+    private Instant lostCheckedTo = Instant.EPOCH;
+
+    /**
+     * Files answered on disk for open requests whose copy was lost since (its file gone from disk, or found
+     * corrupt) are queued again: the walk and the intake then read them from tape. Otherwise a file waiting for
+     * its hand-off waited for ever (no verified copy to send), and a request without a destination ended with a
+     * file that is not on disk. A request released, or ended, keeps its rows: a new request reads the file again.
+     */
+    private void requeueLostCopies() {
+        Instant checked = cache.now();
+        List<Long> lost = cache.filesLostSince(lostCheckedTo);
+        if (!lost.isEmpty()) {
+            List<String> requests = jdbc.queryForList("""
+                    UPDATE stage_request_file x SET state = 'queued', finished_at = NULL
+                      FROM stage_request r
+                     WHERE r.id = x.request_id AND r.state IN ('submitted', 'active') AND x.state = 'on_disk'
+                       AND NOT x.released AND x.file_id = ANY(?) AND NOT EXISTS (
+                           SELECT 1 FROM cache_file cf WHERE cf.file_id = x.file_id AND cf.state IN ('reserved', 'writing', 'verified'))
+                    RETURNING x.request_id::text""", String.class, (Object) lost.toArray(Long[]::new));
+            if (!requests.isEmpty()) {
+                log.warn("{} file(s) of open requests lost their cached copy (gone from disk or found corrupt): read from tape again",
+                        requests.size());
+                lostCopyRequests.addAll(requests);
+            }
+        }
+        lostCheckedTo = checked.minus(LATE_LOSS); // only once it went through
+    }
+
+    /** A copy's loss is its transaction's time: one committed later than this after it is seen by a later sweep still. */
+    static final Duration LATE_LOSS = Duration.ofMinutes(1);
 
     /**
      * Ends requests whose last file ended without their settle (an instance killed between a transfer's end
