@@ -29,11 +29,14 @@ record Endpoint(String scheme, List<HostPort> hosts, String path) {
             int at = hp.lastIndexOf('@');
             if (at >= 0) hp = hp.substring(at + 1);
             int colon = hp.lastIndexOf(':');
-            if (colon > 0 && !hp.endsWith("]")) {
-                hosts.add(new HostPort(hp.substring(0, colon), Integer.parseInt(hp.substring(colon + 1))));
-            } else {
-                hosts.add(new HostPort(hp, 2811));
-            }
+            HostPort h = colon > 0 && !hp.endsWith("]")
+                    ? new HostPort(hp.substring(0, colon), Integer.parseInt(hp.substring(colon + 1)))
+                    : new HostPort(hp, 2811);
+            // an empty host resolves to this machine, and port 0 is refused like a host that is down (an
+            // outage waited out for a day): both are typos, refused here
+            if (h.host().isEmpty()) throw new IllegalArgumentException("empty host in " + uri);
+            if (h.port() < 1 || h.port() > 65535) throw new IllegalArgumentException("port " + h.port() + " out of range in " + uri);
+            hosts.add(h);
         }
         String path = uri.getPath() == null || uri.getPath().isEmpty() ? "/" : uri.getPath();
         return new Endpoint(uri.getScheme().toLowerCase(java.util.Locale.ROOT), List.copyOf(hosts), path);

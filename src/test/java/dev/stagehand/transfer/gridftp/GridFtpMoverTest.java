@@ -32,4 +32,25 @@ class GridFtpMoverTest {
             }
         }
     }
+
+    @Test
+    void aDestinationWithABadPortOrAnEmptyHostIsRefusedAsABadRequest() throws Exception {
+        // port 0 was refused by the kernel (CONNECTION: waited out as an outage for a day), 70000 failed as
+        // PROTOCOL after every retry, and an empty host in a host list ("" resolves to this machine) was tried
+        List<FileCopy> bad = List.of(
+                new FileCopy("1", URI.create("file:///etc/hostname"), URI.create("ftp://127.0.0.1:70000/d/f1"), 10, null),
+                new FileCopy("2", URI.create("file:///etc/hostname"), URI.create("ftp://127.0.0.1:0/d/f2"), 10, null),
+                new FileCopy("3", URI.create("file:///etc/hostname"), URI.create("ftp://,127.0.0.1:9/d/f3"), 10, null),
+                new FileCopy("4", URI.create("ftp://127.0.0.1:99999/d/f"), URI.create("ftp://127.0.0.1:9/d/f4"), 10, null));
+        try (GridFtpMover mover = new GridFtpMover(MoverSettings.defaults(), null)) {
+            CopyBatch batch = mover.submit(bad);
+            for (FileCopy c : bad) {
+                assertThatThrownBy(() -> batch.result(c).get(2, TimeUnit.SECONDS))
+                        .as(c.toString())
+                        .isInstanceOf(ExecutionException.class)
+                        .cause().isInstanceOfSatisfying(TransferFailure.class,
+                                f -> assertThat(f.kind()).isEqualTo(TransferFailure.Kind.BAD_REQUEST));
+            }
+        }
+    }
 }
