@@ -58,10 +58,17 @@ public record MoverSettings(
         if (parallelism < 1 || concurrency < 1 || minConcurrency < 1 || maxConcurrency < minConcurrency)
             throw new IllegalArgumentException("parallelism and concurrencies must be >= 1 and min <= max");
         if (maxAttempts < 1) throw new IllegalArgumentException("maxAttempts must be >= 1");
+        // zero would mark every attempt stalled (waited out as an outage), or fail every file at the link's start
+        if (!stallTimeout.isPositive()) throw new IllegalArgumentException("stallTimeout must be > 0");
+        if (!optimizerInterval.isPositive()) throw new IllegalArgumentException("optimizerInterval must be > 0");
+        if (backoff.isNegative() || hostQuarantine.isNegative())
+            throw new IllegalArgumentException("backoff and hostQuarantine must not be negative");
         concurrency = Math.max(minConcurrency, Math.min(maxConcurrency, concurrency));
         proxy = proxy == null ? "" : proxy;
         certDir = certDir == null ? "" : certDir;
         dataChannelAuth = dataChannelAuth == null ? "SELF" : dataChannelAuth.toUpperCase(java.util.Locale.ROOT);
+        if (!dataChannelAuth.equals("SELF") && !dataChannelAuth.equals("NONE")) // anything else meant SELF
+            throw new IllegalArgumentException("dataChannelAuth must be SELF or NONE, not " + dataChannelAuth);
     }
 
     /** The documented defaults. */

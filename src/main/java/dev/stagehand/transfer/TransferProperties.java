@@ -27,7 +27,18 @@ public record TransferProperties(@DefaultValue MoverSettings mover, @DefaultValu
     public record Queue(@DefaultValue("true") boolean enabled, @DefaultValue("1s") Duration pollInterval,
                         @DefaultValue("200") int batchSize, @DefaultValue("2000") int maxInFlight,
                         @DefaultValue("2m") Duration lease, @DefaultValue("") String instanceId,
-                        @DefaultValue Outage outage) {}
+                        @DefaultValue Outage outage) {
+        public Queue {
+            // each of these stops the drainer, spins it, or lets other instances take rows still moving here
+            if (batchSize < 1 || maxInFlight < 1)
+                throw new IllegalArgumentException("stagehand.transfer.queue.batch-size and max-in-flight must be >= 1");
+            if (!lease.isPositive()) throw new IllegalArgumentException("stagehand.transfer.queue.lease must be > 0");
+            // leases are renewed between polls: a poll as long as the lease lets them lapse while files move
+            if (!pollInterval.isPositive() || pollInterval.compareTo(lease.dividedBy(2)) >= 0)
+                throw new IllegalArgumentException("stagehand.transfer.queue.poll-interval must be > 0 and shorter than half the lease ("
+                        + lease + "), not " + pollInterval);
+        }
+    }
 
     /**
      * A file whose other end refused, timed out or stalled through all the mover's attempts is put back in
