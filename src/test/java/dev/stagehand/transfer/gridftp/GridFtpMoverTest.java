@@ -53,4 +53,36 @@ class GridFtpMoverTest {
             }
         }
     }
+
+    @Test
+    void aPathWithALineBreakIsRefusedBeforeItReachesTheControlChannel() throws Exception {
+        // the URL's path is decoded: %0D%0A in it ended the STOR (or DELE) line, and the rest was sent as a
+        // command of its own, with the mover's credentials (jglobus refuses only a trailing line break)
+        java.nio.file.Path local = java.nio.file.Files.createTempFile("stagehand", ".dat");
+        java.nio.file.Files.write(local, new byte[10]);
+        MoverSettings once = MoverSettings.defaults().withRetry(java.time.Duration.ofSeconds(2), 1,
+                java.time.Duration.ofMillis(50), java.time.Duration.ofSeconds(1));
+        try (FakeGridFtpServer server = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(once, null)) {
+            String base = "ftp://127.0.0.1:" + server.port();
+            FileCopy c = new FileCopy("1", local.toUri(), URI.create(base + "/d/x%0D%0ADELE%20/d/victim%0D%0A/f"), 10, null);
+            Throwable put = batchFailure(mover.submit(List.of(c)), c);
+            var deleted = mover.delete(List.of(URI.create(base + "/d/y%0D%0ADELE%20/d/victim2")));
+            assertThat(server.commands).noneMatch(line -> line.toUpperCase(java.util.Locale.ROOT).startsWith("DELE /D/VICTIM"));
+            assertThat(put).isInstanceOfSatisfying(TransferFailure.class,
+                    f -> assertThat(f.kind()).isEqualTo(TransferFailure.Kind.BAD_REQUEST));
+            assertThat(deleted.values()).singleElement().satisfies(
+                    f -> assertThat(f.kind()).isEqualTo(TransferFailure.Kind.BAD_REQUEST));
+        } finally {
+            java.nio.file.Files.delete(local);
+        }
+    }
+
+    private static Throwable batchFailure(CopyBatch batch, FileCopy c) throws Exception {
+        try {
+            batch.result(c).get(20, TimeUnit.SECONDS);
+            return null;
+        } catch (ExecutionException e) {
+            return e.getCause();
+        }
+    }
 }
