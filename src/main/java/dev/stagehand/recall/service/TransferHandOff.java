@@ -67,17 +67,24 @@ final class TransferHandOff {
     /** Transfers that ended before this (the database's clock) were collected by an earlier round; null: none yet. */
     private Instant collectedTo;
 
+    /**
+     * Files of open requests with a destination that are on disk and not handed over yet. Found through the
+     * partial index of on-disk files by request (V33): without it each round read every file of every open
+     * request (0.14 s a round for one open request of 500,000 files, nearly all sent).
+     */
+    static final String READY = """
+            SELECT x.request_id::text, x.file_id, f.name, f.size_bytes, cf.adler32, r.destination, cf.path,
+                   EXISTS (SELECT 1 FROM transfer_job j
+                            WHERE j.correlation = 'stage:' || x.request_id::text || ':' || x.file_id) AS queued
+              FROM stage_request_file x JOIN stage_request r ON r.id = x.request_id JOIN file f ON f.id = x.file_id
+              JOIN cache_file cf ON cf.file_id = x.file_id AND cf.state = 'verified'
+             WHERE x.state = 'on_disk' AND r.destination IS NOT NULL AND r.state IN ('submitted', 'active')
+             ORDER BY x.finished_at LIMIT ?""";
+
     private void handOver() {
         record Ready(String request, long file, String name, long size, String adler, String destination, String path,
                      boolean queued) {}
-        List<Ready> ready = jdbc.query("""
-                SELECT x.request_id::text, x.file_id, f.name, f.size_bytes, cf.adler32, r.destination, cf.path,
-                       EXISTS (SELECT 1 FROM transfer_job j
-                                WHERE j.correlation = 'stage:' || x.request_id::text || ':' || x.file_id) AS queued
-                  FROM stage_request_file x JOIN stage_request r ON r.id = x.request_id JOIN file f ON f.id = x.file_id
-                  JOIN cache_file cf ON cf.file_id = x.file_id AND cf.state = 'verified'
-                 WHERE x.state = 'on_disk' AND r.destination IS NOT NULL AND r.state IN ('submitted', 'active')
-                 ORDER BY x.finished_at LIMIT ?""", (rs, i) -> new Ready(rs.getString(1), rs.getLong(2), rs.getString(3),
+        List<Ready> ready = jdbc.query(READY, (rs, i) -> new Ready(rs.getString(1), rs.getLong(2), rs.getString(3),
                 rs.getLong(4), rs.getString(5), rs.getString(6), rs.getString(7), rs.getBoolean(8)), BATCH);
         for (Ready r : ready) {
             TransferQueue.Request job;
