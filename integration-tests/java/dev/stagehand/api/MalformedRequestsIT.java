@@ -119,6 +119,9 @@ class MalformedRequestsIT {
                 field("destination not a URL", "{\"files\": [\"K0\"], \"destination\": \"no url\"}", 400, "destination"),
                 field("destination not GridFTP", "{\"files\": [\"K0\"], \"destination\": \"https://h/x\"}", 400, "destination"),
                 field("destination is a list", "{\"files\": [\"K0\"], \"destination\": []}", 400, "destination"),
+                // decoded, %0D%0A ended the movers' STOR line and the rest went to the server as a command
+                field("destination with an encoded line break", "{\"files\": [\"K0\"], \"destination\": \"gsiftp://h/x%0D%0ADELE%20/y/\"}", 400, "destination"),
+                field("destination port out of range", "{\"files\": [\"K0\"], \"destination\": \"gsiftp://h:70000/x\"}", 400, "destination"),
                 field("experiment with spaces", "{\"files\": [\"K0\"], \"experiment\": \"at las\"}", 400, "experiment"),
                 new Case("GET with a bad UUID", "GET", "/api/v1/requests/not-a-uuid", null, 400, "id", null, null),
                 new Case("GET an unknown request", "GET", "/api/v1/requests/" + UUID.randomUUID(), null, 404, "id", null, null),

@@ -230,6 +230,9 @@ class JdbcStageRequests implements StageRequests {
             // the movers speak GridFTP only: another scheme would fail only after the tape reads
             if (!"gsiftp".equalsIgnoreCase(uri.getScheme()) && !"ftp".equalsIgnoreCase(uri.getScheme()))
                 return "expected a gsiftp:// or ftp:// URL (the movers speak GridFTP), got " + uri.getScheme() + "://";
+            // the movers send the decoded path: an encoded line break would end their command line
+            if (FileNames.hasControl(uri.getPath())) return "no control characters in the path, encoded or not";
+            if (uri.getPort() == 0 || uri.getPort() > 65535) return "port " + uri.getPort() + " out of range 1-65535";
             return null;
         } catch (URISyntaxException e) {
             return "not a URL: " + e.getReason();
