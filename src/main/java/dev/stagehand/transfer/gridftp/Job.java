@@ -82,6 +82,8 @@ final class Job {
     final long startedNanos = System.nanoTime();
     final AtomicInteger remaining = new AtomicInteger();
     final AtomicInteger retries = new AtomicInteger();
+    /** Times the whole file has been sent (every piece): what a failure found after that counts against. */
+    final AtomicInteger wholeSends = new AtomicInteger(1);
     final AtomicLong bytes = new AtomicLong();
     final Set<Watchdog.Attempt> running = ConcurrentHashMap.newKeySet();
     volatile List<Piece> pieces = List.of();

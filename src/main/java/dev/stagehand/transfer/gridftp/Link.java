@@ -588,9 +588,12 @@ final class Link {
     private void failed(Job.Piece p, TransferFailure f, boolean wholeFile) {
         Job job = p.job;
         if (job.finished()) return;
-        int attempt = wholeFile ? 1 + job.retries.get() : p.attempts;
+        // after every piece was written the attempt is the file's whole send: its pieces' retries counted here
+        // gave a split file with a few range retries up at its first mismatch, never resending it
+        int attempt = wholeFile ? job.wholeSends.get() : p.attempts;
         if (f.retryable() && attempt < settings.maxAttempts() && !job.cancelled) {
             job.retries.incrementAndGet();
+            if (wholeFile) job.wholeSends.incrementAndGet();
             listener.retrying(job.copy, f);
             log.info("retrying {} (attempt {} failed: {})", job.copy.destination(), attempt, f.getMessage());
             if (wholeFile) {
@@ -603,7 +606,7 @@ final class Link {
             }
         } else {
             job.fail(new TransferFailure(f.kind(), job.copy.destination() + ": " + f.getMessage().replaceFirst("^\\w+: ", ""),
-                    attempt, f.getCause()));
+                    wholeFile ? 1 + job.retries.get() : attempt, f.getCause()));
         }
     }
 

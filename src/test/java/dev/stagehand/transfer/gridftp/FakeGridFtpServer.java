@@ -31,6 +31,8 @@ final class FakeGridFtpServer implements AutoCloseable {
     volatile Set<String> silent = Set.of();
     volatile long cksmDelayMillis;
     volatile String cksm = "00000001";
+    /** How many ESTOs (byte ranges) are still to be refused with a transient 451. */
+    final java.util.concurrent.atomic.AtomicInteger refuseEsto = new java.util.concurrent.atomic.AtomicInteger();
 
     FakeGridFtpServer() throws IOException {
         control = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
@@ -70,7 +72,15 @@ final class FakeGridFtpServer implements AutoCloseable {
                     int p = data.getLocalPort();
                     reply(out, "227 Entering Passive Mode (127,0,0,1," + (p >> 8) + "," + (p & 255) + ")");
                 }
-                case "STOR", "ESTO" -> {
+                case "ESTO" -> {
+                    if (refuseEsto.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                        reply(out, "451 Local resource failure");
+                    } else {
+                        reply(out, "150 Begin");
+                        reply(out, "226 Transfer complete");
+                    }
+                }
+                case "STOR" -> {
                     reply(out, "150 Begin");
                     reply(out, "226 Transfer complete");
                 }

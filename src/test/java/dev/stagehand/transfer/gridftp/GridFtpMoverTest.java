@@ -85,4 +85,27 @@ class GridFtpMoverTest {
             return e.getCause();
         }
     }
+
+    @Test
+    void aSplitFileWhoseRangesWereRetriedIsStillResentWholeAfterAChecksumMismatch() throws Exception {
+        // 4 MiB as 4 ranges of 1 MiB; two range retries, then every check of the written file mismatches: the
+        // whole file is to be sent max-attempts (3) times, as for a file sent in one piece
+        java.nio.file.Path local = java.nio.file.Files.createTempFile("stagehand", ".dat");
+        java.nio.file.Files.write(local, new byte[4 << 20]);
+        MoverSettings s = MoverSettings.defaults().withStreams(1, 4, false)
+                .withRetry(java.time.Duration.ofSeconds(5), 3, java.time.Duration.ofMillis(20), java.time.Duration.ofSeconds(1))
+                .withChunking(64L << 20, 1L << 20, 0);
+        try (FakeGridFtpServer server = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(s, null)) {
+            server.refuseEsto.set(2);
+            server.cksm = "deadbeef";
+            FileCopy c = new FileCopy("1", local.toUri(), URI.create("ftp://127.0.0.1:" + server.port() + "/d/big"), 4 << 20, null);
+            Throwable f = batchFailure(mover.submit(List.of(c)), c);
+            assertThat(f).isInstanceOfSatisfying(TransferFailure.class,
+                    t -> assertThat(t.kind()).isEqualTo(TransferFailure.Kind.CHECKSUM_MISMATCH));
+            // 2 refused + 4 ranges x 3 whole sends (before: the mismatch after 2 range retries was final at once)
+            assertThat(server.count("ESTO")).isEqualTo(2 + 4 * 3);
+        } finally {
+            java.nio.file.Files.delete(local);
+        }
+    }
 }
