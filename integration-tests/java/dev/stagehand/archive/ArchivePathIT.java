@@ -498,6 +498,51 @@ class ArchivePathIT {
         return buffer.file(id).orElseThrow().state();
     }
 
+    String volumeState(String label) {
+        return jdbc.queryForObject("""
+                SELECT v.state || ' ' || av.state || ' ' || coalesce(v.state_reason, '') FROM volume v
+                  JOIN archive_volume av ON av.volume_id = v.id WHERE v.label = ?""", String.class, label);
+    }
+
+    /**
+     * A volume the library reports unavailable (not in it) is disabled with the library's reason and the family
+     * moves on to another: it was the family's open volume for ever, its mount retried at every backoff. An empty
+     * one goes back to the pool, taken again once an operator makes it available; one holding files is closed.
+     */
+    @Test
+    void aFamilyLeavesAVolumeTheLibraryReportsUnavailable() throws Exception {
+        start(3, 1, 100 * MB, 3, 500 * MB, List.of());
+        String writer = lib.layout().drives().get(2);
+        String v1 = "A" + tag + "01", v2 = "A" + tag + "02", v3 = "A" + tag + "03";
+        faults.missingVolume(v1); // the first blank of the pool
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 2; i++) files.add(entry(land("una/f" + i, MB), "ds-una-" + tag, null));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(ids) == 2 && !flusher.busy() && lib.drive(writer).state() == DriveState.EMPTY);
+        assertThat(segments(ids)).extracting(Seg::volume).containsOnly(v2);
+        assertThat(volumeState(v1)).startsWith("disabled blank archive: ").contains("not in the library");
+        assertThat(buffer.file(ids.get(0)).orElseThrow().attempts()).as("not the file's fault").isZero();
+
+        // the family's volume, now holding its files, goes missing too: closed, and the next file goes to the last blank
+        faults.missingVolume(v2);
+        List<Long> next = buffer.register(List.of(entry(land("una/f2", MB), "ds-una-" + tag, null))).stream()
+                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(next) == 1 && !flusher.busy() && lib.drive(writer).state() == DriveState.EMPTY);
+        assertThat(segments(next)).extracting(Seg::volume).containsExactly(v3);
+        assertThat(volumeState(v2)).startsWith("disabled full archive: ");
+        assertThat(buffer.volumes("ds-una-" + tag)).extracting(ArchiveBuffer.FamilyVolume::volume, ArchiveBuffer.FamilyVolume::state)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(v2, "full"), org.assertj.core.groups.Tuple.tuple(v3, "open"));
+
+        // an operator puts the first back and makes it available: a new family takes it as a blank
+        faults.restoreVolume(v1);
+        jdbc.update("UPDATE volume SET state = 'available', state_reason = NULL WHERE label = ?", v1);
+        List<Long> other = buffer.register(List.of(entry(land("una/g0", MB), "ds-una2-" + tag, null))).stream()
+                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(other) == 1 && !flusher.busy());
+        assertThat(segments(other)).extracting(Seg::volume).containsExactly(v1);
+    }
+
+
     /**
      * A buffer file whose bytes changed after registration fails for good with its reason: it is not written
      * again every retry, and no volume is closed for it (each mismatch used to close one, burning the pool).

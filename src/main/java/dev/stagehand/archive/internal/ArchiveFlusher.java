@@ -396,9 +396,15 @@ public final class ArchiveFlusher {
     private synchronized void mountFailed(DriveJob job, Claim c, Throwable e) {
         Throwable cause = cause(e);
         log.warn("archive: mounting {} on {} for family {} failed: {}", c.label, job.drive, c.family, cause.toString());
+        // not in the library (or disabled there): the family's open volume would be mounted again every backoff for
+        // ever. A volume merely in another drive (a recall reading it) is busy, not unavailable.
+        boolean unavailable = cause instanceof TapeFailure tf && tf.kind() == TapeFailure.Kind.VOLUME_UNAVAILABLE
+                && !inADrive(c.label);
         try {
-            for (Item f : c.files) requeue(c, f, "mount of " + c.label + " failed: " + cause.getMessage(), true);
+            // a missing volume is not the files' fault: they are not charged and go to another volume at once
+            for (Item f : c.files) requeue(c, f, "mount of " + c.label + " failed: " + cause.getMessage(), !unavailable);
             if (cause instanceof TapeFailure tf && tf.kind() == TapeFailure.Kind.MEDIA_ERROR) closeVolume(c, "media error");
+            if (unavailable) volumeUnavailable(c, cause.getMessage());
             releaseVolume(c.volumeId);
         } catch (RuntimeException ex) {
             log.error("archive: putting back the write list for {} failed; its claims lapse after the lease", c.label, ex);
@@ -550,6 +556,36 @@ public final class ArchiveFlusher {
     private void closeVolume(Claim c, String why) {
         int n = jdbc.update("UPDATE archive_volume SET state = 'full', closed_at = now() WHERE volume_id = ? AND state = 'open'", c.volumeId);
         if (n > 0) log.warn("archive: volume {} closed for writing ({}); family {} continues on another", c.label, why, c.family);
+    }
+
+    private boolean inADrive(String label) {
+        try {
+            return library.drives().stream().anyMatch(d -> label.equals(d.volume()));
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /**
+     * The library cannot mount the volume: it is disabled in the catalog with the library's reason, as the recall
+     * side does, so neither side uses it until an operator makes it available. One holding no file yet goes back
+     * to the pool (a blank taken again, by any family, once available); one holding files is closed. Either way
+     * the family's next list opens another volume.
+     */
+    private void volumeUnavailable(Claim c, String reason) {
+        boolean blank = Boolean.TRUE.equals(tx.execute(s -> {
+            jdbc.update("UPDATE volume SET state = 'disabled', state_reason = ?, updated_at = now() WHERE id = ? AND state = 'available'",
+                    "archive: " + reason, c.volumeId);
+            return jdbc.update("""
+                    UPDATE archive_volume SET state = 'blank', family = NULL, copy_no = NULL, opened_at = NULL
+                     WHERE volume_id = ? AND state = 'open' AND files = 0 AND end_of_data = 0
+                       AND NOT EXISTS (SELECT 1 FROM segment s WHERE s.volume_id = ?)
+                       AND NOT EXISTS (SELECT 1 FROM archive_copy x WHERE x.volume_id = ? AND x.state = 'writing')""",
+                    c.volumeId, c.volumeId, c.volumeId) > 0;
+        }));
+        if (blank) log.warn("archive: volume {} is unavailable ({}): disabled, back to the pool empty; family {} continues on another",
+                c.label, reason, c.family);
+        else closeVolume(c, "unavailable: " + reason + "; disabled");
     }
 
     private void releaseVolume(long volumeId) {
