@@ -498,6 +498,40 @@ class ArchivePathIT {
         return buffer.file(id).orElseThrow().state();
     }
 
+    /**
+     * With no retry backoff, a mount failing at once (the family's volume is in a read drive) is retried by the next
+     * poll, not from within the failed one: the failure and the poll called each other until the stack overflowed.
+     * A volume busy in another drive is not unavailable: it stays the family's, and is written once free.
+     */
+    @Test
+    void aMountFailingAtOnceWithNoBackoffIsRetriedByTheNextPoll() throws Exception {
+        start(3, 1, 100 * MB, 2, 500 * MB, List.of());
+        String reader = lib.layout().drives().get(0), writer = lib.layout().drives().get(2);
+        String v1 = "A" + tag + "01";
+        List<Long> first = buffer.register(List.of(entry(land("zb/f0", MB), "ds-zb-" + tag, null))).stream()
+                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(first) == 1 && !flusher.busy() && lib.drive(writer).state() == DriveState.EMPTY);
+        recall.stop(); // the read drive is the test's
+        recall = null;
+        lib.mount(reader, v1);
+        for (int i = 0; i < 100 && lib.drive(reader).state() != DriveState.MOUNTED_IDLE; i++) clock.advance(Duration.ofSeconds(20));
+        assertThat(lib.drive(reader).state()).isEqualTo(DriveState.MOUNTED_IDLE);
+
+        long id = buffer.register(List.of(entry(land("zb/f1", MB), "ds-zb-" + tag, null))).get(0).fileId();
+        for (int i = 1; i <= 3; i++) {
+            flusher.poll(); // the mount fails at once: once per poll
+            assertThat(flusher.busy()).isFalse();
+            assertThat(buffer.file(id).orElseThrow().attempts()).as(this::copies).isEqualTo(i);
+            assertThat(state(id)).isEqualTo("queued");
+        }
+        assertThat(buffer.file(id).orElseThrow().error()).contains("volume is in drive");
+        assertThat(volumeState(v1)).startsWith("available open");
+
+        lib.dismount(reader);
+        flushUntil(() -> archived(List.of(id)) == 1 && !flusher.busy());
+        assertThat(segments(List.of(id))).extracting(Seg::volume).containsExactly(v1);
+    }
+
     String volumeState(String label) {
         return jdbc.queryForObject("""
                 SELECT v.state || ' ' || av.state || ' ' || coalesce(v.state_reason, '') FROM volume v

@@ -68,6 +68,12 @@ public final class ArchiveFlusher {
      */
     private final Set<CopyKey> inFlight = new HashSet<>();
     private boolean noBlankWarned;
+    /**
+     * A round is running (on this thread: the methods share this monitor). A list that ends inside it (a mount
+     * failing at once) leaves its drive to the next round instead of starting one within it: with no backoff the
+     * failure and the round called each other until the stack overflowed.
+     */
+    private boolean polling;
     private final java.time.Clock clock;
 
     /** One write drive as this flusher sees it. */
@@ -153,6 +159,15 @@ public final class ArchiveFlusher {
 
     /** One round: leases, then every idle write drive takes the best family worth flushing. */
     public synchronized void poll() {
+        polling = true;
+        try {
+            poll0();
+        } finally {
+            polling = false;
+        }
+    }
+
+    private void poll0() {
         JdbcArchiveBuffer.foldTotals(jdbc);
         expireLeases();
         renewLeases();
@@ -608,6 +623,7 @@ public final class ArchiveFlusher {
             log.warn("archive: write drive {} is {}; it is skipped until recovered", job.drive, st.state());
             return;
         }
+        if (polling) return; // ended within a round: the poller's next round takes the drive
         try {
             poll();
         } catch (RuntimeException e) {
