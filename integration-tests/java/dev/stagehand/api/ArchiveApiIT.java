@@ -245,6 +245,21 @@ class ArchiveApiIT {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM file", Long.class)).isEqualTo(files);
     }
 
+    /** More files than one call may register is 413 (as documented, and as the stage request API answers), not 400. */
+    @Test
+    void moreFilesThanACallMayRegisterIs413() throws Exception {
+        long files = jdbc.queryForObject("SELECT count(*) FROM file", Long.class);
+        List<Map<String, Object>> many = new ArrayList<>();
+        for (int i = 0; i <= props.maxFilesPerCall(); i++) many.add(Map.of("path", "archive-api-it/" + tag + "/n" + i, "size", 1, "dataset", "d"));
+        Answer r = api.post("/api/v1/archive/files", body(many));
+        assertThat(r.status()).isEqualTo(413);
+        assertThat(r.contentType()).contains("application/problem+json");
+        assertThat(r.json().get("type").asString()).endsWith("/request-too-large");
+        assertThat(r.json().get("errors").get(0).get("field").asString()).isEqualTo("files");
+        assertThat(r.json().get("errors").get(0).get("reason").asString()).contains("at most " + props.maxFilesPerCall());
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM file", Long.class)).isEqualTo(files);
+    }
+
     @Test
     void aFullBufferAnswers503WithRetryAfterAndKeepsNothing() throws Exception {
         List<Map<String, Object>> fill = new ArrayList<>();

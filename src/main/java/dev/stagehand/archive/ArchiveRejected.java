@@ -10,6 +10,8 @@ public final class ArchiveRejected extends RuntimeException {
     public enum Kind {
         /** the input is wrong (bad path, size or checksum mismatch, unknown storage class, ...) */
         INVALID,
+        /** more files than one call may register ({@code stagehand.archive.max-files-per-call}) */
+        TOO_LARGE,
         /** a file of that name is already in the catalog with other content */
         CONFLICT,
         /** accepting the files would take the buffer past its high-water mark: retry after {@link #retryAfter()} */

@@ -47,10 +47,12 @@ class ArchiveController {
 
     private final ArchiveBuffer buffer;
     private final ExperimentAccess access;
+    private final int maxFiles;
 
-    ArchiveController(ArchiveBuffer buffer, ExperimentAccess access) {
+    ArchiveController(ArchiveBuffer buffer, ExperimentAccess access, dev.stagehand.archive.ArchiveProperties props) {
         this.buffer = buffer;
         this.access = access;
+        this.maxFiles = props.maxFilesPerCall();
     }
 
     @Schema(description = "One landed file. Fields not listed are refused.")
@@ -79,6 +81,11 @@ class ArchiveController {
         JsonNode body = JsonBodies.parse(JsonBodies.read(http));
         List<EntryError> errors = new ArrayList<>();
         JsonBodies.unknownFields(body, BODY_FIELDS, errors);
+        // too many files is 413 before any entry is read or looked up, as in the stage request API
+        JsonNode list = body.get("files");
+        if (list != null && list.isArray() && list.size() > maxFiles)
+            throw new ArchiveRejected(ArchiveRejected.Kind.TOO_LARGE, "at most " + maxFiles + " files per call, got " + list.size(),
+                    List.of(EntryError.field("files", list.size() + " files; at most " + maxFiles)));
         List<NewArchiveFile> files = files(body, errors);
         if (!errors.isEmpty()) throw new BadInput(HttpStatus.BAD_REQUEST, JsonBodies.describe(errors), errors);
         long before = files.stream().map(f -> f.name() != null ? f.name() : f.path())

@@ -29,6 +29,7 @@ class ArchiveProblemAdvice {
     ResponseEntity<ProblemDetail> rejected(ArchiveRejected e) {
         HttpStatus status = switch (e.kind()) {
             case INVALID -> HttpStatus.BAD_REQUEST;
+            case TOO_LARGE -> HttpStatus.CONTENT_TOO_LARGE; // as the stage request API (request-too-large)
             case CONFLICT -> HttpStatus.CONFLICT;
             case NOT_FOUND -> HttpStatus.NOT_FOUND;
             case BUFFER_FULL -> HttpStatus.SERVICE_UNAVAILABLE;

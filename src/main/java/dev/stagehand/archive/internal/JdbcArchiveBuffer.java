@@ -98,7 +98,7 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
             throw new ArchiveRejected(Kind.INVALID, "files: required, at least one file",
                     List.of(EntryError.field("files", "required: a list of at least one file")));
         if (files.size() > props.maxFilesPerCall())
-            throw new ArchiveRejected(Kind.INVALID, "at most " + props.maxFilesPerCall() + " files per call, got " + files.size(),
+            throw new ArchiveRejected(Kind.TOO_LARGE, "at most " + props.maxFilesPerCall() + " files per call, got " + files.size(),
                     List.of(EntryError.field("files", files.size() + " files; at most " + props.maxFilesPerCall())));
         Path landing = landing();
         List<EntryError> errors = new ArrayList<>();
