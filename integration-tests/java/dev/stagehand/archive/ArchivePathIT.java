@@ -620,6 +620,33 @@ class ArchivePathIT {
         assertThat(buffer.evict()).isZero();
     }
 
+    /** A buffer file deleted while queued fails for good with its reason; it was written again every backoff for ever. */
+    @Test
+    void aBufferFileDeletedWhileQueuedFailsForGood() throws Exception {
+        start(3, 1, 100 * MB, 3, 500 * MB, List.of());
+        List<Path> paths = new ArrayList<>();
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            paths.add(land("del/f" + i, MB));
+            files.add(entry(paths.get(i), "ds-del-" + tag, null));
+        }
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        Files.delete(paths.get(1)); // by someone, while it waits for tape
+
+        flushUntil(() -> state(ids.get(1)).equals("failed") && archived(List.of(ids.get(0), ids.get(2))) == 2 && !flusher.busy());
+        ArchiveBuffer.ArchiveFileStatus gone = buffer.file(ids.get(1)).orElseThrow();
+        assertThat(gone.error()).contains("buffer file gone").contains(paths.get(1).toString());
+        assertThat(gone.attempts()).isEqualTo(1);
+        for (int i = 0; i < 5; i++) { // later rounds leave it alone
+            flusher.poll();
+            clock.advance(Duration.ofMinutes(2));
+        }
+        assertThat(buffer.file(ids.get(1)).orElseThrow().attempts()).isEqualTo(1);
+        assertThat(buffer.volumes("ds-del-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("open");
+        assertThatThrownBy(() -> buffer.retry(ids.get(1))).isInstanceOfSatisfying(ArchiveRejected.class,
+                e -> assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.CONFLICT));
+    }
+
     /** Tape copies that keep failing their checksum (a drive writing bad data) close at most a few volumes. */
     @Test
     void aCopyThatKeepsFailingItsChecksumOnTapeFailsAfterAFewVolumes() throws Exception {

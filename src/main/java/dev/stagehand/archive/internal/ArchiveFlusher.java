@@ -457,6 +457,11 @@ public final class ArchiveFlusher {
                 Throwable cause = cause(e);
                 boolean cancelled = cause instanceof CancellationException;
                 log.warn("archive: writing {} (copy {}) to {} failed: {}", f.name, c.copy, c.label, cause.toString());
+                String gone = cancelled ? null : bufferFileGone(f);
+                if (gone != null) { // writing it again cannot help: it was retried every backoff for ever
+                    failForGood(c, f, gone);
+                    return;
+                }
                 requeue(c, f, cancelled ? "write cancelled" : cause.getMessage(), !cancelled);
                 if (cause instanceof TapeFailure tf && (tf.kind() == TapeFailure.Kind.MEDIA_ERROR
                         || tf.kind() == TapeFailure.Kind.VOLUME_UNAVAILABLE))
@@ -530,6 +535,20 @@ public final class ArchiveFlusher {
         if (mismatches >= MAX_MISMATCHES) failForGood(c, f, error + " (" + MAX_MISMATCHES + " copies that do not match; the buffer file is intact)");
         else requeue(c, f, error, true);
         closeVolume(c, "checksum mismatch");
+    }
+
+    /** Why the buffer file can no longer be written as registered (deleted, or another size), or null. */
+    private static String bufferFileGone(Item f) {
+        Path p = Path.of(f.path);
+        try {
+            long size = java.nio.file.Files.size(p);
+            return size == f.size ? null : "the buffer file changed after registration (" + size + " bytes now, registered "
+                    + f.size + "): not written to tape";
+        } catch (java.nio.file.NoSuchFileException e) {
+            return "buffer file gone: " + f.path + " was deleted before it was written to tape (register it anew)";
+        } catch (java.io.IOException e) {
+            return null; // unreadable for now (a file system hiccup): retried
+        }
     }
 
     /** The file cannot be archived: its copies not yet written fail with {@code error}, the file stays in the buffer. */
