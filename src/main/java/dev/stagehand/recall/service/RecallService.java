@@ -302,14 +302,14 @@ public final class RecallService {
      */
     private void requeueLostCopies() {
         Instant checked = cache.now();
-        List<Long> lost = cache.filesLostSince(lostCheckedTo);
+        List<Long> lost = new ArrayList<>(cache.filesLostSince(lostCheckedTo));
+        lost.removeAll(cache.lookup(lost).keySet()); // staged again since (or being): nothing to read
         if (!lost.isEmpty()) {
             List<String> requests = jdbc.queryForList("""
                     UPDATE stage_request_file x SET state = 'queued', finished_at = NULL
                       FROM stage_request r
                      WHERE r.id = x.request_id AND r.state IN ('submitted', 'active') AND x.state = 'on_disk'
-                       AND NOT x.released AND x.file_id = ANY(?) AND NOT EXISTS (
-                           SELECT 1 FROM cache_file cf WHERE cf.file_id = x.file_id AND cf.state IN ('reserved', 'writing', 'verified'))
+                       AND NOT x.released AND x.file_id = ANY(?)
                     RETURNING x.request_id::text""", String.class, (Object) lost.toArray(Long[]::new));
             if (!requests.isEmpty()) {
                 log.warn("{} file(s) of open requests lost their cached copy (gone from disk or found corrupt): read from tape again",
