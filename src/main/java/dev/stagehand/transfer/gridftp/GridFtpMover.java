@@ -97,6 +97,16 @@ public final class GridFtpMover implements Mover {
         Path local = Path.of(copy.source());
         if (!Files.isRegularFile(local) || !Files.isReadable(local))
             throw new TransferFailure(Kind.BAD_REQUEST, "cannot read local file " + local);
+        // only sizeBytes are sent: a longer file arrived cut short, and with no catalogued Adler32 (the sum then
+        // is of what was sent) it verified and was reported done
+        long onDisk;
+        try {
+            onDisk = Files.size(local);
+        } catch (java.io.IOException e) {
+            throw new TransferFailure(Kind.BAD_REQUEST, "cannot read local file " + local + ": " + e);
+        }
+        if (onDisk != copy.sizeBytes())
+            throw new TransferFailure(Kind.BAD_REQUEST, "local file " + local + " is " + onDisk + " bytes, expected " + copy.sizeBytes());
         Job job = new Job(copy, destination, null, local);
         return job;
     }

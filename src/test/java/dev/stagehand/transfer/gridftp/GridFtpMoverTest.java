@@ -77,6 +77,25 @@ class GridFtpMoverTest {
         }
     }
 
+    @Test
+    void aLocalFileOfAnotherSizeThanExpectedIsRefusedNotSentCutShort() throws Exception {
+        // only the expected size was sent: a longer file arrived cut short and, with no Adler32 given (the sum is
+        // then of what was sent), verified and was reported done
+        java.nio.file.Path local = java.nio.file.Files.createTempFile("stagehand", ".dat");
+        java.nio.file.Files.write(local, new byte[20]);
+        try (FakeGridFtpServer server = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(MoverSettings.defaults(), null)) {
+            FileCopy c = new FileCopy("1", local.toUri(), URI.create("ftp://127.0.0.1:" + server.port() + "/d/f"), 10, null);
+            Throwable put = batchFailure(mover.submit(List.of(c)), c);
+            assertThat(put).isInstanceOfSatisfying(TransferFailure.class, f -> {
+                assertThat(f.kind()).isEqualTo(TransferFailure.Kind.BAD_REQUEST);
+                assertThat(f.getMessage()).contains("is 20 bytes, expected 10");
+            });
+            assertThat(server.commands).noneMatch(line -> line.toUpperCase(java.util.Locale.ROOT).startsWith("STOR"));
+        } finally {
+            java.nio.file.Files.delete(local);
+        }
+    }
+
     private static Throwable batchFailure(CopyBatch batch, FileCopy c) throws Exception {
         try {
             batch.result(c).get(20, TimeUnit.SECONDS);
