@@ -76,4 +76,21 @@ class TransferQueueIT {
         assertThat(failed.lastErrorClass()).isEqualTo("NO_SUCH_PATH");
         assertThat(failed.lastError()).contains("No such file or directory");
     }
+
+    @Test
+    void anOperatorsRetryStartsTheFileAfreshAfterAnOutage() throws Exception {
+        String tag = "retry-" + java.util.UUID.randomUUID();
+        Path f = file(root.resolve("src"), "retried", 1000, 7);
+        long id = queue.enqueue(List.of(new TransferQueue.Request(tag, f.toUri(),
+                URI.create(server.url(root.resolve("no-such-dir")) + "/retried"), 1000, null))).getFirst();
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (!queue.job(id).finished() && System.nanoTime() < deadline) Thread.sleep(100);
+        assertThat(queue.job(id).state()).isEqualTo("failed");
+        // as after a long outage: put back seven times, the next wait would be the longest (max-delay)
+        jdbc.update("UPDATE transfer_job SET deferrals = 7 WHERE id = ?", id);
+
+        assertThat(queue.retry(id)).isTrue();
+        // its first wait after a retry is the outage delay again, not max-delay (deferrals only grow at put-backs)
+        assertThat(queue.job(id).deferrals()).isZero();
+    }
 }

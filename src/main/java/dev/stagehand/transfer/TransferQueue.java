@@ -126,12 +126,13 @@ public class TransferQueue {
 
     /**
      * Puts a failed row back in the queue (an operator's retry): its attempt counters and last error stay
-     * for the record. Returns false when the row is not failed (nothing changed).
+     * for the record; its outage backoff starts anew (kept, the first wait was max-delay). Returns false when
+     * the row is not failed (nothing changed).
      */
     public boolean retry(long id) {
         boolean again = jdbc.update("""
                 UPDATE transfer_job SET state = 'queued', finished_at = NULL, lease_owner = NULL, lease_until = NULL,
-                       not_before = now(), outage_since = NULL
+                       not_before = now(), outage_since = NULL, deferrals = 0
                 WHERE id = ? AND state = 'failed'""", id) == 1;
         if (again) afterCommit(this::wakeDrainer);
         return again;
