@@ -8,6 +8,7 @@ import dev.stagehand.archive.ArchiveBuffer;
 import dev.stagehand.archive.ArchiveBuffer.ArchiveFileStatus;
 import dev.stagehand.archive.ArchiveBuffer.BufferUsage;
 import dev.stagehand.archive.ArchiveBuffer.FamilyVolume;
+import dev.stagehand.archive.ArchiveProperties;
 import dev.stagehand.archive.ArchiveRejected;
 import dev.stagehand.archive.NewArchiveFile;
 import dev.stagehand.platform.EntryError;
@@ -49,7 +50,7 @@ class ArchiveController {
     private final ExperimentAccess access;
     private final int maxFiles;
 
-    ArchiveController(ArchiveBuffer buffer, ExperimentAccess access, dev.stagehand.archive.ArchiveProperties props) {
+    ArchiveController(ArchiveBuffer buffer, ExperimentAccess access, ArchiveProperties props) {
         this.buffer = buffer;
         this.access = access;
         this.maxFiles = props.maxFilesPerCall();

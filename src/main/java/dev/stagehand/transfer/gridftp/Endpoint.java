@@ -1,5 +1,6 @@
 package dev.stagehand.transfer.gridftp;
 
+import dev.stagehand.catalog.FileNames;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,7 +42,7 @@ record Endpoint(String scheme, List<HostPort> hosts, String path) {
         String path = uri.getPath() == null || uri.getPath().isEmpty() ? "/" : uri.getPath();
         // the path is decoded: a %0D%0A in it would end the command line, and the rest would be sent as a
         // command of its own (a DELE) with the mover's credentials
-        if (path.chars().anyMatch(c -> c < 0x20 || c == 0x7f))
+        if (FileNames.hasControl(path))
             throw new IllegalArgumentException("control character in the path of " + uri);
         return new Endpoint(uri.getScheme().toLowerCase(java.util.Locale.ROOT), List.copyOf(hosts), path);
     }
