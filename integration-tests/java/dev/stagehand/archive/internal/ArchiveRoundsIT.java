@@ -361,10 +361,14 @@ class ArchiveRoundsIT {
                  WHERE a.file_id = ANY(?) ORDER BY a.file_id, c.n""", (Object) ids.toArray(Long[]::new));
     }
 
+    /** The plan {@link #blocks} read last, for the message of an assertion on it. */
+    JsonNode lastPlan;
+
     /** Buffer blocks (hit or read) the statement's plan touched. */
     long blocks(String sql, Object... args) {
         JsonNode plan = JSON.readTree(jdbc.queryForObject("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, String.class, args))
                 .get(0).get("Plan");
+        lastPlan = plan;
         return plan.get("Shared Hit Blocks").asLong() + plan.get("Shared Read Blocks").asLong();
     }
 
@@ -405,7 +409,7 @@ class ArchiveRoundsIT {
             long poll = blocks(ArchiveFlusher.QUEUED_SQL, at, at, at);
             // a few blocks per family and per copy not ready (about 110 here): 80 to 270 seen. The whole sum read
             // every queued copy: 180,000 blocks along indexes, 1,000 pages in sequential scans of both tables.
-            assertThat(poll).as("blocks the poll reads").isLessThan(500);
+            assertThat(poll).as("blocks the poll reads: %s", lastPlan).isLessThan(500);
             s.setRollbackOnly();
         });
     }
