@@ -578,6 +578,39 @@ class ArchivePathIT {
 
 
     /**
+     * A family's open volume that an operator disables (a suspect cartridge) is not appended to while disabled:
+     * the family opens another, and the disabled one stays open, not closed, so the family goes back to it once
+     * it is made available again.
+     */
+    @Test
+    void aFamilyDoesNotWriteToAnOpenVolumeAnOperatorDisabled() throws Exception {
+        start(3, 1, 100 * MB, 3, 500 * MB, List.of());
+        String v1 = "A" + tag + "01", v2 = "A" + tag + "02";
+        String family = "ds-dis-" + tag;
+        List<Long> first = buffer.register(List.of(entry(land("dis/f0", MB), family, null))).stream()
+                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(first) == 1 && !flusher.busy());
+        assertThat(segments(first)).extracting(Seg::volume).containsExactly(v1);
+
+        jdbc.update("UPDATE volume SET state = 'disabled', state_reason = 'operator: suspect cartridge' WHERE label = ?", v1);
+        List<Long> second = buffer.register(List.of(entry(land("dis/f1", MB), family, null))).stream()
+                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(second) == 1 && !flusher.busy());
+        assertThat(segments(second)).extracting(Seg::volume).as("not on the disabled volume").containsExactly(v2);
+        assertThat(volumeState(v1)).as("left as the operator set it, and still open").startsWith("disabled open ")
+                .contains("operator: suspect cartridge");
+
+        jdbc.update("UPDATE volume SET state = 'available', state_reason = NULL WHERE label = ?", v1);
+        List<Long> third = buffer.register(List.of(entry(land("dis/f2", MB), family, null))).stream()
+                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(third) == 1 && !flusher.busy());
+        assertThat(segments(third)).extracting(Seg::volume).as("back to the older open volume").containsExactly(v1);
+        assertThat(buffer.volumes(family)).extracting(ArchiveBuffer.FamilyVolume::volume, ArchiveBuffer.FamilyVolume::state)
+                .containsExactlyInAnyOrder(org.assertj.core.groups.Tuple.tuple(v1, "open"), org.assertj.core.groups.Tuple.tuple(v2, "open"));
+    }
+
+
+    /**
      * A buffer file whose bytes changed after registration fails for good with its reason: it is not written
      * again every retry, and no volume is closed for it (each mismatch used to close one, burning the pool).
      */

@@ -247,7 +247,7 @@ public final class ArchiveFlusher {
             jdbc.query("""
                     SELECT av.volume_id, v.label, av.family, av.copy_no, av.claimed_by, av.lease_until > now() AS leased
                       FROM archive_volume av JOIN volume v ON v.id = av.volume_id
-                     WHERE av.state = 'open' ORDER BY av.opened_at DESC""", rs -> {
+                     WHERE av.state = 'open' AND v.state = 'available' ORDER BY av.opened_at DESC""", rs -> {
                 String key = rs.getString(3) + '\0' + rs.getInt(4);
                 long id = rs.getLong(1);
                 open.put(key, new long[] {id});
@@ -306,7 +306,11 @@ public final class ArchiveFlusher {
 
     private static final Claim CLOSED = new Claim(-1, "", "", 0, List.of());
 
-    /** Claims the head of the family's queue for its open volume (opening a blank one if needed). CLOSED: it was full. */
+    /**
+     * Claims the head of the family's queue for its open volume (opening a blank one if needed). CLOSED: it was full.
+     * An open volume an operator disabled is not written (nor closed): the family opens another meanwhile, and
+     * goes back to the older one, still open, once it is made available again.
+     */
     private Claim claimOn(FamilyQueue q) {
         record Vol(long id, String label, long eod, String claimedBy, boolean leased) {}
         // one claim of a family's copy at a time (the row the claim's trigger locks anyway, V28, taken first): two
@@ -315,7 +319,7 @@ public final class ArchiveFlusher {
         List<Vol> vols = jdbc.query("""
                 SELECT av.volume_id, v.label, av.end_of_data, av.claimed_by, av.lease_until > now()
                   FROM archive_volume av JOIN volume v ON v.id = av.volume_id
-                 WHERE av.family = ? AND av.copy_no = ? AND av.state = 'open' AND v.library = ?
+                 WHERE av.family = ? AND av.copy_no = ? AND av.state = 'open' AND v.library = ? AND v.state = 'available'
                  ORDER BY av.opened_at LIMIT 1 FOR UPDATE OF av""",
                 (rs, i) -> new Vol(rs.getLong(1), rs.getString(2), rs.getLong(3), rs.getString(4), rs.getBoolean(5)),
                 q.family(), q.copy(), library.layout().name());
