@@ -77,6 +77,23 @@ class TransferQueueIT {
         assertThat(failed.lastError()).contains("No such file or directory");
     }
 
+    /** A file that fails for good leaves nothing at its destination; one that never reached it leaves what was there. */
+    @Test
+    void aFailedFileLeavesNoPartialCopyAtItsDestination() throws Exception {
+        String tag = "partial-" + java.util.UUID.randomUUID();
+        Path f = file(root.resolve("src"), "partial", 3 << 20, 5);
+        Path dst = root.resolve("dst").resolve("partial-" + tag);
+        long bad = queue.enqueue(List.of(new TransferQueue.Request(tag, f.toUri(),
+                URI.create(server.url(root.resolve("dst")) + "/" + dst.getFileName()), Files.size(f), adler(f) ^ 1))).getFirst();
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (!queue.job(bad).finished() && System.nanoTime() < deadline) Thread.sleep(100);
+        TransferJob failed = queue.job(bad);
+        assertThat(failed.state()).isEqualTo("failed");
+        assertThat(failed.lastErrorClass()).isEqualTo("CHECKSUM_MISMATCH");
+        assertThat(dst).doesNotExist();
+        assertThat(failed.lastError()).contains("no partial file is left at the destination");
+    }
+
     @Test
     void anOperatorsRetryStartsTheFileAfreshAfterAnOutage() throws Exception {
         String tag = "retry-" + java.util.UUID.randomUUID();

@@ -91,11 +91,16 @@ class TransferDrainer implements SmartLifecycle {
 
     private void loop() {
         long lastRenew = System.nanoTime();
+        long lastLook = lastRenew;
         while (running) {
             try {
                 if (System.nanoTime() - lastRenew > settings.lease().toNanos() / 3) {
                     renew();
                     lastRenew = System.nanoTime();
+                }
+                if (System.nanoTime() - lastLook >= settings.pollInterval().toNanos()) {
+                    dropEnded();
+                    lastLook = System.nanoTime();
                 }
                 int room = settings.maxInFlight() - inFlight.size();
                 List<TransferJob> claimed = room > 0 ? queue.claim(owner, Math.min(settings.batchSize(), room), settings.lease()) : List.of();
@@ -176,14 +181,19 @@ class TransferDrainer implements SmartLifecycle {
                                 DatabaseRetry.call("transfer " + id + " put back", () -> queue.putBack(id, owner));
                             } else if (f.kind().unreachable()) {
                                 // an outage is waited out in the queue, not counted against the file
+                                TransferFailure last = LEAVES_PARTIAL.contains(f.kind()) && DatabaseRetry.call("transfer "
+                                        + id + " outage", () -> queue.outageOver(id, owner, settings.outage())) ? removePartial(c, f) : f;
                                 TransferQueue.Outcome o = DatabaseRetry.call("transfer " + id + " put back",
-                                        () -> queue.putBackOrFail(id, owner, f, settings.outage()));
-                                if (o == TransferQueue.Outcome.FAILED) observe(job, c, claimedAt, null, f);
+                                        () -> queue.putBackOrFail(id, owner, last, settings.outage()));
+                                if (o == TransferQueue.Outcome.FAILED) observe(job, c, claimedAt, null, last);
                                 else if (o == TransferQueue.Outcome.PUT_BACK) observer.putBack(c, f);
+                            } else {
+                                TransferFailure last = LEAVES_PARTIAL.contains(f.kind()) && DatabaseRetry.call("transfer "
+                                        + id + " held", () -> queue.holds(id, owner)) ? removePartial(c, f) : f;
+                                // a cancelled row (or one taken over) is not ours to record: the row says what became of it
+                                if (DatabaseRetry.call("transfer " + id + " failed", () -> queue.failed(id, owner, last))
+                                        || f.kind() == TransferFailure.Kind.CANCELLED) observe(job, c, claimedAt, null, last);
                             }
-                            // a cancelled row (or one taken over) is not ours to record: the row says what became of it
-                            else if (DatabaseRetry.call("transfer " + id + " failed", () -> queue.failed(id, owner, f))
-                                    || f.kind() == TransferFailure.Kind.CANCELLED) observe(job, c, claimedAt, null, f);
                         }
                     } catch (RuntimeException dbTrouble) {
                         // the lease runs out and the row is moved again: nothing is lost
@@ -200,6 +210,31 @@ class TransferDrainer implements SmartLifecycle {
         }
     }
 
+    /** Failures after which the destination may hold part of the file (the STOR may have begun). */
+    private static final java.util.Set<TransferFailure.Kind> LEAVES_PARTIAL = java.util.EnumSet.of(
+            TransferFailure.Kind.CHECKSUM_MISMATCH, TransferFailure.Kind.PROTOCOL, TransferFailure.Kind.STALL,
+            TransferFailure.Kind.TIMEOUT, TransferFailure.Kind.QUOTA_EXCEEDED);
+
+    /**
+     * A transfer that ends failed leaves no partial file at its destination, as FTS3 cleans up after a failed
+     * transfer: a reader there would take it for the file. It is removed while the row is still ours, before it
+     * ends, so a transfer queued to the same place once it has ended (replication's next attempt) is not hit.
+     * A cancelled file's partial copy stays: its row ended when it was cancelled.
+     */
+    private TransferFailure removePartial(FileCopy c, TransferFailure f) {
+        String scheme = c.destination().getScheme();
+        if (!"gsiftp".equalsIgnoreCase(scheme) && !"ftp".equalsIgnoreCase(scheme)) return f;
+        TransferFailure left;
+        try {
+            left = mover.delete(List.of(c.destination())).get(c.destination());
+        } catch (RuntimeException e) {
+            left = new TransferFailure(TransferFailure.Kind.PROTOCOL, e.toString());
+        }
+        if (left == null) return f.withNote("no partial file is left at the destination");
+        log.warn("transfer {}: the partial file at {} could not be deleted: {}", c.id(), c.destination(), left.getMessage());
+        return f.withNote("the partial file at the destination could not be deleted (" + left.getMessage() + ")");
+    }
+
     /** Meters and the event line; never disturbs the queue. */
     private void observe(TransferJob job, FileCopy copy, java.time.Instant claimedAt, CopyResult r, TransferFailure f) {
         try {
@@ -209,15 +244,21 @@ class TransferDrainer implements SmartLifecycle {
         }
     }
 
-    /** Keeps the leases of the rows we move (only those) and drops files whose rows were cancelled (or taken over) meanwhile. */
+    /** Keeps the leases of the rows we move (only those). */
     private void renew() {
         if (inFlight.isEmpty()) return;
         queue.renew(owner, List.copyOf(inFlight.keySet()), settings.lease());
-        inFlight.forEach((id, f) -> {
-            if (!queue.holds(id, owner)) {
-                dropping.add(id);
-                f.batch().cancel(f.copy());
-            }
-        });
+    }
+
+    /**
+     * Drops files whose rows were cancelled (or taken over) meanwhile, at every poll rather than at lease
+     * renewal (a third of the lease, 40 s by default), with one query for all of them.
+     */
+    private void dropEnded() {
+        if (inFlight.isEmpty()) return;
+        for (long id : queue.notHeld(owner, List.copyOf(inFlight.keySet()))) {
+            InFlight f = inFlight.get(id);
+            if (f != null && dropping.add(id)) f.batch().cancel(f.copy());
+        }
     }
 }

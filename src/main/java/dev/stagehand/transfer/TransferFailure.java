@@ -53,11 +53,13 @@ public final class TransferFailure extends RuntimeException {
     }
 
     private final Kind kind;
+    private final String detail;
     private final int attempts;
 
     public TransferFailure(Kind kind, String message, int attempts, Throwable cause) {
         super(kind + ": " + message, cause);
         this.kind = kind;
+        this.detail = message;
         this.attempts = attempts;
     }
 
@@ -71,6 +73,11 @@ public final class TransferFailure extends RuntimeException {
 
     public boolean retryable() {
         return kind.retryable();
+    }
+
+    /** The same failure with {@code note} added to its message (what was done about it). */
+    public TransferFailure withNote(String note) {
+        return new TransferFailure(kind, detail + "; " + note, attempts, getCause());
     }
 
     /** Attempts made before giving up. */

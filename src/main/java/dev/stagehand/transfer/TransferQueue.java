@@ -195,6 +195,14 @@ public class TransferQueue {
                 Boolean.class, id, owner));
     }
 
+    /** Which of the rows {@code ids} {@code owner} no longer holds (cancelled, ended or taken over). */
+    List<Long> notHeld(String owner, Collection<Long> ids) {
+        return jdbc.queryForList("""
+                SELECT x.id FROM unnest(?::bigint[]) AS x(id)
+                 WHERE NOT EXISTS (SELECT 1 FROM transfer_job j WHERE j.id = x.id AND j.state = 'active' AND j.lease_owner = ?)""",
+                Long.class, ids.toArray(Long[]::new), owner);
+    }
+
     boolean done(long id, String owner, CopyResult r) {
         double seconds = Math.max(r.elapsed().toNanos() / 1e9, 1e-9);
         return endedBy(jdbc.query("""
@@ -246,6 +254,14 @@ public class TransferQueue {
                 id, owner, seconds(outage.giveUpAfter()));
         if (back == 1) return Outcome.PUT_BACK;
         return failed(id, owner, f) ? Outcome.FAILED : Outcome.NOT_OURS;
+    }
+
+    /** Whether {@code owner} holds the row and its outage has lasted {@code outage.giveUpAfter()}: its next failure is its last. */
+    boolean outageOver(long id, String owner, TransferProperties.Outage outage) {
+        return Boolean.TRUE.equals(jdbc.queryForObject("""
+                SELECT EXISTS (SELECT 1 FROM transfer_job WHERE id = ? AND state = 'active' AND lease_owner = ?
+                                  AND outage_since <= now() - make_interval(secs => ?))""", Boolean.class,
+                id, owner, seconds(outage.giveUpAfter())));
     }
 
     private static double seconds(Duration d) {

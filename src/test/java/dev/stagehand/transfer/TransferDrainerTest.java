@@ -25,6 +25,7 @@ class TransferDrainerTest {
         final List<TransferJob> toClaim = new CopyOnWriteArrayList<>();
         final Map<Long, String> ended = new ConcurrentHashMap<>(); // id -> done, failed:KIND, put back
         final List<List<Long>> renewed = new CopyOnWriteArrayList<>();
+        final Map<Long, String> errors = new ConcurrentHashMap<>();
         volatile boolean held = true;
 
         FakeQueue() {
@@ -51,6 +52,11 @@ class TransferDrainerTest {
         }
 
         @Override
+        List<Long> notHeld(String owner, java.util.Collection<Long> ids) {
+            return held ? List.of() : List.copyOf(ids);
+        }
+
+        @Override
         boolean done(long id, String owner, CopyResult r) {
             ended.put(id, "done");
             return true;
@@ -60,6 +66,7 @@ class TransferDrainerTest {
         boolean failed(long id, String owner, TransferFailure f) {
             if (f.getMessage().contains("unrecordable")) throw new IllegalStateException("constraint violated");
             if (!held) return false; // a cancelled row is not ours any more
+            errors.put(id, f.getMessage());
             ended.put(id, "failed:" + f.kind());
             return true;
         }
@@ -114,6 +121,16 @@ class TransferDrainerTest {
                     return CompletableFuture.allOf(futures.values().toArray(CompletableFuture[]::new));
                 }
             };
+        }
+
+        /** Each deletion, and which rows had ended then. */
+        final List<String> deleted = new CopyOnWriteArrayList<>();
+        volatile Map<Long, String> endedRows = Map.of();
+
+        @Override
+        public Map<java.net.URI, TransferFailure> delete(java.util.Collection<java.net.URI> urls) {
+            for (java.net.URI u : urls) deleted.add(u + " with rows ended: " + new java.util.TreeSet<>(endedRows.keySet()));
+            return Map.of();
         }
 
         void fail(long id, TransferFailure f) {
@@ -197,7 +214,7 @@ class TransferDrainerTest {
 
     @Test
     void realFailuresAndCancelsTheDrainerAskedForAreRecordedAsBefore() throws Exception {
-        drainer(Duration.ofMillis(90)).start(); // renewed (and the rows looked at) every 30 ms
+        drainer(Duration.ofMillis(90)).start(); // the rows looked at every poll
         claimed(2);
         mover.fail(1, new TransferFailure(TransferFailure.Kind.PERMISSION_DENIED, "550 denied", 1, null));
         await(() -> queue.ended.containsKey(1L));
@@ -206,6 +223,21 @@ class TransferDrainerTest {
         await(() -> mover.futures.get("2").isDone());
         Thread.sleep(100);
         assertThat(queue.ended).doesNotContainKey(2L);
+    }
+
+    @Test
+    void aFileFailingForGoodIsDeletedAtItsDestinationBeforeItsRowEnds() throws Exception {
+        mover.endedRows = queue.ended;
+        drainer(Duration.ofMinutes(2)).start();
+        claimed(2);
+        mover.fail(1, new TransferFailure(TransferFailure.Kind.CHECKSUM_MISMATCH, "550 INCORRECT_CHECKSUM", 3, null));
+        await(() -> queue.ended.containsKey(1L));
+        mover.fail(2, new TransferFailure(TransferFailure.Kind.PERMISSION_DENIED, "550 denied", 1, null));
+        await(() -> queue.ended.containsKey(2L));
+        // only the file whose put may have begun; a refused one wrote nothing (and a file there may be someone's)
+        assertThat(mover.deleted).containsExactly("ftp://dtn:2811/d/f1 with rows ended: []");
+        assertThat(queue.errors.get(1L)).endsWith("550 INCORRECT_CHECKSUM; no partial file is left at the destination");
+        assertThat(queue.errors.get(2L)).isEqualTo("PERMISSION_DENIED: 550 denied");
     }
 
     @Test
