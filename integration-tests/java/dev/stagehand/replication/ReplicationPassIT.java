@@ -31,14 +31,15 @@ import org.springframework.test.annotation.DirtiesContext;
 /**
  * The replication pass step by step (the engine does not run by itself here, and no transfer is sent: the
  * queue is off, so a dispatched replica stays transferring until the test ends its transfer): each step reads
- * what changed since the last pass, and replicas that must wait cannot hold up the others. A database of its
+ * what changed since the last pass, and replicas that must wait cannot hold up the others. Recall is off too:
+ * where a test needs the recall side's rows, it writes them as the recall side would. A database of its
  * own, emptied of rules and replicas before each test: the other test classes' contexts, cached and running,
  * would claim its transfers and their rows would fill its passes.
  */
 @DirtiesContext
 @ExtendWith(OutputCaptureExtension.class)
 @SpringBootTest(properties = {"stagehand.db.local-database=stagehand_replication_pass", "stagehand.replication.enabled=false",
-        "stagehand.transfer.queue.enabled=false", "stagehand.replication.dispatch-batch=5"})
+        "stagehand.transfer.queue.enabled=false", "stagehand.replication.dispatch-batch=5", "stagehand.recall.enabled=false"})
 class ReplicationPassIT {
 
     static GridFtpScratch scratch;
@@ -418,6 +419,66 @@ class ReplicationPassIT {
             assertThat(r.get("attempts")).isEqualTo(1);
             assertThat(r.get("last_error")).asString().contains("recall request");
         });
+    }
+
+    /**
+     * A replica from tape whose transfer failed because the recall side's cached copy was bad waits for the recall
+     * side's verdict rather than counting a failed attempt (and recalling the file once more) at once: the recall
+     * side reads the file from tape again and sends it by a transfer of its own, which the replica then follows.
+     */
+    @Test
+    void aReplicaWhoseStagedCopyIsReadAgainFollowsTheNewTransfer() throws Exception {
+        site("O-" + tag);
+        siteWithoutEndpoint("R-" + tag);
+        String ds = "reread-" + tag;
+        String name = dataset(ds, 1, "O-" + tag).getFirst();
+        rule(ds, "R-" + tag);
+        engine.pass();
+        long file = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, name);
+        UUID request = UUID.randomUUID();
+        // as the recall side leaves them: the request's file handed on, its transfer failed for its source
+        jdbc.update("INSERT INTO stage_request (id, owner, state, file_count, destination) VALUES (?, 'replication', 'active', 1, 'ftp://x/')",
+                request);
+        jdbc.update("INSERT INTO stage_request_file (request_id, file_id, state, ordinal) VALUES (?, ?, 'transferring', 0)", request, file);
+        long failed = jdbc.queryForObject("""
+                INSERT INTO transfer_job (correlation, source, destination, size_bytes, state, last_error_class, last_error, finished_at)
+                VALUES (?, 'file:///cache/gone', 'ftp://x/f', 1000, 'failed', 'BAD_REQUEST', 'cannot read local file /cache/gone', now())
+                RETURNING id""", Long.class, "stage:" + request + ":" + file);
+        jdbc.update("""
+                UPDATE replica SET state = 'transferring', source = 'tape', stage_request_id = ?, transfer_job_id = ?, waiting_for = NULL
+                 WHERE site_id = (SELECT id FROM site WHERE name = ?)""", request, failed, "R-" + tag);
+        String replica = "SELECT r.state || ' ' || r.attempts || ' ' || coalesce(r.transfer_job_id::text, '-') FROM replica r "
+                + "JOIN site s ON s.id = r.site_id WHERE s.name = ?";
+        engine.sweepAtNextPass();
+        engine.pass();
+        assertThat(jdbc.queryForObject(replica, String.class, "R-" + tag)).as("waits while the recall side decides")
+                .isEqualTo("transferring 0 " + failed);
+
+        // the recall side reads it again: the failed transfer is superseded, the file queued for tape
+        jdbc.update("UPDATE transfer_job SET correlation = 'stage-superseded:' || substr(correlation, 7) WHERE id = ?", failed);
+        jdbc.update("UPDATE stage_request_file SET state = 'queued' WHERE request_id = ?", request);
+        engine.sweepAtNextPass();
+        engine.pass();
+        assertThat(jdbc.queryForObject(replica, String.class, "R-" + tag)).isEqualTo("staging 0 -");
+
+        // staged again and handed on: the replica follows the new transfer
+        jdbc.update("UPDATE stage_request_file SET state = 'transferring' WHERE request_id = ?", request);
+        long again = jdbc.queryForObject("""
+                INSERT INTO transfer_job (correlation, source, destination, size_bytes) VALUES (?, 'file:///cache/new', 'ftp://x/f', 1000)
+                RETURNING id""", Long.class, "stage:" + request + ":" + file);
+        engine.sweepAtNextPass();
+        engine.pass();
+        assertThat(jdbc.queryForObject(replica, String.class, "R-" + tag)).isEqualTo("transferring 0 " + again);
+
+        // and a transfer that fails for good, once the recall side has failed its file too, counts an attempt
+        jdbc.update("UPDATE transfer_job SET state = 'failed', last_error = 'permission denied', finished_at = now() WHERE id = ?", again);
+        engine.sweepAtNextPass();
+        engine.pass();
+        assertThat(jdbc.queryForObject(replica, String.class, "R-" + tag)).startsWith("transferring 0");
+        jdbc.update("UPDATE stage_request_file SET state = 'failed', finished_at = now() WHERE request_id = ?", request);
+        engine.sweepAtNextPass();
+        engine.pass();
+        assertThat(jdbc.queryForObject(replica, String.class, "R-" + tag)).startsWith("pending 1");
     }
 
     /**

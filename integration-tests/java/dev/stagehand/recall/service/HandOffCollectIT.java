@@ -27,7 +27,7 @@ class HandOffCollectIT {
     @Test
     void aRoundCollectsTheTransfersEndedSinceTheLastAndTheSweepTheRest() {
         String tag = UUID.randomUUID().toString().substring(0, 8);
-        TransferHandOff handOff = new TransferHandOff(jdbc, transfers, cache, RecallMetrics.NONE);
+        TransferHandOff handOff = new TransferHandOff(jdbc, transfers, cache, RecallMetrics.NONE, requests -> {});
         handOff.run(); // the first round looks at everything; from now on a round looks at what ended since
 
         UUID request = UUID.randomUUID();

@@ -458,6 +458,51 @@ class PipelineIT {
                 .isEqualTo(2L); // each file handed on exactly once
     }
 
+    /**
+     * A file whose transfer the mover refused for its source, its cached copy gone (deleted by hand, a disk
+     * replaced), is read from tape again and handed on anew rather than failed: the file is safe on tape. The
+     * request used to fail with "cannot read local file".
+     */
+    @Test
+    void aFileWhoseTransferFindsItsCachedCopyGoneIsReadFromTapeAgainAndSentAnew() throws Exception {
+        start(100 * SIZE, 1, transfers);
+        String a = file("r0", volume("a"));
+        long fileId = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, a);
+        UUID id = requests.submit("it", new NewStageRequest(null, List.of(a), null, 86_400L,
+                "gsiftp://dest.example.org:2811/data/", "atlas")).request().id();
+        submitted.add(id);
+        String correlation = "stage:" + id + ":" + fileId;
+        String jobs = "SELECT state FROM transfer_job WHERE correlation = ? ORDER BY id";
+        for (int i = 0; i < 200 && jdbc.queryForList(jobs, String.class, correlation).isEmpty(); i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+        }
+        assertThat(jdbc.queryForList(jobs, String.class, correlation)).containsExactly("queued");
+        Path copy = cache.lookup(List.of(fileId)).get(fileId).path();
+        java.nio.file.Files.delete(copy);
+        // the mover refuses it for its source, as the drainer records that
+        jdbc.update("UPDATE transfer_job SET state = 'failed', last_error_class = 'BAD_REQUEST', last_error = ?, finished_at = now() "
+                + "WHERE correlation = ?", "BAD_REQUEST: cannot read local file " + copy, correlation);
+        service.poll();
+        assertThat(states(id)).as("queued for tape again, not failed").isEqualTo(Map.of("queued", 1L));
+        assertThat(cache.lookup(List.of(fileId))).isEmpty();
+
+        for (int i = 0; i < 400 && jdbc.queryForList(jobs, String.class, correlation).isEmpty(); i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+        }
+        assertThat(readsOf(a)).as("read again from tape").isEqualTo(2);
+        assertThat(jdbc.queryForList(jobs, String.class, correlation)).as("a transfer of its own").containsExactly("queued");
+        assertThat(jdbc.queryForList(jobs, String.class, "stage-superseded:" + id + ":" + fileId)).containsExactly("failed");
+        assertThat(states(id)).isEqualTo(Map.of("transferring", 1L));
+        assertThat(cache.lookup(List.of(fileId)).get(fileId).path()).exists();
+
+        jdbc.update("UPDATE transfer_job SET state = 'done', finished_at = now() WHERE correlation = ?", correlation);
+        service.poll();
+        assertThat(requestState(id)).isEqualTo("done");
+        assertThat(states(id)).isEqualTo(Map.of("done", 1L));
+    }
+
     /** A destination down for longer than the disk lifetime: the copy stays pinned until its transfer ends. */
     @Test
     void aFileWaitingForItsTransferStaysPinnedPastItsDiskLifetime() {

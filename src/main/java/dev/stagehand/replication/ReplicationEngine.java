@@ -429,6 +429,13 @@ public class ReplicationEngine implements SmartLifecycle {
                        AND r.stage_request_id = CAST(split_part(j.correlation, ':', 2) AS uuid)""", since);
         }
         String ended = sweep ? "" : " AND j.finished_at >= ?";
+        // a transfer the recall side superseded (the cached copy it sent from was found bad, so the file is read
+        // from tape again and sent by a transfer of its own): the replica waits for that one, as when staging
+        jdbc.update("""
+                UPDATE replica r SET state = 'staging', transfer_job_id = NULL, updated_at = now()
+                  FROM transfer_job j
+                 WHERE r.state = 'transferring' AND j.id = r.transfer_job_id AND j.correlation LIKE 'stage-superseded:%'""" + ended,
+                since);
         List<Long> finished = jdbc.queryForList("""
                 UPDATE replica r SET state = CASE WHEN f.adler32 IS NOT NULL AND j.dest_adler32 IS NOT NULL THEN 'verified' ELSE 'done' END,
                        adler32 = CASE WHEN j.dest_adler32 IS NOT NULL THEN lpad(to_hex(j.dest_adler32), 8, '0') END,
@@ -441,7 +448,11 @@ public class ReplicationEngine implements SmartLifecycle {
                 FROM transfer_job j, file f
                 WHERE r.state = 'transferring' AND j.id = r.transfer_job_id AND f.id = r.file_id
                   AND (j.state IN ('failed', 'cancelled') OR (j.state = 'done' AND f.adler32 IS NOT NULL
-                       AND j.dest_adler32 IS NOT NULL AND lpad(to_hex(j.dest_adler32), 8, '0') <> f.adler32))""" + ended,
+                       AND j.dest_adler32 IS NOT NULL AND lpad(to_hex(j.dest_adler32), 8, '0') <> f.adler32))
+                  -- a recall's failed transfer counts once the recall side has ended its file: it may read it again
+                  AND NOT (j.state <> 'done' AND r.stage_request_id IS NOT NULL AND EXISTS (
+                           SELECT 1 FROM stage_request_file x
+                            WHERE x.request_id = r.stage_request_id AND x.file_id = r.file_id AND x.state = 'transferring'))""" + ended,
                 """
                 CASE WHEN j.state = 'done' THEN 'destination Adler32 ' || lpad(to_hex(j.dest_adler32), 8, '0') || ' differs from the catalog''s ' || f.adler32
                      ELSE 'transfer ' || j.state || coalesce(' (' || j.last_error_class || ')', '') || coalesce(': ' || j.last_error, '') END""",

@@ -87,7 +87,7 @@ public final class RecallService {
         this.jdbc = jdbc;
         this.cache = cache;
         this.metrics = metrics;
-        this.handOff = transfers == null ? null : new TransferHandOff(jdbc, transfers, cache, metrics);
+        this.handOff = transfers == null ? null : new TransferHandOff(jdbc, transfers, cache, metrics, lostCopyRequests::addAll);
         this.library = library;
         this.clock = clock;
         this.model = model;

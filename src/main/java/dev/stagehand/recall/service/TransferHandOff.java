@@ -33,12 +33,16 @@ final class TransferHandOff {
     private final TransferQueue transfers;
     private final DiskCache cache;
     private final RequestSettlement settlement;
+    /** Told the requests whose files were queued again for tape (their cached copy was found bad by a transfer). */
+    private final java.util.function.Consumer<List<String>> readAgain;
 
-    TransferHandOff(JdbcTemplate jdbc, TransferQueue transfers, DiskCache cache, RecallMetrics metrics) {
+    TransferHandOff(JdbcTemplate jdbc, TransferQueue transfers, DiskCache cache, RecallMetrics metrics,
+                    java.util.function.Consumer<List<String>> readAgain) {
         this.jdbc = jdbc;
         this.transfers = transfers;
         this.cache = cache;
         this.settlement = new RequestSettlement(jdbc, metrics);
+        this.readAgain = readAgain;
     }
 
     static final String CORRELATION_PREFIX = "stage:";
@@ -126,14 +130,15 @@ final class TransferHandOff {
     }
 
     private boolean collect(boolean all) {
-        record Ended(String request, long file, String state, String error, long job) {}
-        RowMapper<Ended> row = (rs, i) -> new Ended(rs.getString(1), rs.getLong(2), rs.getString(3), rs.getString(4), rs.getLong(5));
+        record Ended(String request, long file, String state, String error, long job, String errorClass) {}
+        RowMapper<Ended> row = (rs, i) -> new Ended(rs.getString(1), rs.getLong(2), rs.getString(3), rs.getString(4), rs.getLong(5),
+                rs.getString(6));
         Instant start = jdbc.queryForObject("SELECT now()", Timestamp.class).toInstant();
         Instant since = collectedTo;
         List<Ended> ended = new ArrayList<>();
         if (all || since == null) {
             ended.addAll(jdbc.query("""
-                    SELECT x.request_id::text, x.file_id, j.state, j.last_error, j.id
+                    SELECT x.request_id::text, x.file_id, j.state, j.last_error, j.id, j.last_error_class
                       FROM stage_request_file x
                       JOIN transfer_job j ON j.correlation = 'stage:' || x.request_id::text || ':' || x.file_id
                      WHERE x.state = 'transferring' AND j.state IN ('done', 'failed', 'cancelled')
@@ -142,7 +147,7 @@ final class TransferHandOff {
             // only transfers ended since the last round: looking up every file waiting for its transfer took
             // 0.42 s a round with 100,000 waiting (a destination down), and a round runs after every staged file
             ended.addAll(jdbc.query("""
-                    SELECT x.request_id::text, x.file_id, j.state, j.last_error, j.id
+                    SELECT x.request_id::text, x.file_id, j.state, j.last_error, j.id, j.last_error_class
                       FROM transfer_job j
                       JOIN stage_request_file x ON x.request_id = CAST(split_part(j.correlation, ':', 2) AS uuid)
                                                AND x.file_id = CAST(split_part(j.correlation, ':', 3) AS bigint)
@@ -153,7 +158,7 @@ final class TransferHandOff {
         int endedTransfers = ended.size();
         // transfers of files cancelled since the last round (every one in the sweep), cancelled now
         ended.addAll(jdbc.query("""
-                SELECT x.request_id::text, x.file_id, j.state, j.last_error, j.id
+                SELECT x.request_id::text, x.file_id, j.state, j.last_error, j.id, j.last_error_class
                   FROM stage_request_file x
                   JOIN transfer_job j ON j.correlation = 'stage:' || x.request_id::text || ':' || x.file_id
                  WHERE x.state = 'cancelled' AND x.finished_at >= ? AND j.state IN ('queued', 'active')
@@ -161,7 +166,13 @@ final class TransferHandOff {
         // a full batch may leave more behind: the next round starts from the same time again
         if (endedTransfers < BATCH && ended.size() - endedTransfers < BATCH) collectedTo = start.minus(LATE_COMMIT);
         Set<Long> files = new HashSet<>();
+        List<String> requeued = new ArrayList<>();
         for (Ended e : ended) {
+            String bad = "failed".equals(e.state()) && "BAD_REQUEST".equals(e.errorClass()) ? badCopy(e.file()) : null;
+            if (bad != null) {
+                if (readAgain(e.request(), e.file(), e.job(), bad)) requeued.add(e.request());
+                continue;
+            }
             switch (e.state()) {
                 case "queued", "active" -> transfers.cancel(e.job()); // its file was cancelled
                 case "done" -> jdbc.update("""
@@ -177,6 +188,41 @@ final class TransferHandOff {
             files.add(e.file());
         }
         for (long f : new ArrayList<>(files)) settlement.settleRequestsOf(f);
+        if (!requeued.isEmpty()) readAgain.accept(requeued);
         return !ended.isEmpty();
+    }
+
+    /**
+     * Why the file's cached copy cannot be sent (no verified copy any more, its file gone or of another size), or
+     * null when it is sound. Asked only of transfers the mover refused for their source (BAD_REQUEST).
+     */
+    private String badCopy(long fileId) {
+        var copy = cache.lookup(List.of(fileId)).get(fileId);
+        if (copy == null || !copy.cached()) return "no verified copy in the cache any more";
+        try {
+            if (java.nio.file.Files.notExists(copy.path())) return "its copy " + copy.path() + " is gone from disk";
+            long onDisk = java.nio.file.Files.size(copy.path());
+            if (onDisk != copy.sizeBytes()) return "its copy " + copy.path() + " is " + onDisk + " bytes, not " + copy.sizeBytes();
+        } catch (java.io.IOException e) {
+            return "its copy " + copy.path() + " cannot be read: " + e.getMessage();
+        }
+        return null;
+    }
+
+    /**
+     * A file whose transfer failed because its cached copy is bad is read from tape again, not failed: the copy
+     * is discarded, the file queued again (its pin kept), and the transfer row's correlation retired, so the file's
+     * next hand-off queues a transfer of its own rather than taking the failed one for it. Like dCache restaging
+     * a broken pool replica; the request used to fail although its file was safe on tape.
+     */
+    private boolean readAgain(String request, long fileId, long job, String why) {
+        cache.discardCopy(fileId, "a transfer found " + why);
+        jdbc.update("UPDATE transfer_job SET correlation = 'stage-superseded:' || substr(correlation, 7) WHERE id = ? AND correlation LIKE 'stage:%'",
+                job);
+        int n = jdbc.update("""
+                UPDATE stage_request_file SET state = 'queued', error = NULL, finished_at = NULL
+                 WHERE request_id = ?::uuid AND file_id = ? AND state = 'transferring'""", request, fileId);
+        if (n > 0) log.warn("file {} of request {}: {}; read from tape again", fileId, request, why);
+        return n > 0;
     }
 }
