@@ -503,6 +503,36 @@ class PipelineIT {
         assertThat(states(id)).isEqualTo(Map.of("done", 1L));
     }
 
+    /** A file whose staged copies keep going bad (a failing disk) is read again twice, then fails with the reason. */
+    @Test
+    void aFileWhoseCopiesKeepGoingBadFailsAfterTwoReadsAgain() throws Exception {
+        start(100 * SIZE, 1, transfers);
+        String a = file("k0", volume("a"));
+        long fileId = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, a);
+        UUID id = requests.submit("it", new NewStageRequest(null, List.of(a), null, 86_400L,
+                "gsiftp://dest.example.org:2811/data/", "atlas")).request().id();
+        submitted.add(id);
+        String correlation = "stage:" + id + ":" + fileId;
+        for (int i = 0; i < 200 && jdbc.queryForList("SELECT id FROM transfer_job WHERE correlation = ?", Long.class, correlation).isEmpty(); i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+        }
+        // two earlier transfers of it were superseded, their copies found bad
+        for (int i = 0; i < 2; i++) {
+            jdbc.update("INSERT INTO transfer_job (correlation, source, destination, size_bytes, state, finished_at) "
+                    + "VALUES (?, 'file:///gone', 'ftp://x/y', 1, 'failed', now())", "stage-superseded:" + id + ":" + fileId);
+        }
+        Path copy = cache.lookup(List.of(fileId)).get(fileId).path();
+        java.nio.file.Files.delete(copy);
+        jdbc.update("UPDATE transfer_job SET state = 'failed', last_error_class = 'BAD_REQUEST', last_error = ?, finished_at = now() "
+                + "WHERE correlation = ?", "BAD_REQUEST: cannot read local file " + copy, correlation);
+        service.poll();
+        assertThat(requestState(id)).isEqualTo("failed");
+        assertThat(jdbc.queryForObject("SELECT error FROM stage_request_file WHERE request_id = ?", String.class, id))
+                .startsWith("transfer failed: BAD_REQUEST: cannot read local file").endsWith("its copies were found bad 3 times)");
+        assertThat(readsOf(a)).isEqualTo(1);
+    }
+
     /** A destination down for longer than the disk lifetime: the copy stays pinned until its transfer ends. */
     @Test
     void aFileWaitingForItsTransferStaysPinnedPastItsDiskLifetime() {

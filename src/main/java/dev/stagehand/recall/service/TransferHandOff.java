@@ -169,10 +169,13 @@ final class TransferHandOff {
         List<String> requeued = new ArrayList<>();
         for (Ended e : ended) {
             String bad = "failed".equals(e.state()) && "BAD_REQUEST".equals(e.errorClass()) ? badCopy(e.file()) : null;
-            if (bad != null) {
+            int before = bad == null ? 0 : jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation = ?", Integer.class,
+                    "stage-superseded:" + e.request() + ":" + e.file());
+            if (bad != null && before < MAX_READS_AGAIN) {
                 if (readAgain(e.request(), e.file(), e.job(), bad)) requeued.add(e.request());
                 continue;
             }
+            String also = bad == null ? "" : " (" + bad + "; its copies were found bad " + (before + 1) + " times)";
             switch (e.state()) {
                 case "queued", "active" -> transfers.cancel(e.job()); // its file was cancelled
                 case "done" -> jdbc.update("""
@@ -181,7 +184,7 @@ final class TransferHandOff {
                 default -> jdbc.update("""
                         UPDATE stage_request_file SET state = 'failed', error = ?, finished_at = now()
                          WHERE request_id = ?::uuid AND file_id = ? AND state = 'transferring'""",
-                        "transfer " + e.state() + (e.error() == null ? "" : ": " + e.error()), e.request(), e.file());
+                        "transfer " + e.state() + (e.error() == null ? "" : ": " + e.error()) + also, e.request(), e.file());
             }
             // delivered (or given up): the copy need not stay for this request
             cache.release(List.of(e.file()), e.request());
@@ -191,6 +194,9 @@ final class TransferHandOff {
         if (!requeued.isEmpty()) readAgain.accept(requeued);
         return !ended.isEmpty();
     }
+
+    /** Times a file is read again for one request after its copies were found bad, before its transfer's failure stands. */
+    static final int MAX_READS_AGAIN = 2;
 
     /**
      * Why the file's cached copy cannot be sent (no verified copy any more, its file gone or of another size), or
