@@ -40,7 +40,7 @@ class TransferCancelIT {
                 Long.class);
         HeldMover mover = new HeldMover();
         var settings = new TransferProperties.Queue(true, Duration.ofMillis(100), 200, 2000, Duration.ofMinutes(30), "",
-                properties.queue().outage());
+                properties.queue().outage(), 5);
         TransferDrainer drainer = new TransferDrainer(new OneRowQueue(jdbc, id), mover,
                 new TransferProperties(properties.mover(), settings), observer);
         drainer.start();
@@ -69,7 +69,7 @@ class TransferCancelIT {
         }
 
         @Override
-        public List<TransferJob> claim(String owner, int limit, Duration lease) {
+        public List<TransferJob> claim(String owner, int limit, Duration lease, int maxLapses) {
             int n = jdbc.update("""
                     UPDATE transfer_job SET state = 'active', lease_owner = ?, lease_until = now() + make_interval(secs => ?),
                            attempts = attempts + 1, started_at = now()

@@ -22,6 +22,51 @@ class TransferQueueClaimsIT {
     @Autowired
     org.springframework.jdbc.core.JdbcTemplate jdbc;
 
+    @Autowired
+    org.springframework.transaction.support.TransactionTemplate tx;
+
+    /**
+     * A row whose claims keep ending with no outcome (each instance moving it crashed or was killed) fails at the
+     * cap of lapses, rather than being claimed, and taking an instance down, for ever; an operator's retry counts
+     * afresh. A restart under the same instance name, which queues its rows again at once, counts as a lapse too.
+     * In transactions rolled back: the drainers of other test contexts never see these rows.
+     */
+    @Test
+    void aRowWhoseClaimsKeepLapsingFailsAtTheCap() {
+        String lapses = "SELECT lapses FROM transfer_job WHERE id = ?";
+        tx.executeWithoutResult(s -> {
+            long id = jdbc.queryForObject("""
+                    INSERT INTO transfer_job (correlation, source, destination, size_bytes, state, lease_owner, lease_until, started_at)
+                    VALUES ('lapses', 'file:///nonexistent/l', 'ftp://127.0.0.1:1/x/l', 1, 'active', 'gone-0', now() - interval '1 second', now())
+                    RETURNING id""", Long.class);
+            for (int i = 1; i <= 2; i++) {
+                assertThat(queue.claim("gone-" + i, 1000, Duration.ofHours(1), 3)).extracting(TransferJob::id).contains(id);
+                assertThat(jdbc.queryForObject(lapses, Integer.class, id)).isEqualTo(i);
+                jdbc.update("UPDATE transfer_job SET lease_until = now() - interval '1 second' WHERE id = ?", id); // gone too
+            }
+            assertThat(queue.claim("gone-3", 1000, Duration.ofHours(1), 3)).extracting(TransferJob::id).doesNotContain(id);
+            TransferJob failed = queue.job(id);
+            assertThat(failed.state()).isEqualTo("failed");
+            assertThat(failed.lastErrorClass()).isEqualTo("LAPSED");
+            assertThat(failed.lastError()).startsWith("claimed 3 times by instances that stopped before it ended");
+            assertThat(queue.retry(id)).isTrue();
+            assertThat(jdbc.queryForObject(lapses, Integer.class, id)).isZero();
+
+            long restarted = jdbc.queryForObject("""
+                    INSERT INTO transfer_job (correlation, source, destination, size_bytes, state, lease_owner, lease_until, started_at, lapses)
+                    VALUES ('lapses', 'file:///nonexistent/m', 'ftp://127.0.0.1:1/x/m', 1, 'active', 'it-restarting', now() + interval '1 hour', now(), 1)
+                    RETURNING id""", Long.class);
+            assertThat(queue.releaseStale("it-restarting", 3)).isEqualTo(1);
+            assertThat(queue.job(restarted).state()).isEqualTo("queued");
+            assertThat(jdbc.queryForObject(lapses, Integer.class, restarted)).isEqualTo(2);
+            jdbc.update("UPDATE transfer_job SET state = 'active', lease_owner = 'it-restarting', lease_until = now() + interval '1 hour' WHERE id = ?",
+                    restarted);
+            assertThat(queue.releaseStale("it-restarting", 3)).isZero();
+            assertThat(queue.job(restarted).state()).isEqualTo("failed");
+            s.setRollbackOnly();
+        });
+    }
+
     @Test
     void concurrentClaimsNeverShareARowAndExpiredLeasesAreReclaimed() throws Exception {
         List<TransferQueue.Request> requests = new ArrayList<>();

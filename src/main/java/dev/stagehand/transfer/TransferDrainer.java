@@ -55,7 +55,7 @@ class TransferDrainer implements SmartLifecycle {
         running = true;
         thread = Thread.ofVirtual().name("transfer-drainer").start(() -> {
             if (settings.instanceId() != null && !settings.instanceId().isBlank()) {
-                int n = DatabaseRetry.call("transfer queue recovery", () -> queue.releaseStale(owner));
+                int n = DatabaseRetry.call("transfer queue recovery", () -> queue.releaseStale(owner, settings.maxLapses()));
                 if (n > 0) log.info("transfer queue: {} rows held before a restart queued again", n);
             }
             loop();
@@ -103,7 +103,7 @@ class TransferDrainer implements SmartLifecycle {
                     lastLook = System.nanoTime();
                 }
                 int room = settings.maxInFlight() - inFlight.size();
-                List<TransferJob> claimed = room > 0 ? queue.claim(owner, Math.min(settings.batchSize(), room), settings.lease()) : List.of();
+                List<TransferJob> claimed = room > 0 ? queue.claim(owner, Math.min(settings.batchSize(), room), settings.lease(), settings.maxLapses()) : List.of();
                 if (claimed.isEmpty()) {
                     // woken as soon as rows are queued here; the poll interval bounds the wait for rows queued
                     // by other instances (or whose lease lapsed)

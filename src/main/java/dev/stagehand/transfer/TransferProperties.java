@@ -23,12 +23,16 @@ public record TransferProperties(@DefaultValue MoverSettings mover, @DefaultValu
      *                     once instead of waiting for their leases. Must differ between running instances.
      *                     Empty: host name and process id (a restart waits for the leases)
      * @param outage       what happens to files whose destination (or source) cannot be reached
+     * @param maxLapses    claims of a row that end with no outcome (its lease lapsed, or its instance restarted
+     *                     while holding it) before it fails: a file that takes down every instance moving it
+     *                     would otherwise be claimed for ever
      */
     public record Queue(@DefaultValue("true") boolean enabled, @DefaultValue("1s") Duration pollInterval,
                         @DefaultValue("200") int batchSize, @DefaultValue("2000") int maxInFlight,
                         @DefaultValue("2m") Duration lease, @DefaultValue("") String instanceId,
-                        @DefaultValue Outage outage) {
+                        @DefaultValue Outage outage, @DefaultValue("5") int maxLapses) {
         public Queue {
+            if (maxLapses < 1) throw new IllegalArgumentException("stagehand.transfer.queue.max-lapses must be >= 1, not " + maxLapses);
             // each of these stops the drainer, spins it, or lets other instances take rows still moving here
             if (batchSize < 1 || maxInFlight < 1)
                 throw new IllegalArgumentException("stagehand.transfer.queue.batch-size and max-in-flight must be >= 1");

@@ -30,6 +30,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 @Component
 public class TransferQueue {
 
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(TransferQueue.class);
+
     /** A file to move, as a caller asks for it. */
     public record Request(String correlation, URI source, URI destination, long sizeBytes, Long adler32) {}
 
@@ -126,13 +128,14 @@ public class TransferQueue {
 
     /**
      * Puts a failed row back in the queue (an operator's retry): its attempt counters and last error stay
-     * for the record; its outage backoff starts anew (kept, the first wait was max-delay). Returns false when
+     * for the record; its outage backoff and its count of lapsed claims start anew (kept, the first wait was
+     * max-delay, and a row failed for its lapses failed again at its next one). Returns false when
      * the row is not failed (nothing changed).
      */
     public boolean retry(long id) {
         boolean again = jdbc.update("""
                 UPDATE transfer_job SET state = 'queued', finished_at = NULL, lease_owner = NULL, lease_until = NULL,
-                       not_before = now(), outage_since = NULL, deferrals = 0
+                       not_before = now(), outage_since = NULL, deferrals = 0, lapses = 0
                 WHERE id = ? AND state = 'failed'""", id) == 1;
         if (again) afterCommit(this::wakeDrainer);
         return again;
@@ -152,29 +155,61 @@ public class TransferQueue {
      */
     @Transactional
     public List<TransferJob> claim(String owner, int limit, Duration lease) {
+        return claim(owner, limit, lease, Integer.MAX_VALUE);
+    }
+
+    /**
+     * As {@link #claim(String, int, Duration)}; a row whose claim lapses for the {@code maxLapses}th time fails
+     * instead of being claimed again (see {@link #releaseStale}).
+     */
+    public List<TransferJob> claim(String owner, int limit, Duration lease, int maxLapses) {
+        failLapsed("state = 'active' AND lease_until < now()", maxLapses);
         List<TransferJob> claimed = new ArrayList<>(claimWhere(owner, limit, lease,
-                "state = 'active' AND lease_until < now() ORDER BY lease_until, id"));
+                "state = 'active' AND lease_until < now() ORDER BY lease_until, id", ", lapses = lapses + 1"));
         if (claimed.size() < limit) {
             claimed.addAll(claimWhere(owner, limit - claimed.size(), lease,
-                    "state = 'queued' AND not_before <= now() ORDER BY not_before, id"));
+                    "state = 'queued' AND not_before <= now() ORDER BY not_before, id", ""));
         }
         return claimed;
     }
 
-    private List<TransferJob> claimWhere(String owner, int limit, Duration lease, String whereAndOrder) {
+    private List<TransferJob> claimWhere(String owner, int limit, Duration lease, String whereAndOrder, String alsoSet) {
         return jdbc.query("""
                 UPDATE transfer_job SET state = 'active', lease_owner = ?, lease_until = now() + make_interval(secs => ?),
-                       attempts = attempts + 1, started_at = coalesce(started_at, now())
+                       attempts = attempts + 1, started_at = coalesce(started_at, now())%s
                 WHERE id IN (SELECT id FROM transfer_job WHERE %s LIMIT ? FOR UPDATE SKIP LOCKED)
-                RETURNING *""".formatted(whereAndOrder), TransferQueue::row, owner, lease.toMillis() / 1000.0, limit);
+                RETURNING *""".formatted(alsoSet, whereAndOrder), TransferQueue::row, owner, lease.toMillis() / 1000.0, limit);
+    }
+
+    /**
+     * Fails the rows matching {@code held} (claims that ended with no outcome) whose lapse would be their
+     * {@code maxLapses}th: each claim of such a row ended with its instance gone (crashed or killed while moving
+     * it), and claimed for ever it would take down every instance in turn.
+     */
+    private void failLapsed(String held, int maxLapses, Object... heldArgs) {
+        Object[] args = java.util.Arrays.copyOf(heldArgs, heldArgs.length + 1);
+        args[heldArgs.length] = maxLapses;
+        List<String> ended = jdbc.queryForList("""
+                UPDATE transfer_job SET state = 'failed', last_error_class = 'LAPSED', lapses = lapses + 1,
+                       last_error = 'claimed ' || (lapses + 1) || ' times by instances that stopped before it ended (crashed or '
+                                    || 'were killed while moving it?); retry it once the cause is found',
+                       finished_at = now(), lease_owner = NULL, lease_until = NULL
+                WHERE id IN (SELECT id FROM transfer_job WHERE %s AND lapses + 1 >= ? FOR UPDATE SKIP LOCKED)
+                RETURNING correlation""".formatted(held), String.class, args);
+        if (ended.isEmpty()) return;
+        log.warn("{} transfer(s) failed: claimed {} times by instances that stopped "
+                + "before they ended", ended.size(), maxLapses);
+        afterCommit(() -> ended.forEach(this::ended));
     }
 
     /**
      * Rows {@code owner} held before a restart: nothing moves them now, so they are queued again at once
-     * (another instance would otherwise wait for their leases). Returns how many.
+     * (another instance would otherwise wait for their leases), each such restart counted as a lapse of its
+     * claim, and failed at the {@code maxLapses}th. Returns how many were queued again.
      */
-    public int releaseStale(String owner) {
-        return jdbc.update("UPDATE transfer_job SET state = 'queued', lease_owner = NULL, lease_until = NULL "
+    public int releaseStale(String owner, int maxLapses) {
+        failLapsed("state = 'active' AND lease_owner = ?", maxLapses, owner);
+        return jdbc.update("UPDATE transfer_job SET state = 'queued', lease_owner = NULL, lease_until = NULL, lapses = lapses + 1 "
                 + "WHERE state = 'active' AND lease_owner = ?", owner);
     }
 

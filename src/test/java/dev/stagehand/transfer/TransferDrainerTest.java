@@ -33,7 +33,7 @@ class TransferDrainerTest {
         }
 
         @Override
-        public List<TransferJob> claim(String owner, int limit, Duration lease) {
+        public List<TransferJob> claim(String owner, int limit, Duration lease, int maxLapses) {
             // taken one by one: a copy then clear() lost a row the test added in between (seen once in CI)
             List<TransferJob> out = new ArrayList<>();
             for (TransferJob j : toClaim) if (toClaim.remove(j)) out.add(j);
@@ -159,7 +159,7 @@ class TransferDrainerTest {
         TransferObserver observer = new TransferObserver(beans.getBeanProvider(MeterRegistry.class), beans.getBeanProvider(Mover.class));
         TransferProperties properties = new TransferProperties(MoverSettings.defaults(), new TransferProperties.Queue(true,
                 Duration.ofMillis(20), 200, 2000, lease, "", new TransferProperties.Outage(Duration.ofSeconds(30),
-                Duration.ofMinutes(10), Duration.ofHours(24))));
+                Duration.ofMinutes(10), Duration.ofHours(24)), 5));
         drainer = new TransferDrainer(queue, mover, properties, observer);
         return drainer;
     }

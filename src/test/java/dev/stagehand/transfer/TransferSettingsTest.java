@@ -33,7 +33,7 @@ class TransferSettingsTest {
 
     private static TransferProperties.Queue queue(Duration poll, int batch, int inFlight, Duration lease) {
         return new TransferProperties.Queue(true, poll, batch, inFlight, lease, "",
-                new TransferProperties.Outage(Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofHours(24)));
+                new TransferProperties.Outage(Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofHours(24)), 5);
     }
 
     @Test
@@ -50,5 +50,9 @@ class TransferSettingsTest {
         // leases are renewed between polls: a poll interval as long as the lease let them lapse while moving
         assertThatThrownBy(() -> queue(Duration.ofMinutes(2), 200, 2000, lease)).hasMessageContaining("poll-interval");
         queue(Duration.ofMillis(100), 1, 1, Duration.ofSeconds(1));
+        // no claim at all would be allowed
+        assertThatThrownBy(() -> new TransferProperties.Queue(true, poll, 200, 2000, lease, "",
+                new TransferProperties.Outage(Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofHours(24)), 0))
+                .hasMessageContaining("max-lapses");
     }
 }
