@@ -469,6 +469,31 @@ class ArchivePathIT {
                 (Object) ids.toArray(Long[]::new))).isZero();
     }
 
+    /**
+     * A flusher whose claim lapsed and was taken over (it stalled past its lease: a long pause, the database away)
+     * and whose write then fails leaves the new holder's claim alone: it used to put the copy back in the queue
+     * under that holder, for a third instance to write it again beside it.
+     */
+    @Test
+    void aFailureAfterTheClaimWasTakenOverLeavesTheNewHoldersClaimAlone() throws Exception {
+        start(3, 1, 100 * MB, 3, 500 * MB, List.of());
+        String writer = lib.layout().drives().get(2);
+        long id = buffer.register(List.of(entry(land("over/f0", MB), "ds-over-" + tag, null))).getFirst().fileId();
+        String claim = "SELECT state || ' ' || coalesce(claimed_by, '-') FROM archive_copy WHERE file_id = ?";
+        for (int i = 0; i < 20 && !flusher.busy(); i++) flusher.poll(); // claimed, its mount under way on the virtual clock
+        assertThat(flusher.busy()).isTrue();
+        jdbc.update("UPDATE archive_copy SET claimed_by = 'it-taken-over', lease_until = now() + interval '1 hour' WHERE file_id = ?", id);
+        faults.failDrive(writer);
+        for (int i = 0; i < 100 && flusher.busy(); i++) clock.advance(Duration.ofSeconds(20));
+        assertThat(flusher.busy()).as("the failed list is done with").isFalse();
+        try {
+            assertThat(jdbc.queryForObject(claim, String.class, id)).isEqualTo("writing it-taken-over");
+        } finally {
+            jdbc.update("UPDATE archive_copy SET state = 'failed', claimed_by = NULL, lease_until = NULL, volume_id = NULL WHERE file_id = ?", id);
+            jdbc.update("UPDATE archive_file SET state = 'failed' WHERE file_id = ?", id);
+        }
+    }
+
     /** A mount failure whose requeue fails still frees the drive; the claims lapse and the files are written. */
     @Test
     void aMountFailureWhoseRequeueFailsStillFreesTheDrive() throws Exception {

@@ -558,15 +558,19 @@ public final class ArchiveFlusher {
         });
     }
 
-    /** The copy goes back to the queue (after the backoff when it is a real failure). */
+    /**
+     * The copy goes back to the queue (after the backoff when it is a real failure), if the claim is still this
+     * instance's: one that lapsed while this instance stalled (a long pause, the database away) and was taken
+     * over is the new holder's, and putting it back let a third instance write it again beside that holder.
+     */
     private void requeue(Claim c, Item f, String error, boolean counts) {
         tx.executeWithoutResult(s -> {
             jdbc.update("""
                     UPDATE archive_copy SET state = 'queued', claimed_by = NULL, lease_until = NULL, volume_id = NULL,
                            attempts = attempts + ?, error = ?, not_before = ?
-                     WHERE file_id = ? AND copy_no = ? AND state = 'writing'""",
+                     WHERE file_id = ? AND copy_no = ? AND state = 'writing' AND claimed_by = ?""",
                     counts ? 1 : 0, error, Timestamp.from(clock.instant().plus(counts ? props.flush().retryBackoff() : Duration.ZERO)),
-                    f.fileId, c.copy);
+                    f.fileId, c.copy, instance);
             recomputeStates(List.of(f.fileId));
         });
     }
