@@ -125,6 +125,13 @@ class ArchiveApiIT {
         assertBufferFiguresAreTheSums();
         assertThat(api.get("/api/v1/archive/volumes").status()).isEqualTo(200);
         assertThat(api.get("/api/v1/archive/families/" + ds + "/volumes").json().isArray()).isTrue();
+
+        // a path relative to the landing area and no name: registered again, nothing is created
+        Path c = land("c", MB);
+        List<Map<String, Object>> relative = List.of(Map.of("path", landingRoot.relativize(c).toString(), "size", MB, "dataset", ds));
+        assertThat(api.post("/api/v1/archive/files", body(relative)).status()).isEqualTo(201);
+        Answer relativeAgain = api.post("/api/v1/archive/files", body(relative));
+        assertThat(relativeAgain.status()).as(relativeAgain.body()).isEqualTo(200);
     }
 
     /**

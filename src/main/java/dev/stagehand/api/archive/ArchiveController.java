@@ -89,12 +89,22 @@ class ArchiveController {
                     List.of(EntryError.field("files", list.size() + " files; at most " + maxFiles)));
         List<NewArchiveFile> files = files(body, errors);
         if (!errors.isEmpty()) throw new BadInput(HttpStatus.BAD_REQUEST, JsonBodies.describe(errors), errors);
-        long before = files.stream().map(f -> f.name() != null ? f.name() : f.path())
-                .filter(n -> buffer.fileByName(n).isPresent()).count();
+        long before = files.stream().map(ArchiveController::registeredAs).filter(n -> buffer.fileByName(n).isPresent()).count();
         List<ArchiveFileStatus> done = buffer.register(files);
         boolean created = before < done.size();
         RegisterView view = new RegisterView(done.size(), done);
         return created ? ResponseEntity.status(HttpStatus.CREATED).body(view) : ResponseEntity.ok(view);
+    }
+
+    /**
+     * What an entry is found by once registered: its name; with none, its path, or for a path relative to the
+     * landing area the name it is given from it (a relative path is stored resolved, so looked up as given it was
+     * never found, and registering it again answered 201 Created each time).
+     */
+    private static String registeredAs(NewArchiveFile f) {
+        if (f.name() != null) return f.name();
+        java.nio.file.Path p = java.nio.file.Path.of(f.path());
+        return p.isAbsolute() ? f.path() : "/" + p.normalize().toString().replace('\\', '/');
     }
 
     private static List<NewArchiveFile> files(JsonNode body, List<EntryError> errors) {
