@@ -463,34 +463,51 @@ class PipelineIT {
      * replaced), is read from tape again and handed on anew rather than failed: the file is safe on tape. The
      * request used to fail with "cannot read local file".
      */
-    @Test
-    void aFileWhoseTransferFindsItsCachedCopyGoneIsReadFromTapeAgainAndSentAnew() throws Exception {
-        start(100 * SIZE, 1, transfers);
-        String a = file("r0", volume("a"));
-        long fileId = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, a);
-        UUID id = requests.submit("it", new NewStageRequest(null, List.of(a), null, 86_400L,
+    /** A one-file request with a destination, its file staged and handed on (its transfer queued). */
+    record HandedOn(UUID id, String name, long fileId, String correlation) {}
+
+    static final String JOBS = "SELECT state FROM transfer_job WHERE correlation = ? ORDER BY id";
+
+    HandedOn handedOn(String file) {
+        String name = file(file, volume("a"));
+        long fileId = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, name);
+        UUID id = requests.submit("it", new NewStageRequest(null, List.of(name), null, 86_400L,
                 "gsiftp://dest.example.org:2811/data/", "atlas")).request().id();
         submitted.add(id);
         String correlation = "stage:" + id + ":" + fileId;
-        String jobs = "SELECT state FROM transfer_job WHERE correlation = ? ORDER BY id";
-        for (int i = 0; i < 200 && jdbc.queryForList(jobs, String.class, correlation).isEmpty(); i++) {
+        pollUntil(() -> !jdbc.queryForList(JOBS, String.class, correlation).isEmpty());
+        assertThat(jdbc.queryForList(JOBS, String.class, correlation)).containsExactly("queued");
+        return new HandedOn(id, name, fileId, correlation);
+    }
+
+    void pollUntil(java.util.function.BooleanSupplier done) {
+        for (int i = 0; i < 400 && !done.getAsBoolean(); i++) {
             service.poll();
             clock.advance(Duration.ofSeconds(5));
         }
-        assertThat(jdbc.queryForList(jobs, String.class, correlation)).containsExactly("queued");
-        Path copy = cache.lookup(List.of(fileId)).get(fileId).path();
+    }
+
+    /** Deletes the file's cached copy and fails its transfer as the drainer records the mover's refusal. */
+    void copyGoneAndTransferRefused(HandedOn h) throws Exception {
+        Path copy = cache.lookup(List.of(h.fileId())).get(h.fileId()).path();
         java.nio.file.Files.delete(copy);
-        // the mover refuses it for its source, as the drainer records that
         jdbc.update("UPDATE transfer_job SET state = 'failed', last_error_class = 'BAD_REQUEST', last_error = ?, finished_at = now() "
-                + "WHERE correlation = ?", "BAD_REQUEST: cannot read local file " + copy, correlation);
+                + "WHERE correlation = ?", "BAD_REQUEST: cannot read local file " + copy, h.correlation());
+    }
+
+    @Test
+    void aFileWhoseTransferFindsItsCachedCopyGoneIsReadFromTapeAgainAndSentAnew() throws Exception {
+        start(100 * SIZE, 1, transfers);
+        HandedOn h = handedOn("r0");
+        UUID id = h.id();
+        long fileId = h.fileId();
+        String a = h.name(), correlation = h.correlation(), jobs = JOBS;
+        copyGoneAndTransferRefused(h);
         service.poll();
         assertThat(states(id)).as("queued for tape again, not failed").isEqualTo(Map.of("queued", 1L));
         assertThat(cache.lookup(List.of(fileId))).isEmpty();
 
-        for (int i = 0; i < 400 && jdbc.queryForList(jobs, String.class, correlation).isEmpty(); i++) {
-            service.poll();
-            clock.advance(Duration.ofSeconds(5));
-        }
+        pollUntil(() -> !jdbc.queryForList(jobs, String.class, correlation).isEmpty());
         assertThat(readsOf(a)).as("read again from tape").isEqualTo(2);
         assertThat(jdbc.queryForList(jobs, String.class, correlation)).as("a transfer of its own").containsExactly("queued");
         assertThat(jdbc.queryForList(jobs, String.class, "stage-superseded:" + id + ":" + fileId)).containsExactly("failed");
@@ -507,25 +524,15 @@ class PipelineIT {
     @Test
     void aFileWhoseCopiesKeepGoingBadFailsAfterTwoReadsAgain() throws Exception {
         start(100 * SIZE, 1, transfers);
-        String a = file("k0", volume("a"));
-        long fileId = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, a);
-        UUID id = requests.submit("it", new NewStageRequest(null, List.of(a), null, 86_400L,
-                "gsiftp://dest.example.org:2811/data/", "atlas")).request().id();
-        submitted.add(id);
-        String correlation = "stage:" + id + ":" + fileId;
-        for (int i = 0; i < 200 && jdbc.queryForList("SELECT id FROM transfer_job WHERE correlation = ?", Long.class, correlation).isEmpty(); i++) {
-            service.poll();
-            clock.advance(Duration.ofSeconds(5));
-        }
+        HandedOn h = handedOn("k0");
+        UUID id = h.id();
+        String a = h.name();
         // two earlier transfers of it were superseded, their copies found bad
         for (int i = 0; i < 2; i++) {
             jdbc.update("INSERT INTO transfer_job (correlation, source, destination, size_bytes, state, finished_at) "
-                    + "VALUES (?, 'file:///gone', 'ftp://x/y', 1, 'failed', now())", "stage-superseded:" + id + ":" + fileId);
+                    + "VALUES (?, 'file:///gone', 'ftp://x/y', 1, 'failed', now())", "stage-superseded:" + id + ":" + h.fileId());
         }
-        Path copy = cache.lookup(List.of(fileId)).get(fileId).path();
-        java.nio.file.Files.delete(copy);
-        jdbc.update("UPDATE transfer_job SET state = 'failed', last_error_class = 'BAD_REQUEST', last_error = ?, finished_at = now() "
-                + "WHERE correlation = ?", "BAD_REQUEST: cannot read local file " + copy, correlation);
+        copyGoneAndTransferRefused(h);
         service.poll();
         assertThat(requestState(id)).isEqualTo("failed");
         assertThat(jdbc.queryForObject("SELECT error FROM stage_request_file WHERE request_id = ?", String.class, id))
