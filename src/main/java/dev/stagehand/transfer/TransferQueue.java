@@ -162,6 +162,7 @@ public class TransferQueue {
      * As {@link #claim(String, int, Duration)}; a row whose claim lapses for the {@code maxLapses}th time fails
      * instead of being claimed again (see {@link #releaseStale}).
      */
+    @Transactional
     public List<TransferJob> claim(String owner, int limit, Duration lease, int maxLapses) {
         failLapsed("state = 'active' AND lease_until < now()", maxLapses);
         List<TransferJob> claimed = new ArrayList<>(claimWhere(owner, limit, lease,

@@ -171,8 +171,9 @@ final class TransferHandOff {
             String bad = "failed".equals(e.state()) && "BAD_REQUEST".equals(e.errorClass()) ? badCopy(e.file()) : null;
             int before = bad == null ? 0 : jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation = ?", Integer.class,
                     "stage-superseded:" + e.request() + ":" + e.file());
-            if (bad != null && before < MAX_READS_AGAIN) {
-                if (readAgain(e.request(), e.file(), e.job(), bad)) requeued.add(e.request());
+            // (a file no longer waiting for this transfer, cancelled meanwhile, ends below as it would have)
+            if (bad != null && before < MAX_READS_AGAIN && readAgain(e.request(), e.file(), e.job(), bad)) {
+                requeued.add(e.request());
                 continue;
             }
             String also = bad == null ? "" : " (" + bad + "; its copies were found bad " + (before + 1) + " times)";
