@@ -177,8 +177,8 @@ public class ReplicationSchedules {
 
     /**
      * In the caller's transaction (pause, resume, triggerNow are {@code @Transactional}, as create and delete of
-     * rules are): Spring's job store runs Quartz's statements on the transaction's connection, and its row lock
-     * on the trigger table holds only until that commits. Outside one each statement committed alone, so a pause
+     * rules are): Spring's job store runs Quartz's statements on the transaction's connection, and Quartz's lock
+     * (its TRIGGER_ACCESS row of qrtz_locks, taken FOR UPDATE) holds only until that commits. Outside one each statement committed alone, so a pause
      * could interleave with a firing on another thread or node (seen once: the trigger BLOCKED just after a
      * pause, the firing having stored its state over the pause's).
      */
