@@ -341,49 +341,49 @@ class ScheduledReplicationIT {
     }
 
     /**
-     * Pausing, resuming and triggering a schedule run in a transaction: Spring's job store takes Quartz's row lock
-     * on the transaction's connection, so outside one it was released at once and a pause could interleave with a
-     * firing (once in eight clean-clone runs the test below saw the trigger BLOCKED right after its pause). The
-     * scheduler's listeners are called on the caller's thread right after the store's work, still inside it.
+     * Pausing, resuming and triggering a schedule change Quartz's rows while holding Quartz's lock (its
+     * TRIGGER_ACCESS row, taken FOR UPDATE) in the same transaction. Spring's job store ran them on an
+     * autocommitting connection, which released the lock with the statement that took it, so a pause could
+     * interleave with a firing (once in eight clean-clone runs the test below saw the trigger BLOCKED right after
+     * its pause). A database trigger notes, for every change to the rule's Quartz rows, whether the lock row is
+     * held by the changing transaction: a row locked FOR UPDATE carries the locker's transaction id as its xmax.
+     * A resume and a "run now" must still be picked up at once (in Spring transactions they waited for the
+     * scheduler thread's next idle look: "scheduled runs again" below timed out).
      */
     @Test
-    void scheduleChangesRunInATransaction() throws Exception {
-        String ds = "txsched-" + tag;
+    void scheduleChangesHoldQuartzsLock() throws Exception {
+        String ds = "locksched-" + tag;
         jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
-        sites.put("TX-" + tag, Map.of("kind", "tx-" + tag), List.of("ftp://127.0.0.1:1/tx"));
-        long rule = rules.create(new NewRule(ds, 1, "kind=tx-" + tag, null, null, "0 0 2 * * ?", "it")).id();
-        org.quartz.JobKey job = ReplicationSchedules.jobKey(rule);
-        List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
-        org.quartz.SchedulerListener listener = new org.quartz.listeners.SchedulerListenerSupport() {
-            String tx() {
-                return String.valueOf(org.springframework.transaction.support.TransactionSynchronizationManager.isActualTransactionActive());
-            }
-
-            @Override
-            public void jobPaused(org.quartz.JobKey k) {
-                if (k.equals(job)) seen.add("paused in a transaction: " + tx());
-            }
-
-            @Override
-            public void jobResumed(org.quartz.JobKey k) {
-                if (k.equals(job)) seen.add("resumed in a transaction: " + tx());
-            }
-
-            @Override
-            public void jobScheduled(Trigger t) {
-                if (t.getJobKey().equals(job)) seen.add("triggered in a transaction: " + tx());
-            }
-        };
-        quartz.getListenerManager().addSchedulerListener(listener);
+        sites.put("LK-" + tag, Map.of("kind", "lk-" + tag), List.of("ftp://127.0.0.1:1/lk"));
+        long rule = rules.create(new NewRule(ds, 1, "kind=lk-" + tag, null, null, "0 0 2 * * ?", "it")).id();
+        String job = ReplicationSchedules.jobKey(rule).getName();
+        jdbc.execute("CREATE TABLE IF NOT EXISTS it_quartz_lock_seen (job_name text, op text, lock_held boolean)");
+        jdbc.execute("""
+                CREATE OR REPLACE FUNCTION it_quartz_lock_seen() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                  IF NEW.job_name = TG_ARGV[0] THEN
+                    INSERT INTO it_quartz_lock_seen SELECT NEW.job_name, TG_OP || ' ' || NEW.trigger_state, EXISTS (
+                      SELECT 1 FROM qrtz_locks WHERE sched_name = NEW.sched_name AND lock_name = 'TRIGGER_ACCESS'
+                         AND xmax::text = (pg_current_xact_id()::text::bigint % 4294967296)::text);
+                  END IF;
+                  RETURN NEW;
+                END $$""");
+        jdbc.execute("CREATE TRIGGER it_quartz_lock_seen_" + rule + " BEFORE INSERT OR UPDATE ON qrtz_triggers FOR EACH ROW "
+                + "EXECUTE FUNCTION it_quartz_lock_seen('" + job + "')");
         try {
             schedules.pause(rule);
             schedules.resume(rule);
             schedules.triggerNow(rule);
-            assertThat(seen).containsExactly("paused in a transaction: true", "resumed in a transaction: true",
-                    "triggered in a transaction: true");
-            await("the triggered run", Duration.ofSeconds(30), () -> schedules.runs(rule, 10).stream().anyMatch(r -> r.finishedAt() != null));
+            await("the triggered run", Duration.ofSeconds(20), () -> schedules.runs(rule, 10).stream().anyMatch(r -> r.finishedAt() != null));
+            List<Map<String, Object>> seen = jdbc.queryForList("SELECT op, lock_held FROM it_quartz_lock_seen WHERE job_name = ?", job);
+            assertThat(seen).extracting(m -> m.get("op")).contains("UPDATE PAUSED", "UPDATE WAITING", "INSERT WAITING");
+            // but the scheduler thread's claim of a due trigger, which Quartz makes without the lock by design: a
+            // conditional update from WAITING, which waits for a pause holding the row and then finds it PAUSED
+            assertThat(seen).filteredOn(m -> !"UPDATE ACQUIRED".equals(m.get("op")))
+                    .as("each change to the rule's Quartz rows made holding Quartz's lock")
+                    .allSatisfy(m -> assertThat(m.get("lock_held")).as(m.toString()).isEqualTo(true));
         } finally {
-            quartz.getListenerManager().removeSchedulerListener(listener);
+            jdbc.execute("DROP TRIGGER it_quartz_lock_seen_" + rule + " ON qrtz_triggers");
             rules.delete(rule);
         }
     }

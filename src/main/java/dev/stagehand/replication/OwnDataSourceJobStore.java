@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
+import org.quartz.JobPersistenceException;
 import org.quartz.SchedulerConfigException;
 import org.quartz.spi.ClassLoadHelper;
 import org.quartz.spi.SchedulerSignaler;
@@ -12,6 +13,7 @@ import org.quartz.utils.DBConnectionManager;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.scheduling.quartz.LocalDataSourceJobStore;
 import org.springframework.scheduling.quartz.SchedulerFactoryBean;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * Spring's job store, reading from its own context's DataSource only ({@code org.quartz.jobStore.class} in
@@ -40,6 +42,23 @@ public class OwnDataSourceJobStore extends LocalDataSourceJobStore {
                 new Provider(nonTx != null ? nonTx : tx, false));
         setDataSource(TX_DATA_SOURCE_PREFIX + own);
         setNonManagedTXDataSource(NON_TX_DATA_SOURCE_PREFIX + own);
+    }
+
+    /**
+     * Outside a Spring transaction a store operation runs as Quartz's own {@code JobStoreTX} runs it: on a
+     * connection of its own, committed, Quartz's lock row held throughout. Spring's store ran it on an
+     * autocommitting connection, so the lock its {@code SELECT ... FOR UPDATE} takes was released by that very
+     * statement, and an operator's pause could interleave with a firing on another thread or node (seen once: a
+     * trigger BLOCKED just after its pause, the firing having stored its state over the pause's). Running the
+     * operator's calls in a Spring transaction instead held the lock, but Quartz wakes its scheduler thread
+     * before that transaction commits, so a resume or "run now" waited for the thread's next idle look (up to
+     * 30 s). Inside a transaction (creating or deleting a rule) an operation still takes part in it.
+     */
+    @Override
+    @SuppressWarnings({"rawtypes", "unchecked"}) // JobStoreCMT overrides it with raw types
+    protected Object executeInLock(String lockName, TransactionCallback txCallback) throws JobPersistenceException {
+        if (!TransactionSynchronizationManager.isActualTransactionActive()) return executeInNonManagedTXLock(lockName, txCallback, null);
+        return super.executeInLock(lockName, txCallback);
     }
 
     /** As Spring's two providers: the transactional one takes part in a Spring transaction on the thread. */

@@ -149,7 +149,6 @@ public class ReplicationSchedules {
      * Pauses the rule's schedule. The rule's row says so first: a run starting checks it under a share lock,
      * so once this returns no firing of the schedule runs, whatever a node of the Quartz cluster had acquired.
      */
-    @org.springframework.transaction.annotation.Transactional
     public void pause(long ruleId) {
         act(ruleId, s -> {
             jdbc.update("UPDATE replication_rule SET schedule_paused = true WHERE id = ?", ruleId);
@@ -157,7 +156,6 @@ public class ReplicationSchedules {
         });
     }
 
-    @org.springframework.transaction.annotation.Transactional
     public void resume(long ruleId) {
         act(ruleId, s -> {
             jdbc.update("UPDATE replication_rule SET schedule_paused = false WHERE id = ?", ruleId);
@@ -166,7 +164,6 @@ public class ReplicationSchedules {
     }
 
     /** Runs the rule now (on whichever instance picks it up), besides its schedule; never alongside a running one. */
-    @org.springframework.transaction.annotation.Transactional
     public void triggerNow(long ruleId) {
         act(ruleId, s -> s.triggerJob(jobKey(ruleId)));
     }
@@ -175,13 +172,6 @@ public class ReplicationSchedules {
         void run(Scheduler s) throws SchedulerException;
     }
 
-    /**
-     * In the caller's transaction (pause, resume, triggerNow are {@code @Transactional}, as create and delete of
-     * rules are): Spring's job store runs Quartz's statements on the transaction's connection, and Quartz's lock
-     * (its TRIGGER_ACCESS row of qrtz_locks, taken FOR UPDATE) holds only until that commits. Outside one each statement committed alone, so a pause
-     * could interleave with a firing on another thread or node (seen once: the trigger BLOCKED just after a
-     * pause, the firing having stored its state over the pause's).
-     */
     private void act(long ruleId, Action a) {
         try {
             Scheduler s = quartz();
