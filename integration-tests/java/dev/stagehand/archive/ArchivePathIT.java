@@ -478,7 +478,7 @@ class ArchivePathIT {
     void aFailureAfterTheClaimWasTakenOverLeavesTheNewHoldersClaimAlone() throws Exception {
         start(3, 1, 100 * MB, 3, 500 * MB, List.of());
         String writer = lib.layout().drives().get(2);
-        long id = buffer.register(List.of(entry(land("over/f0", MB), "ds-over-" + tag, null))).getFirst().fileId();
+        long id = registeredOne("over/f0", "ds-over-" + tag);
         String claim = "SELECT state || ' ' || coalesce(claimed_by, '-') FROM archive_copy WHERE file_id = ?";
         for (int i = 0; i < 20 && !flusher.busy(); i++) flusher.poll(); // claimed, its mount under way on the virtual clock
         assertThat(flusher.busy()).isTrue();
@@ -533,8 +533,7 @@ class ArchivePathIT {
         start(3, 1, 100 * MB, 2, 500 * MB, List.of());
         String reader = lib.layout().drives().get(0), writer = lib.layout().drives().get(2);
         String v1 = "A" + tag + "01";
-        List<Long> first = buffer.register(List.of(entry(land("zb/f0", MB), "ds-zb-" + tag, null))).stream()
-                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        List<Long> first = List.of(registeredOne("zb/f0", "ds-zb-" + tag));
         flushUntil(() -> archived(first) == 1 && !flusher.busy() && lib.drive(writer).state() == DriveState.EMPTY);
         recall.stop(); // the read drive is the test's
         recall = null;
@@ -542,7 +541,7 @@ class ArchivePathIT {
         for (int i = 0; i < 100 && lib.drive(reader).state() != DriveState.MOUNTED_IDLE; i++) clock.advance(Duration.ofSeconds(20));
         assertThat(lib.drive(reader).state()).isEqualTo(DriveState.MOUNTED_IDLE);
 
-        long id = buffer.register(List.of(entry(land("zb/f1", MB), "ds-zb-" + tag, null))).get(0).fileId();
+        long id = registeredOne("zb/f1", "ds-zb-" + tag);
         for (int i = 1; i <= 3; i++) {
             flusher.poll(); // the mount fails at once: once per poll
             assertThat(flusher.busy()).isFalse();
@@ -555,6 +554,11 @@ class ArchivePathIT {
         lib.dismount(reader);
         flushUntil(() -> archived(List.of(id)) == 1 && !flusher.busy());
         assertThat(segments(List.of(id))).extracting(Seg::volume).containsExactly(v1);
+    }
+
+    /** Lands a file of 1 MB at {@code name} and registers it for {@code family}; its id. */
+    long registeredOne(String name, String family) throws IOException {
+        return buffer.register(List.of(entry(land(name, MB), family, null))).getFirst().fileId();
     }
 
     String volumeState(String label) {
@@ -584,8 +588,7 @@ class ArchivePathIT {
 
         // the family's volume, now holding its files, goes missing too: closed, and the next file goes to the last blank
         faults.missingVolume(v2);
-        List<Long> next = buffer.register(List.of(entry(land("una/f2", MB), "ds-una-" + tag, null))).stream()
-                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        List<Long> next = List.of(registeredOne("una/f2", "ds-una-" + tag));
         flushUntil(() -> archived(next) == 1 && !flusher.busy() && lib.drive(writer).state() == DriveState.EMPTY);
         assertThat(segments(next)).extracting(Seg::volume).containsExactly(v3);
         assertThat(volumeState(v2)).startsWith("disabled full archive: ");
@@ -595,8 +598,7 @@ class ArchivePathIT {
         // an operator puts the first back and makes it available: a new family takes it as a blank
         faults.restoreVolume(v1);
         jdbc.update("UPDATE volume SET state = 'available', state_reason = NULL WHERE label = ?", v1);
-        List<Long> other = buffer.register(List.of(entry(land("una/g0", MB), "ds-una2-" + tag, null))).stream()
-                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        List<Long> other = List.of(registeredOne("una/g0", "ds-una2-" + tag));
         flushUntil(() -> archived(other) == 1 && !flusher.busy());
         assertThat(segments(other)).extracting(Seg::volume).containsExactly(v1);
     }
@@ -612,22 +614,19 @@ class ArchivePathIT {
         start(3, 1, 100 * MB, 3, 500 * MB, List.of());
         String v1 = "A" + tag + "01", v2 = "A" + tag + "02";
         String family = "ds-dis-" + tag;
-        List<Long> first = buffer.register(List.of(entry(land("dis/f0", MB), family, null))).stream()
-                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        List<Long> first = List.of(registeredOne("dis/f0", family));
         flushUntil(() -> archived(first) == 1 && !flusher.busy());
         assertThat(segments(first)).extracting(Seg::volume).containsExactly(v1);
 
         jdbc.update("UPDATE volume SET state = 'disabled', state_reason = 'operator: suspect cartridge' WHERE label = ?", v1);
-        List<Long> second = buffer.register(List.of(entry(land("dis/f1", MB), family, null))).stream()
-                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        List<Long> second = List.of(registeredOne("dis/f1", family));
         flushUntil(() -> archived(second) == 1 && !flusher.busy());
         assertThat(segments(second)).extracting(Seg::volume).as("not on the disabled volume").containsExactly(v2);
         assertThat(volumeState(v1)).as("left as the operator set it, and still open").startsWith("disabled open ")
                 .contains("operator: suspect cartridge");
 
         jdbc.update("UPDATE volume SET state = 'available', state_reason = NULL WHERE label = ?", v1);
-        List<Long> third = buffer.register(List.of(entry(land("dis/f2", MB), family, null))).stream()
-                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        List<Long> third = List.of(registeredOne("dis/f2", family));
         flushUntil(() -> archived(third) == 1 && !flusher.busy());
         assertThat(segments(third)).extracting(Seg::volume).as("back to the older open volume").containsExactly(v1);
         assertThat(buffer.volumes(family)).extracting(ArchiveBuffer.FamilyVolume::volume, ArchiveBuffer.FamilyVolume::state)
@@ -741,10 +740,8 @@ class ArchivePathIT {
     @Test
     void aVolumeExchangedOutOfAWriteDriveIsFreeForAnotherInstance() throws Exception {
         start(3, 1, 100 * MB, 4, 500 * MB, List.of());
-        List<Long> x = buffer.register(List.of(entry(land("exch/x0", MB), "ds-x-" + tag, null))).stream()
-                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
-        List<Long> y = buffer.register(List.of(entry(land("exch/y0", MB), "ds-y-" + tag, null))).stream()
-                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        List<Long> x = List.of(registeredOne("exch/x0", "ds-x-" + tag));
+        List<Long> y = List.of(registeredOne("exch/y0", "ds-y-" + tag));
         // the one write drive writes x's volume, then exchanges it for a blank one for y
         flushUntil(() -> archived(x) == 1 && archived(y) == 1 && !flusher.busy());
         String vx = segments(x).get(0).volume(), vy = segments(y).get(0).volume();
@@ -758,8 +755,7 @@ class ArchivePathIT {
         ArchiveFlusher other = new ArchiveFlusher(jdbc, tx, lib, List.of(lib.layout().drives().get(1)), p, 100 * MB, events::add,
                 p.instanceId());
         other.start();
-        List<Long> x1 = buffer.register(List.of(entry(land("exch/x1", MB), "ds-x-" + tag, null))).stream()
-                .map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        List<Long> x1 = List.of(registeredOne("exch/x1", "ds-x-" + tag));
         for (int i = 0; i < 100 && !(archived(x1) == 1 && !other.busy()); i++) {
             other.poll();
             clock.advance(Duration.ofSeconds(20));
@@ -776,7 +772,7 @@ class ArchivePathIT {
     void onlyChecksumMismatchesCountTowardsFailingACopyForGood() throws Exception {
         start(3, 1, 100 * MB, 5, 500 * MB, List.of());
         String writer = lib.layout().drives().get(2);
-        long id = buffer.register(List.of(entry(land("mm/f0", MB), "ds-mm-" + tag, null))).get(0).fileId();
+        long id = registeredOne("mm/f0", "ds-mm-" + tag);
         for (int i = 0; i < 2; i++) { // the write drive fails twice under the file, and is mended each time
             faults.failDrive(writer);
             flushUntil(() -> lib.drive(writer).state() == DriveState.FAILED && !flusher.busy());
@@ -811,7 +807,7 @@ class ArchivePathIT {
         java.util.concurrent.ExecutorService both = java.util.concurrent.Executors.newFixedThreadPool(2);
         try {
             for (int f = 0; f < 5; f++) { // a new family each round, both instances idle and polling at once
-                ids.add(buffer.register(List.of(entry(land("race/f" + f, MB), "ds-race" + f + "-" + tag, null))).get(0).fileId());
+                ids.add(registeredOne("race/f" + f, "ds-race" + f + "-" + tag));
                 java.util.concurrent.CyclicBarrier go = new java.util.concurrent.CyclicBarrier(2);
                 var a = both.submit(() -> { go.await(); flusher.poll(); return null; });
                 var b = both.submit(() -> { go.await(); other.poll(); return null; });

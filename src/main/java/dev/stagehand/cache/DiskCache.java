@@ -437,6 +437,24 @@ public class DiskCache {
     }
 
     /**
+     * Why the file's verified copy cannot be read as recorded (there is none, its file is gone from disk or has
+     * another size), or null when it can: asked when a reader of the copy (a mover) refused it. Looks at the
+     * disk only; {@link #discardCopy} ends a broken copy.
+     */
+    public String brokenCopy(long fileId) {
+        CacheEntry copy = lookup(List.of(fileId)).get(fileId);
+        if (copy == null || !copy.cached()) return "no verified copy in the cache any more";
+        try {
+            if (Files.notExists(copy.path())) return "its copy " + copy.path() + " is gone from disk";
+            long onDisk = Files.size(copy.path());
+            if (onDisk != copy.sizeBytes()) return "its copy " + copy.path() + " is " + onDisk + " bytes, not " + copy.sizeBytes();
+        } catch (IOException e) {
+            return "its copy " + copy.path() + " cannot be read: " + e.getMessage();
+        }
+        return null;
+    }
+
+    /**
      * Ends these verified copies of directory {@code dirId} (locked by the caller) in {@code state} and frees
      * their space; copies no longer verified are left alone. @return id &rarr; path of the copies ended
      */

@@ -9,6 +9,12 @@ public final class FileUrls {
 
     private FileUrls() {}
 
+    /** Whether {@code uri} names a file on a GridFTP server ({@code ftp://} or {@code gsiftp://}). */
+    public static boolean isGridFtp(URI uri) {
+        String s = uri.getScheme();
+        return "ftp".equalsIgnoreCase(s) || "gsiftp".equalsIgnoreCase(s);
+    }
+
     /**
      * The directory URL {@code base} plus the file's logical name, percent-encoded so that the URL's decoded path
      * is exactly that name: a space would not parse, and a {@code #} or {@code ?} would cut the name short and

@@ -222,8 +222,7 @@ class TransferDrainer implements SmartLifecycle {
      * A cancelled file's partial copy stays: its row ended when it was cancelled.
      */
     private TransferFailure removePartial(FileCopy c, TransferFailure f) {
-        String scheme = c.destination().getScheme();
-        if (!"gsiftp".equalsIgnoreCase(scheme) && !"ftp".equalsIgnoreCase(scheme)) return f;
+        if (!FileUrls.isGridFtp(c.destination())) return f;
         TransferFailure left;
         try {
             left = mover.delete(List.of(c.destination())).get(c.destination());

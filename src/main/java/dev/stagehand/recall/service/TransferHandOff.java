@@ -168,7 +168,7 @@ final class TransferHandOff {
         Set<Long> files = new HashSet<>();
         List<String> requeued = new ArrayList<>();
         for (Ended e : ended) {
-            String bad = "failed".equals(e.state()) && "BAD_REQUEST".equals(e.errorClass()) ? badCopy(e.file()) : null;
+            String bad = "failed".equals(e.state()) && "BAD_REQUEST".equals(e.errorClass()) ? cache.brokenCopy(e.file()) : null;
             int before = bad == null ? 0 : jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation = ?", Integer.class,
                     "stage-superseded:" + e.request() + ":" + e.file());
             // (a file no longer waiting for this transfer, cancelled meanwhile, ends below as it would have)
@@ -198,23 +198,6 @@ final class TransferHandOff {
 
     /** Times a file is read again for one request after its copies were found bad, before its transfer's failure stands. */
     static final int MAX_READS_AGAIN = 2;
-
-    /**
-     * Why the file's cached copy cannot be sent (no verified copy any more, its file gone or of another size), or
-     * null when it is sound. Asked only of transfers the mover refused for their source (BAD_REQUEST).
-     */
-    private String badCopy(long fileId) {
-        var copy = cache.lookup(List.of(fileId)).get(fileId);
-        if (copy == null || !copy.cached()) return "no verified copy in the cache any more";
-        try {
-            if (java.nio.file.Files.notExists(copy.path())) return "its copy " + copy.path() + " is gone from disk";
-            long onDisk = java.nio.file.Files.size(copy.path());
-            if (onDisk != copy.sizeBytes()) return "its copy " + copy.path() + " is " + onDisk + " bytes, not " + copy.sizeBytes();
-        } catch (java.io.IOException e) {
-            return "its copy " + copy.path() + " cannot be read: " + e.getMessage();
-        }
-        return null;
-    }
 
     /**
      * A file whose transfer failed because its cached copy is bad is read from tape again, not failed: the copy

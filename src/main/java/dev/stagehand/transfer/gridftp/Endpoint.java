@@ -1,6 +1,7 @@
 package dev.stagehand.transfer.gridftp;
 
 import dev.stagehand.catalog.FileNames;
+import dev.stagehand.transfer.FileUrls;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,13 +16,8 @@ record Endpoint(String scheme, List<HostPort> hosts, String path) {
         }
     }
 
-    static boolean isGridFtp(URI uri) {
-        String s = uri.getScheme();
-        return "ftp".equalsIgnoreCase(s) || "gsiftp".equalsIgnoreCase(s);
-    }
-
     static Endpoint parse(URI uri) {
-        if (!isGridFtp(uri)) throw new IllegalArgumentException("not an ftp:// or gsiftp:// URL: " + uri);
+        if (!FileUrls.isGridFtp(uri)) throw new IllegalArgumentException("not an ftp:// or gsiftp:// URL: " + uri);
         String authority = uri.getRawAuthority();
         if (authority == null || authority.isBlank()) throw new IllegalArgumentException("no host in " + uri);
         List<HostPort> hosts = new ArrayList<>();

@@ -3,6 +3,7 @@ package dev.stagehand.transfer.gridftp;
 import dev.stagehand.transfer.CopyBatch;
 import dev.stagehand.transfer.CopyResult;
 import dev.stagehand.transfer.FileCopy;
+import dev.stagehand.transfer.FileUrls;
 import dev.stagehand.transfer.LinkStatus;
 import dev.stagehand.transfer.Mover;
 import dev.stagehand.transfer.MoverSettings;
@@ -89,7 +90,7 @@ public final class GridFtpMover implements Mover {
             throw new TransferFailure(Kind.BAD_REQUEST, "bad destination: " + e.getMessage());
         }
         if (destination.gsi()) Gsi.prepare(settings);
-        if (Endpoint.isGridFtp(copy.source())) {
+        if (FileUrls.isGridFtp(copy.source())) {
             return new Job(copy, destination, Endpoint.parse(copy.source()), null);
         }
         if (!"file".equalsIgnoreCase(copy.source().getScheme()))
