@@ -491,8 +491,54 @@ class PipelineIT {
     void copyGoneAndTransferRefused(HandedOn h) throws Exception {
         Path copy = cache.lookup(List.of(h.fileId())).get(h.fileId()).path();
         java.nio.file.Files.delete(copy);
-        jdbc.update("UPDATE transfer_job SET state = 'failed', last_error_class = 'BAD_REQUEST', last_error = ?, finished_at = now() "
-                + "WHERE correlation = ?", "BAD_REQUEST: cannot read local file " + copy, h.correlation());
+        transferFailed(h, "BAD_REQUEST", "BAD_REQUEST: cannot read local file " + copy);
+    }
+
+    /** Fails the file's transfer as the drainer records a mover's failure of this class. */
+    void transferFailed(HandedOn h, String errorClass, String error) {
+        jdbc.update("UPDATE transfer_job SET state = 'failed', last_error_class = ?, last_error = ?, finished_at = now() "
+                + "WHERE correlation = ?", errorClass, error, h.correlation());
+    }
+
+    /**
+     * A cached copy whose bytes rotted on disk keeps its size: a transfer failing its checksum has the copy read
+     * once, and a copy no longer matching the sum verified when it was staged is read from tape again. The request
+     * used to fail after the mover's attempts, its file safe on tape.
+     */
+    @Test
+    void aFileWhoseTransferFailsItsChecksumOnARottedCachedCopyIsReadFromTapeAgain() throws Exception {
+        start(100 * SIZE, 1, transfers);
+        HandedOn h = handedOn("rot0");
+        Path copy = cache.lookup(List.of(h.fileId())).get(h.fileId()).path();
+        byte[] bytes = java.nio.file.Files.readAllBytes(copy);
+        bytes[bytes.length / 2] ^= 0x40;
+        java.nio.file.Files.write(copy, bytes);
+        transferFailed(h, "CHECKSUM_MISMATCH", "CHECKSUM_MISMATCH: local source " + copy + " read as ADLER32 0badc0de, catalog says 12345678");
+        service.poll();
+        assertThat(states(h.id())).as("queued for tape again, not failed").isEqualTo(Map.of("queued", 1L));
+        assertThat(jdbc.queryForObject("SELECT reason FROM cache_file WHERE file_id = ? AND state = 'corrupt' ORDER BY id DESC LIMIT 1",
+                String.class, h.fileId())).startsWith("a transfer found its copy " + copy + " reads as ADLER32 ");
+
+        pollUntil(() -> !jdbc.queryForList(JOBS, String.class, h.correlation()).isEmpty());
+        assertThat(readsOf(h.name())).as("read again from tape").isEqualTo(2);
+        assertThat(jdbc.queryForList(JOBS, String.class, h.correlation())).containsExactly("queued");
+        Path again = cache.lookup(List.of(h.fileId())).get(h.fileId()).path();
+        assertThat(dev.stagehand.cache.Checksums.adler32Of(again))
+                .isEqualTo(jdbc.queryForObject("SELECT adler32 FROM file WHERE id = ?", String.class, h.fileId()));
+    }
+
+    /** A checksum failure with the cached copy intact is the destination's (or the network's): it stands. */
+    @Test
+    void aChecksumFailureWithAnIntactCachedCopyStands() {
+        start(100 * SIZE, 1, transfers);
+        HandedOn h = handedOn("rot1");
+        transferFailed(h, "CHECKSUM_MISMATCH", "CHECKSUM_MISMATCH: destination /data/rot1 has ADLER32 0badc0de, expected 12345678");
+        service.poll();
+        assertThat(requestState(h.id())).isEqualTo("failed");
+        assertThat(jdbc.queryForObject("SELECT error FROM stage_request_file WHERE request_id = ?", String.class, h.id()))
+                .isEqualTo("transfer failed: CHECKSUM_MISMATCH: destination /data/rot1 has ADLER32 0badc0de, expected 12345678");
+        assertThat(readsOf(h.name())).isEqualTo(1);
+        assertThat(cache.lookup(List.of(h.fileId())).get(h.fileId()).cached()).as("the copy kept").isTrue();
     }
 
     @Test

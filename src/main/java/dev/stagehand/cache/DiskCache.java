@@ -438,16 +438,22 @@ public class DiskCache {
 
     /**
      * Why the file's verified copy cannot be read as recorded (there is none, its file is gone from disk or has
-     * another size), or null when it can: asked when a reader of the copy (a mover) refused it. Looks at the
-     * disk only; {@link #discardCopy} ends a broken copy.
+     * another size, or with {@code readBytes} its bytes no longer give the Adler32 verified when it was
+     * written), or null when it can: asked when a reader of the copy (a mover) refused it or found its sum
+     * wrong. Looks at the disk only; {@link #discardCopy} ends a broken copy.
      */
-    public String brokenCopy(long fileId) {
+    public String brokenCopy(long fileId, boolean readBytes) {
         CacheEntry copy = lookup(List.of(fileId)).get(fileId);
         if (copy == null || !copy.cached()) return "no verified copy in the cache any more";
         try {
             if (Files.notExists(copy.path())) return "its copy " + copy.path() + " is gone from disk";
             long onDisk = Files.size(copy.path());
             if (onDisk != copy.sizeBytes()) return "its copy " + copy.path() + " is " + onDisk + " bytes, not " + copy.sizeBytes();
+            // a copy rotted on disk keeps its size: only its bytes tell (read once, and only after a failure)
+            String now = readBytes && copy.adler32() != null ? Checksums.adler32Of(copy.path()) : null;
+            if (now != null && !now.equals(copy.adler32())) {
+                return "its copy " + copy.path() + " reads as ADLER32 " + now + ", verified as " + copy.adler32();
+            }
         } catch (IOException e) {
             return "its copy " + copy.path() + " cannot be read: " + e.getMessage();
         }

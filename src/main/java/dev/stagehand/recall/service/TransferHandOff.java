@@ -4,6 +4,7 @@ import dev.stagehand.cache.DiskCache;
 import dev.stagehand.recall.request.RecallMetrics;
 import dev.stagehand.recall.request.RequestSettlement;
 import dev.stagehand.transfer.FileUrls;
+import dev.stagehand.transfer.TransferFailure;
 import dev.stagehand.transfer.TransferQueue;
 import java.nio.file.Path;
 import java.sql.Timestamp;
@@ -168,7 +169,10 @@ final class TransferHandOff {
         Set<Long> files = new HashSet<>();
         List<String> requeued = new ArrayList<>();
         for (Ended e : ended) {
-            String bad = "failed".equals(e.state()) && "BAD_REQUEST".equals(e.errorClass()) ? cache.brokenCopy(e.file()) : null;
+            // the mover refused the copy, or a sum disagreed (the copy's bytes or the destination's: reading
+            // the copy tells which)
+            boolean suspect = "failed".equals(e.state()) && SOURCE_SUSPECT.contains(String.valueOf(e.errorClass()));
+            String bad = suspect ? cache.brokenCopy(e.file(), true) : null;
             int before = bad == null ? 0 : jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation = ?", Integer.class,
                     "stage-superseded:" + e.request() + ":" + e.file());
             // (a file no longer waiting for this transfer, cancelled meanwhile, ends below as it would have)
@@ -195,6 +199,9 @@ final class TransferHandOff {
         if (!requeued.isEmpty()) readAgain.accept(requeued);
         return !ended.isEmpty();
     }
+
+    /** Failure classes of a transfer that may be the cached copy's fault. */
+    static final Set<String> SOURCE_SUSPECT = Set.of(TransferFailure.Kind.BAD_REQUEST.name(), TransferFailure.Kind.CHECKSUM_MISMATCH.name());
 
     /** Times a file is read again for one request after its copies were found bad, before its transfer's failure stands. */
     static final int MAX_READS_AGAIN = 2;
