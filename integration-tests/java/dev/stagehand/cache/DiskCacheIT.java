@@ -504,6 +504,73 @@ class DiskCacheIT {
         pool.shutdown();
     }
 
+    /**
+     * Another instance's copy of the file turns up between this instance's look-up and its insert, then ends
+     * (its stage aborted) before this instance can join it: the insert is made again and the file reserved here.
+     * The join used to find no copy and fail the whole batch with a NullPointerException. Triggers reach into
+     * those two moments through dblink, whose statements commit on their own (and skip the triggers).
+     */
+    @Test
+    void aCopyThatAnotherInstanceReservedAndAbortedBetweenLookUpAndInsertDoesNotFailTheReservation() throws Exception {
+        DiskCache one = cache("race1", tmp.resolve("race1"), 1_000_000);
+        cache("race2", tmp.resolve("race2"), 1_000_000);
+        long f = catalogFile(100, null);
+        String dirOf = "SELECT id FROM cache_directory WHERE path = :p";
+        long oneDir = db.sql(dirOf).param("p", tmp.resolve("race1").toString()).query(Long.class).single();
+        long otherDir = db.sql(dirOf).param("p", tmp.resolve("race2").toString()).query(Long.class).single();
+        String connect = "host=127.0.0.1 port=" + db.sql("SELECT inet_server_port()").query(Integer.class).single()
+                + " dbname=" + db.sql("SELECT current_database()").query(String.class).single()
+                + " user=" + db.sql("SELECT current_user").query(String.class).single()
+                + " password=" + ((com.zaxxer.hikari.HikariDataSource) dataSource).getPassword() + " application_name=it_reserve_race";
+        db.sql("CREATE EXTENSION IF NOT EXISTS dblink").update();
+        db.sql("CREATE TABLE IF NOT EXISTS it_reserve_race (file_id bigint PRIMARY KEY, other_dir integer, connect text, armed boolean)").update();
+        db.sql("DELETE FROM it_reserve_race").update();
+        db.sql("INSERT INTO it_reserve_race VALUES (:f, :d, :c, true)").param("f", f).param("d", otherDir).param("c", connect).update();
+        db.sql("""
+                CREATE OR REPLACE FUNCTION it_reserve_race_arrives() RETURNS trigger LANGUAGE plpgsql AS $$
+                DECLARE r it_reserve_race;
+                BEGIN
+                  IF current_setting('application_name') = 'it_reserve_race' THEN RETURN NEW; END IF;
+                  SELECT * INTO r FROM it_reserve_race WHERE file_id = NEW.file_id AND armed;
+                  IF FOUND THEN
+                    UPDATE it_reserve_race SET armed = false WHERE file_id = NEW.file_id;
+                    PERFORM dblink_exec(r.connect, format(
+                      'INSERT INTO cache_file (file_id, directory_id, path, size_bytes, state, created_at, last_access) '
+                      || 'VALUES (%s, %s, %L, 100, ''reserved'', now(), now())', r.file_id, r.other_dir, '/it/race/' || r.file_id));
+                  END IF;
+                  RETURN NEW;
+                END $$""").update();
+        db.sql("""
+                CREATE OR REPLACE FUNCTION it_reserve_race_ends() RETURNS trigger LANGUAGE plpgsql AS $$
+                DECLARE r it_reserve_race;
+                BEGIN
+                  IF current_setting('application_name') = 'it_reserve_race' THEN RETURN NULL; END IF;
+                  FOR r IN SELECT * FROM it_reserve_race LOOP
+                    PERFORM dblink_exec(r.connect, format(
+                      'UPDATE cache_file SET state = ''discarded'', ended_at = now() WHERE file_id = %s AND directory_id = %s '
+                      || 'AND state = ''reserved''', r.file_id, r.other_dir));
+                  END LOOP;
+                  RETURN NULL;
+                END $$""").update();
+        db.sql("DROP TRIGGER IF EXISTS it_reserve_race_arrives ON cache_file").update();
+        db.sql("DROP TRIGGER IF EXISTS it_reserve_race_ends ON cache_file").update();
+        db.sql("CREATE TRIGGER it_reserve_race_arrives BEFORE INSERT ON cache_file FOR EACH ROW EXECUTE FUNCTION it_reserve_race_arrives()").update();
+        db.sql("CREATE TRIGGER it_reserve_race_ends AFTER INSERT ON cache_file FOR EACH STATEMENT EXECUTE FUNCTION it_reserve_race_ends()").update();
+        ReserveResult r;
+        try {
+            r = one.reserve(f, 100, "race");
+        } finally {
+            db.sql("DROP TRIGGER it_reserve_race_arrives ON cache_file").update();
+            db.sql("DROP TRIGGER it_reserve_race_ends ON cache_file").update();
+            db.sql("DELETE FROM it_reserve_race").update();
+        }
+        assertThat(r.outcome()).isEqualTo(Outcome.RESERVED);
+        assertThat(db.sql("SELECT state || ' ' || directory_id FROM cache_file WHERE file_id = :f ORDER BY state").param("f", f)
+                .query(String.class).list())
+                .as("the other instance's copy came and went; this one's is the live copy")
+                .containsExactly("discarded " + otherDir, "reserved " + oneDir);
+    }
+
     @Test
     void halfWrittenCopiesAreDiscardedWhenTheNodeRestarts() throws Exception {
         Path dir = tmp.resolve("c");

@@ -213,14 +213,22 @@ public class DiskCache {
                     }
                     long copyId = ids.get(nextId++);
                     Path path = target.path.resolve(String.format("%02x", f & 0xff)).resolve(f + "." + copyId);
-                    int inserted = db.sql("INSERT INTO cache_file (id, file_id, directory_id, path, size_bytes, state, "
-                                    + "created_at, last_access) VALUES (:id, :f, :d, :p, :s, 'reserved', :now, :now) "
-                                    + "ON CONFLICT (file_id) WHERE state IN " + LIVE + " DO NOTHING")
-                            .param("id", copyId).param("f", f).param("d", target.id).param("p", path.toString())
-                            .param("s", r.sizeBytes()).param("now", ts(now)).update();
-                    if (inserted == 0) {
-                        // Another instance with other directories staged it meanwhile: join that copy.
-                        CacheEntry other = lookupIn(new Long[] {f}).get(f);
+                    CacheEntry other = null;
+                    for (int tries = 1; other == null; tries++) {
+                        int inserted = db.sql("INSERT INTO cache_file (id, file_id, directory_id, path, size_bytes, state, "
+                                        + "created_at, last_access) VALUES (:id, :f, :d, :p, :s, 'reserved', :now, :now) "
+                                        + "ON CONFLICT (file_id) WHERE state IN " + LIVE + " DO NOTHING")
+                                .param("id", copyId).param("f", f).param("d", target.id).param("p", path.toString())
+                                .param("s", r.sizeBytes()).param("now", ts(now)).update();
+                        if (inserted > 0) break;
+                        // Another instance with other directories staged it meanwhile: join that copy. Ended
+                        // (aborted, evicted) before it could be read, it is no longer in the way: insert again.
+                        other = lookupIn(new Long[] {f}).get(f);
+                        if (other == null && tries == 10) {
+                            throw new IllegalStateException("file " + f + ": another copy kept coming and going while this one was reserved");
+                        }
+                    }
+                    if (other != null) {
                         live.put(f, other);
                         out.add(other.cached()
                                 ? new ReserveResult(f, ReserveResult.Outcome.CACHED, null, other)
