@@ -40,6 +40,10 @@ public final class CacheBench {
     static final int FILE_SIZE = 4096;
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("--inventory")) {
+            inventory(args.length > 1 ? Integer.parseInt(args[1]) : 200_000);
+            return;
+        }
         int files = args.length > 0 ? Integer.parseInt(args[0]) : 10_000;
         int threads = args.length > 1 ? Integer.parseInt(args[1]) : 4;
         int batch = args.length > 2 ? Integer.parseInt(args[2]) : 100;
@@ -175,6 +179,61 @@ public final class CacheBench {
         long[] c = v.clone();
         Arrays.sort(c);
         return c[c.length / 2];
+    }
+
+    /**
+     * The start-up inventory (every verified copy's file looked for on disk, {@code DiskCache.start}) over
+     * {@code n} cached copies, one in a hundred gone: how long a node with a full cache takes to come up.
+     */
+    static void inventory(int n) throws Exception {
+        Path work = Path.of("target/bench-cache-inventory").toAbsolutePath();
+        FileSystemUtils.deleteRecursively(work);
+        try (ConfigurableApplicationContext ctx = new SpringApplicationBuilder(StagehandApplication.class)
+                .web(WebApplicationType.NONE)
+                .properties("stagehand.db.local-dir=target/pg", "stagehand.db.local-database=stagehand_bench",
+                        "stagehand.cache.directories[0].path=" + work.resolve("default"), "logging.level.root=WARN")
+                .run()) {
+            JdbcClient db = ctx.getBean(JdbcClient.class);
+            TransactionTemplate tx = ctx.getBean(TransactionTemplate.class);
+            Path dir = work.resolve("inventory");
+            String node = "bench-inventory-" + System.nanoTime();
+            cache(db, tx, dir, Long.MAX_VALUE / 4, node); // registers the directory
+            int dirId = db.sql("SELECT id FROM cache_directory WHERE path = :p").param("p", dir.toString()).query(Integer.class).single();
+            long[] ids = catalog(db, n);
+            long t0 = System.nanoTime();
+            List<String> paths = new ArrayList<>(n);
+            for (long f : ids) {
+                Path p = dir.resolve(String.format("%02x", f & 0xff)).resolve(f + ".1");
+                paths.add(p.toString());
+            }
+            for (int i = 0; i < n; i++) {
+                Path p = Path.of(paths.get(i));
+                if (i % 100 == 0) continue; // gone from disk
+                Files.createDirectories(p.getParent());
+                Files.createFile(p);
+            }
+            db.sql("""
+                    INSERT INTO cache_file (file_id, directory_id, path, size_bytes, adler32, state, created_at, verified_at, last_access)
+                    SELECT f, :d, p, :s, '00000001', 'verified', now(), now(), now() - make_interval(secs => g)
+                      FROM unnest(:ids, :paths) WITH ORDINALITY AS u(f, p, g)""")
+                    .param("d", dirId).param("s", FILE_SIZE).param("ids", Arrays.stream(ids).boxed().toArray(Long[]::new))
+                    .param("paths", paths.toArray(String[]::new)).update();
+            db.sql("UPDATE cache_directory SET used_bytes = :b WHERE id = :d").param("b", (long) n * FILE_SIZE).param("d", dirId).update();
+            db.sql("ANALYZE cache_file").update();
+            System.out.printf("inventory bench: %,d cached copies set up in %.0f s, 1 in 100 gone from disk%n", n, (System.nanoTime() - t0) / 1e9);
+            // the kernel's dentry cache is warm (the files were just made): a node after a reboot reads them cold
+            long t1 = System.nanoTime();
+            DiskCache c = new DiskCache(db, tx, new CacheProperties(
+                    List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(Long.MAX_VALUE / 4))), node), Clock.systemUTC(), null);
+            c.start();
+            double s = (System.nanoTime() - t1) / 1e9;
+            long gone = db.sql("SELECT count(*) FROM cache_file WHERE directory_id = :d AND state = 'discarded'").param("d", dirId)
+                    .query(Long.class).single();
+            System.out.printf("start-up with its inventory: %.1f s (%.1f µs a copy), %,d copies found gone and discarded%n",
+                    s, s * 1e6 / n, gone);
+            db.sql("DELETE FROM cache_file WHERE directory_id = :d").param("d", dirId).update();
+        }
+        FileSystemUtils.deleteRecursively(work);
     }
 
     static DiskCache cache(JdbcClient db, TransactionTemplate tx, Path dir, long capacity, String node) {
