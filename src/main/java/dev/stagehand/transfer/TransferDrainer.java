@@ -189,7 +189,12 @@ class TransferDrainer implements SmartLifecycle {
                                 else if (o == TransferQueue.Outcome.PUT_BACK) observer.putBack(c, f);
                             } else {
                                 TransferFailure last = LEAVES_PARTIAL.contains(f.kind()) && DatabaseRetry.call("transfer "
-                                        + id + " held", () -> queue.holds(id, owner)) ? removePartial(c, f) : f;
+                                        + id + " held", () -> queue.holds(id, owner)) ? removePartial(c, f)
+                                        // cancelled while moving (not taken over by another instance, which
+                                        // still writes there): the row has ended, so only with no other
+                                        // transfer to the same place queued meanwhile
+                                        : f.kind() == TransferFailure.Kind.CANCELLED && DatabaseRetry.call("transfer "
+                                        + id + " cancelled", () -> queue.cancelledAlone(id)) ? removePartial(c, f) : f;
                                 // a cancelled row (or one taken over) is not ours to record: the row says what became of it
                                 if (DatabaseRetry.call("transfer " + id + " failed", () -> queue.failed(id, owner, last))
                                         || f.kind() == TransferFailure.Kind.CANCELLED) observe(job, c, claimedAt, null, last);
@@ -219,7 +224,9 @@ class TransferDrainer implements SmartLifecycle {
      * A transfer that ends failed leaves no partial file at its destination, as FTS3 cleans up after a failed
      * transfer: a reader there would take it for the file. It is removed while the row is still ours, before it
      * ends, so a transfer queued to the same place once it has ended (replication's next attempt) is not hit.
-     * A cancelled file's partial copy stays: its row ended when it was cancelled.
+     * A cancelled row ended at its cancel: its partial copy goes only when no transfer to the same place is
+     * queued or moving (one queued between that look and the delete would lose its first bytes: it would
+     * fail its checksum and be sent again).
      */
     private TransferFailure removePartial(FileCopy c, TransferFailure f) {
         if (!FileUrls.isGridFtp(c.destination())) return f;

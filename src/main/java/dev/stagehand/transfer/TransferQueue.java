@@ -239,6 +239,18 @@ public class TransferQueue {
                 Long.class, ids.toArray(Long[]::new), owner);
     }
 
+    /**
+     * Whether row {@code id} is cancelled and no live row (queued or active) goes to its destination: then the
+     * partial file its mover left there is no other transfer's and may be deleted.
+     */
+    boolean cancelledAlone(long id) {
+        return jdbc.queryForList("""
+                SELECT 1 FROM transfer_job j
+                 WHERE j.id = ? AND j.state = 'cancelled' AND NOT EXISTS (
+                       SELECT 1 FROM transfer_job o WHERE o.destination = j.destination AND o.state IN ('queued', 'active'))""",
+                Integer.class, id).size() == 1;
+    }
+
     boolean done(long id, String owner, CopyResult r) {
         double seconds = Math.max(r.elapsed().toNanos() / 1e9, 1e-9);
         return endedBy(jdbc.query("""
