@@ -48,12 +48,7 @@ public final class CacheBench {
         int threads = args.length > 1 ? Integer.parseInt(args[1]) : 4;
         int batch = args.length > 2 ? Integer.parseInt(args[2]) : 100;
         Path work = Path.of("target/bench-cache").toAbsolutePath();
-        FileSystemUtils.deleteRecursively(work);
-        try (ConfigurableApplicationContext ctx = new SpringApplicationBuilder(StagehandApplication.class)
-                .web(WebApplicationType.NONE)
-                .properties("stagehand.db.local-dir=target/pg", "stagehand.db.local-database=stagehand_bench",
-                        "stagehand.cache.directories[0].path=" + work.resolve("default"), "logging.level.root=WARN")
-                .run()) {
+        try (ConfigurableApplicationContext ctx = service(work)) {
             JdbcClient db = ctx.getBean(JdbcClient.class);
             TransactionTemplate tx = ctx.getBean(TransactionTemplate.class);
             System.out.printf("disk cache bench: %d files of %d bytes, %d threads, cache holds a quarter of them%n",
@@ -187,12 +182,7 @@ public final class CacheBench {
      */
     static void inventory(int n) throws Exception {
         Path work = Path.of("target/bench-cache-inventory").toAbsolutePath();
-        FileSystemUtils.deleteRecursively(work);
-        try (ConfigurableApplicationContext ctx = new SpringApplicationBuilder(StagehandApplication.class)
-                .web(WebApplicationType.NONE)
-                .properties("stagehand.db.local-dir=target/pg", "stagehand.db.local-database=stagehand_bench",
-                        "stagehand.cache.directories[0].path=" + work.resolve("default"), "logging.level.root=WARN")
-                .run()) {
+        try (ConfigurableApplicationContext ctx = service(work)) {
             JdbcClient db = ctx.getBean(JdbcClient.class);
             TransactionTemplate tx = ctx.getBean(TransactionTemplate.class);
             Path dir = work.resolve("inventory");
@@ -234,6 +224,16 @@ public final class CacheBench {
             db.sql("DELETE FROM cache_file WHERE directory_id = :d").param("d", dirId).update();
         }
         FileSystemUtils.deleteRecursively(work);
+    }
+
+    /** The service without its web side, on the bench database, its cache under {@code work} (emptied first). */
+    static ConfigurableApplicationContext service(Path work) throws java.io.IOException {
+        FileSystemUtils.deleteRecursively(work);
+        return new SpringApplicationBuilder(StagehandApplication.class)
+                .web(WebApplicationType.NONE)
+                .properties("stagehand.db.local-dir=target/pg", "stagehand.db.local-database=stagehand_bench",
+                        "stagehand.cache.directories[0].path=" + work.resolve("default"), "logging.level.root=WARN")
+                .run();
     }
 
     static DiskCache cache(JdbcClient db, TransactionTemplate tx, Path dir, long capacity, String node) {
