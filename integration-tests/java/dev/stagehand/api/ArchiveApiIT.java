@@ -252,6 +252,30 @@ class ArchiveApiIT {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM file", Long.class)).isEqualTo(files);
     }
 
+    /**
+     * An entry without a path, or with a NUL in its path or name, is refused naming the entry (400), as every other
+     * bad entry is: it was a 500, the controller looking such an entry up before the buffer's checks.
+     */
+    @Test
+    void anEntryWithoutAPathOrWithANulIsRefusedNamingIt() throws Exception {
+        Path a = land("nul", MB);
+        long files = jdbc.queryForObject("SELECT count(*) FROM file", Long.class);
+        Answer noPath = api.post("/api/v1/archive/files", body(List.of(
+                entry(a, "d-" + tag), Map.of("size", MB, "dataset", "d-" + tag))));
+        assertThat(noPath.status()).as(noPath.body()).isEqualTo(400);
+        assertThat(noPath.contentType()).contains("application/problem+json");
+        assertThat(noPath.json().get("errors").get(0).get("index").intValue()).isEqualTo(1);
+        assertThat(noPath.json().get("errors").get(0).get("field").asString()).isEqualTo("path");
+        Answer nulPath = api.post("/api/v1/archive/files", body(List.of(Map.of("path", a + "\u0000x", "size", MB, "dataset", "d-" + tag))));
+        assertThat(nulPath.status()).as(nulPath.body()).isEqualTo(400);
+        assertThat(nulPath.json().get("errors").get(0).get("field").asString()).isEqualTo("path");
+        Answer nulName = api.post("/api/v1/archive/files", body(List.of(
+                Map.of("path", a.toString(), "name", "/archive-api-it/" + tag + "/a\u0000b", "size", MB, "dataset", "d-" + tag))));
+        assertThat(nulName.status()).as(nulName.body()).isEqualTo(400);
+        assertThat(nulName.json().get("errors").get(0).get("field").asString()).isEqualTo("name");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM file", Long.class)).isEqualTo(files);
+    }
+
     /** More files than one call may register is 413 (as documented, and as the stage request API answers), not 400. */
     @Test
     void moreFilesThanACallMayRegisterIs413() throws Exception {

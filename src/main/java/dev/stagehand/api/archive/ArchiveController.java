@@ -11,6 +11,7 @@ import dev.stagehand.archive.ArchiveBuffer.FamilyVolume;
 import dev.stagehand.archive.ArchiveProperties;
 import dev.stagehand.archive.ArchiveRejected;
 import dev.stagehand.archive.NewArchiveFile;
+import dev.stagehand.catalog.FileNames;
 import dev.stagehand.platform.EntryError;
 import io.swagger.v3.oas.annotations.Operation;
 import io.swagger.v3.oas.annotations.media.Content;
@@ -89,7 +90,8 @@ class ArchiveController {
                     List.of(EntryError.field("files", list.size() + " files; at most " + maxFiles)));
         List<NewArchiveFile> files = files(body, errors);
         if (!errors.isEmpty()) throw new BadInput(HttpStatus.BAD_REQUEST, JsonBodies.describe(errors), errors);
-        long before = files.stream().map(ArchiveController::registeredAs).filter(n -> buffer.fileByName(n).isPresent()).count();
+        long before = files.stream().map(ArchiveController::registeredAs)
+                .filter(n -> n != null && buffer.fileByName(n).isPresent()).count();
         List<ArchiveFileStatus> done = buffer.register(files);
         boolean created = before < done.size();
         RegisterView view = new RegisterView(done.size(), done);
@@ -99,10 +101,13 @@ class ArchiveController {
     /**
      * What an entry is found by once registered: its name; with none, its path, or for a path relative to the
      * landing area the name it is given from it (a relative path is stored resolved, so looked up as given it was
-     * never found, and registering it again answered 201 Created each time).
+     * never found, and registering it again answered 201 Created each time); null when it cannot have been registered.
      */
     private static String registeredAs(NewArchiveFile f) {
-        if (f.name() != null) return f.name();
+        // an entry without a path, or with a control character (NUL) in its path or name, was never registered: the
+        // buffer refuses it naming the entry (looked up here, it was a 500: Path.of(null), a NUL in Path.of or in SQL)
+        if (f.name() != null) return FileNames.hasControl(f.name()) ? null : f.name();
+        if (f.path() == null || FileNames.hasControl(f.path())) return null;
         java.nio.file.Path p = java.nio.file.Path.of(f.path());
         return p.isAbsolute() ? f.path() : "/" + p.normalize().toString().replace('\\', '/');
     }
