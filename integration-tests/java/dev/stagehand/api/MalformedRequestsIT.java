@@ -131,6 +131,8 @@ class MalformedRequestsIT {
                 new Case("list with a bad since", "GET", "/api/v1/requests?since=yesterday", null, 400, "since", null, null),
                 new Case("list with limit 0", "GET", "/api/v1/requests?limit=0", null, 400, "limit", null, null),
                 new Case("list with a text offset", "GET", "/api/v1/requests?offset=ten", null, 400, "offset", null, null),
+                new Case("list with a NUL in owner", "GET", "/api/v1/requests?owner=a%00b", null, 400, "owner", null, null),
+                new Case("list with a NUL in experiment", "GET", "/api/v1/requests?experiment=%00", null, 400, "experiment", null, null),
                 new Case("cancel an unknown request", "POST", "/api/v1/requests/" + UUID.randomUUID() + "/cancel", null, 404, "id", null, null),
                 new Case("cancel with a bad UUID", "POST", "/api/v1/requests/123/cancel", null, 400, "id", null, null),
                 new Case("cancel a finished request", "POST", "/api/v1/requests/DONE/cancel", null, 409, "state", null, null),

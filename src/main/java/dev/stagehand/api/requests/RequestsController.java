@@ -177,6 +177,11 @@ class RequestsController {
                 throw BadInput.field("since", "expected an ISO-8601 time such as 2026-01-31T12:00:00Z, got '" + since + "'");
             }
         }
+        // a NUL cannot reach PostgreSQL (it refused the query: a 500); no owner or experiment holds a control character
+        for (String[] f : new String[][] {{"experiment", experiment}, {"owner", owner}}) {
+            if (f[1] != null && dev.stagehand.catalog.FileNames.hasControl(f[1]))
+                throw BadInput.field(f[0], "contains a control character; no " + f[0] + " does");
+        }
         ApiUser user = ApiUser.current();
         var page = requests.list(new RequestQuery(st, experiment, owner, createdSince,
                 intParam("offset", offset, 0, 0, Integer.MAX_VALUE), intParam("limit", limit, DEFAULT_LIST_PAGE, 1, MAX_LIST_PAGE),
