@@ -321,6 +321,12 @@ class TapeRestApiIT {
                 .anySatisfy(e -> assertThat(e).startsWith("1 targetedMetadata").contains("at most 4096 characters"))
                 .anySatisfy(e -> assertThat(e).startsWith("2 targetedMetadata").contains("expected an object"))
                 .noneSatisfy(e -> assertThat(e).startsWith("3 targetedMetadata"));
+        // PostgreSQL's jsonb cannot hold a NUL: refused naming the entry, not a 500
+        ApiClient.Answer nul = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(
+                Map.of("path", ok, "targetedMetadata", Map.of("it-site", Map.of("activity", "a\0b")))))));
+        assertProblem(nul, 400);
+        assertThat(nul.json().get("errors").get(0).get("field").stringValue()).isEqualTo("targetedMetadata");
+        assertThat(nul.json().get("errors").get(0).get("index").intValue()).isZero();
         assertThat(api.post("/api/v1/archiveinfo", "{\"files\": []}").status()).isEqualTo(400);
         assertThat(api.get("/api/v1/stage/not-a-uuid").status()).isEqualTo(404);
         assertThat(api.post("/api/v1/stage/" + UUID.randomUUID() + "/cancel", paths(ok)).status()).isEqualTo(404);

@@ -159,6 +159,10 @@ class TapeRestController {
                             + ") must be an object, got " + JsonBodies.kind(ours)));
                     continue;
                 }
+                if (hasNul(ours)) { // PostgreSQL's jsonb cannot hold a NUL: the insert failed, a 500
+                    errors.add(new EntryError(i, path, "targetedMetadata", "the entry for this site must not hold the character \\u0000"));
+                    continue;
+                }
                 metadata.set(i, JsonMapper.shared().writeValueAsString(ours));
                 anyMetadata = true;
             }
@@ -292,6 +296,14 @@ class TapeRestController {
             out.add(m);
         }
         return out;
+    }
+
+    /** Whether a NUL character is in any name or string value of {@code n}. */
+    private static boolean hasNul(JsonNode n) {
+        if (n.isString()) return n.stringValue().indexOf('\0') >= 0;
+        for (var e : n.properties()) if (e.getKey().indexOf('\0') >= 0 || hasNul(e.getValue())) return true;
+        if (n.isArray()) for (JsonNode x : n) if (hasNul(x)) return true;
+        return false;
     }
 
     private static Long lifetimeSeconds(JsonNode n) {
