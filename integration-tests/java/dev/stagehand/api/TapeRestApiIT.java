@@ -118,6 +118,10 @@ class TapeRestApiIT {
         // a subset is cancelled; the rest goes on
         assertThat(api.post("/api/v1/stage/" + id + "/cancel", paths(c)).status()).isEqualTo(200);
         assertThat(filesOf(api.get("/api/v1/stage/" + id).json()).get(c).get("state").stringValue()).isEqualTo("CANCELLED");
+        // with an error: gfal2 (FTS3) reads onDisk false without one as "not yet on disk" and polls on
+        JsonNode cancelled = filesOf(api.get("/api/v1/stage/" + id).json()).get(c);
+        assertThat(cancelled.path("error").asString(null)).as(cancelled.toString()).isEqualTo("staging cancelled");
+        assertThat(filesOf(api.get("/api/v1/stage/" + id).json()).get(b).has("error")).isFalse();
 
         // the scheduler stages the rest into the cache
         Recall recall = recall(LibraryEvents.NONE);

@@ -53,6 +53,9 @@ class TapeRestController {
 
     private static final Set<String> FILE_FIELDS = Set.of("path", "diskLifetime", "targetedMetadata");
 
+    /** The error of a cancelled file in a poll's answer (it has no error of its own). */
+    static final String CANCELLED_FILE = "staging cancelled";
+
     private final StageRequests requests;
     private final FileLocality locality;
     private final TapeRestProperties props;
@@ -234,6 +237,10 @@ class TapeRestController {
             m.put("state", state);
             m.put("onDisk", state.equals("COMPLETED") && !f.released() && f.onDisk());
             if (f.error() != null) m.put("error", f.error());
+            // gfal2 (FTS3) takes a file with an error as ended and one with onDisk false as still staging: a file
+            // cancelled without one (by an operator, the native API or the console) was polled until FTS3's
+            // bring-online timeout, its transfer held in STAGING for hours
+            else if (f.state() == StageRequests.FileState.CANCELLED) m.put("error", CANCELLED_FILE);
             if (f.startedAt() != null) m.put("startedAt", epoch(f.startedAt()));
             if (f.finishedAt() != null) m.put("finishedAt", epoch(f.finishedAt()));
             files.add(m);
