@@ -273,6 +273,11 @@ class ArchiveApiIT {
                 Map.of("path", a.toString(), "name", "/archive-api-it/" + tag + "/a\u0000b", "size", MB, "dataset", "d-" + tag))));
         assertThat(nulName.status()).as(nulName.body()).isEqualTo(400);
         assertThat(nulName.json().get("errors").get(0).get("field").asString()).isEqualTo("name");
+        // a lone surrogate (a non-UTF-8 name through Python's surrogateescape) is not a name PostgreSQL can store
+        Answer surrogate = api.post("/api/v1/archive/files", "{\"files\": [{\"path\": \"" + a + "\", \"name\": \"/archive-api-it/" + tag
+                + "/a\\udcff\", \"size\": " + MB + ", \"dataset\": \"d-" + tag + "\"}]}");
+        assertThat(surrogate.status()).as(surrogate.body()).isEqualTo(400);
+        assertThat(surrogate.json().get("errors").get(0).get("reason").asString()).contains("lone surrogate");
         assertThat(jdbc.queryForObject("SELECT count(*) FROM file", Long.class)).isEqualTo(files);
     }
 

@@ -325,6 +325,11 @@ class TapeRestApiIT {
                 .anySatisfy(e -> assertThat(e).startsWith("1 targetedMetadata").contains("at most 4096 characters"))
                 .anySatisfy(e -> assertThat(e).startsWith("2 targetedMetadata").contains("expected an object"))
                 .noneSatisfy(e -> assertThat(e).startsWith("3 targetedMetadata"));
+        // a lone surrogate is stored as '?': the request was taken and its poll named a path the client never sent
+        ApiClient.Answer surrogate = api.post("/api/v1/stage", "{\"files\": [{\"path\": \"/wlcg/" + tag + "/\\udcff\"}, {\"path\": \"" + ok + "\"}]}");
+        assertProblem(surrogate, 400);
+        assertThat(surrogate.json().get("errors").get(0).get("index").intValue()).isZero();
+        assertThat(surrogate.json().get("errors").get(0).get("reason").stringValue()).contains("lone surrogate");
         // PostgreSQL's jsonb cannot hold a NUL: refused naming the entry, not a 500
         ApiClient.Answer nul = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(
                 Map.of("path", ok, "targetedMetadata", Map.of("it-site", Map.of("activity", "a\0b")))))));

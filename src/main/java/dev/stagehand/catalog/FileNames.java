@@ -9,7 +9,7 @@ public final class FileNames {
 
     /**
      * Why {@code path} cannot be a logical file name, or null when it can: it must be absolute, at most
-     * {@value #MAX_LENGTH} characters, without NUL or other control characters, without {@code .} or
+     * {@value #MAX_LENGTH} characters, valid Unicode without NUL or other control characters, without {@code .} or
      * {@code ..} segments, and not end with {@code /}.
      */
     public static String problem(String path) {
@@ -17,6 +17,9 @@ public final class FileNames {
         if (path.isEmpty()) return "empty file name";
         if (path.length() > MAX_LENGTH) return "longer than " + MAX_LENGTH + " characters";
         if (hasControl(path)) return path.indexOf('\0') >= 0 ? "contains a NUL character" : "contains a control character";
+        // not valid Unicode: PostgreSQL would store '?' in its place, another name than the one given (a stage
+        // request answered with a path the client never sent, an archive registration that failed with a 500)
+        if (hasLoneSurrogate(path)) return "contains a lone surrogate (not valid Unicode; a non-UTF-8 name?)";
         if (path.charAt(0) != '/') return "not an absolute path (must start with /)";
         int start = 1;
         while (start <= path.length()) {
@@ -29,6 +32,15 @@ public final class FileNames {
         }
         if (path.endsWith("/")) return "ends with / (names a directory)";
         return null;
+    }
+
+    private static boolean hasLoneSurrogate(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) i++;
+            else if (Character.isSurrogate(c)) return true;
+        }
+        return false;
     }
 
     /** True when {@code s} holds a C0 or C1 control character (NUL included) or DEL. */
