@@ -278,6 +278,9 @@ class ArchiveApiIT {
                 + "/a\\udcff\", \"size\": " + MB + ", \"dataset\": \"d-" + tag + "\"}]}");
         assertThat(surrogate.status()).as(surrogate.body()).isEqualTo(400);
         assertThat(surrogate.json().get("errors").get(0).get("reason").asString()).contains("lone surrogate");
+        Answer byName = api.get("/api/v1/archive/files?name=/archive-api-it/" + tag + "/a%00b");
+        assertThat(byName.status()).as(byName.body()).isEqualTo(400);
+        assertThat(byName.json().get("errors").get(0).get("field").asString()).isEqualTo("name");
         assertThat(jdbc.queryForObject("SELECT count(*) FROM file", Long.class)).isEqualTo(files);
     }
 

@@ -115,4 +115,20 @@ class ReplicationApiIT {
         assertThat(api.delete("/api/v1/sites/" + site).status()).isEqualTo(204);
         assertThat(api.get("/v3/api-docs").body()).contains("/api/v1/replication/rules", "/api/v1/datasets/{name}/completeness");
     }
+
+    /** A NUL in a body's string or a query parameter is refused naming the field; PostgreSQL refused it, a 500. */
+    @Test
+    void aNulInAnyNameIsRefusedNamingTheField() {
+        String site = "NUL-" + tag, ds = "nul-ds-" + tag;
+        assertThat(put("/api/v1/sites/" + site, "{\"attributes\": {\"tier\": 1}}").status()).isEqualTo(200);
+        jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
+        assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\\u0000\", \"sites\": \"tier=1\"}"),
+                400, "dataset", "NUL");
+        assertFieldProblem(api.post("/api/v1/sites/" + site + "/replicas/declare", "{\"files\": [\"/a\\u0000b\"]}"), 400, "files", "NUL");
+        assertFieldProblem(api.post("/api/v1/sites/" + site + "/replicas/register", "{\"files\": [\"/a\\u0000b\"]}"), 400, "files", "NUL");
+        assertFieldProblem(api.get("/api/v1/replication/rules?dataset=" + ds + "%00"), 400, "dataset", "NUL");
+        assertFieldProblem(api.get("/api/v1/datasets/" + ds + "/replicas?site=" + site + "%00"), 400, "site", "NUL");
+        assertFieldProblem(api.post("/api/v1/datasets/" + ds + "/replicas/retry?site=" + site + "%00", null), 400, "site", "NUL");
+        assertThat(api.delete("/api/v1/sites/" + site).status()).isEqualTo(204);
+    }
 }

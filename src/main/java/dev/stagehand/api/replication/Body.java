@@ -36,7 +36,16 @@ final class Body {
             return null;
         }
         if (!n.isString()) throw BadInput.field(field, "expected a string");
-        return n.stringValue();
+        return noNul(field, n.stringValue());
+    }
+
+    /**
+     * {@code value}, refused when it holds a NUL: no name, expression or reason does, and PostgreSQL refuses one in a
+     * query parameter (the call was a 500). Null passes.
+     */
+    static String noNul(String field, String value) {
+        if (value != null && value.indexOf('\0') >= 0) throw BadInput.field(field, "contains a NUL character");
+        return value;
     }
 
     Long integer(String field) {
@@ -57,6 +66,7 @@ final class Body {
         int i = 0;
         for (JsonNode e : n) {
             if (!e.isString()) throw BadInput.field(field, "entry " + i + " is not a string");
+            if (e.stringValue().indexOf('\0') >= 0) throw BadInput.field(field, "entry " + i + " contains a NUL character");
             out.add(e.stringValue());
             i++;
         }
@@ -70,7 +80,8 @@ final class Body {
         Map<String, String> out = new LinkedHashMap<>();
         for (Map.Entry<String, JsonNode> e : n.properties()) {
             JsonNode v = e.getValue();
-            if (v.isString()) out.put(e.getKey(), v.stringValue());
+            noNul(field, e.getKey());
+            if (v.isString()) out.put(e.getKey(), noNul(field, v.stringValue()));
             else if (v.isIntegralNumber()) out.put(e.getKey(), String.valueOf(v.longValue()));
             else throw BadInput.field(field, "value of '" + e.getKey() + "' must be a string or an integer");
         }
