@@ -36,6 +36,7 @@ final class TransferHandOff {
     private final RequestSettlement settlement;
     /** Told the requests whose files were queued again for tape (their cached copy was found bad by a transfer). */
     private final java.util.function.Consumer<List<String>> readAgain;
+    private final org.springframework.transaction.support.TransactionTemplate tx;
 
     TransferHandOff(JdbcTemplate jdbc, TransferQueue transfers, DiskCache cache, RecallMetrics metrics,
                     java.util.function.Consumer<List<String>> readAgain) {
@@ -44,6 +45,8 @@ final class TransferHandOff {
         this.cache = cache;
         this.settlement = new RequestSettlement(jdbc, metrics);
         this.readAgain = readAgain;
+        this.tx = new org.springframework.transaction.support.TransactionTemplate(
+                new org.springframework.jdbc.datasource.DataSourceTransactionManager(java.util.Objects.requireNonNull(jdbc.getDataSource())));
     }
 
     static final String CORRELATION_PREFIX = "stage:";
@@ -107,10 +110,14 @@ final class TransferHandOff {
                 settlement.settleRequestsOf(r.file());
                 continue;
             }
-            // queued first, then marked: after a crash in between, the next round only marks it (never two jobs)
-            if (!r.queued()) transfers.enqueue(List.of(job));
-            jdbc.update("UPDATE stage_request_file SET state = 'transferring' WHERE request_id = ?::uuid AND file_id = ? AND state = 'on_disk'",
-                    r.request(), r.file());
+            // marked and queued in one transaction, the mark first: every instance's round reads the same ready
+            // files, and the mark's row lock lets one of them queue the transfer (two transfers of one file to one
+            // path ran at once, the later rewriting a copy the earlier had verified); a crash leaves neither
+            tx.executeWithoutResult(t -> {
+                int mine = jdbc.update("UPDATE stage_request_file SET state = 'transferring' "
+                        + "WHERE request_id = ?::uuid AND file_id = ? AND state = 'on_disk'", r.request(), r.file());
+                if (mine > 0 && !r.queued()) transfers.enqueue(List.of(job));
+            });
         }
         if (!ready.isEmpty()) log.debug("{} staged files handed to the transfer queue", ready.size());
     }
