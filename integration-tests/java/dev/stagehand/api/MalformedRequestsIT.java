@@ -122,6 +122,11 @@ class MalformedRequestsIT {
                 // decoded, %0D%0A ended the movers' STOR line and the rest went to the server as a command
                 field("destination with an encoded line break", "{\"files\": [\"K0\"], \"destination\": \"gsiftp://h/x%0D%0ADELE%20/y/\"}", 400, "destination"),
                 field("destination port out of range", "{\"files\": [\"K0\"], \"destination\": \"gsiftp://h:70000/x\"}", 400, "destination"),
+                // java.net.URI parses these with no host and no port: they were accepted, and every file failed at the movers
+                field("destination without a host", "{\"files\": [\"K0\"], \"destination\": \"gsiftp:///x\"}", 400, "destination"),
+                field("destination port not a number", "{\"files\": [\"K0\"], \"destination\": \"gsiftp://h:2811x/x\"}", 400, "destination"),
+                field("destination host list with port 0", "{\"files\": [\"K0\"], \"destination\": \"gsiftp://a:2811,b:0/x\"}", 400, "destination"),
+                field("destination host list with an empty host", "{\"files\": [\"K0\"], \"destination\": \"gsiftp://a:2811,:2811/x\"}", 400, "destination"),
                 field("experiment with spaces", "{\"files\": [\"K0\"], \"experiment\": \"at las\"}", 400, "experiment"),
                 new Case("GET with a bad UUID", "GET", "/api/v1/requests/not-a-uuid", null, 400, "id", null, null),
                 new Case("GET an unknown request", "GET", "/api/v1/requests/" + UUID.randomUUID(), null, 404, "id", null, null),
