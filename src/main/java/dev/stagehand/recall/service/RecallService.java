@@ -544,8 +544,10 @@ public final class RecallService {
     }
 
     /**
-     * Pins these files for each request holding them (not released, not ended without them) for the
-     * request's disk lifetime from now; only for {@code onlyRequest} when given.
+     * Pins these files for each open request still waiting for them (not released, cancelled, failed or already
+     * delivered) for the request's disk lifetime from now; only for {@code onlyRequest} when given. Not for an
+     * ended request, nor a file its transfer delivered (its pin was released then): a file asked for again was
+     * pinned anew for every request of its past, each for its whole lifetime, and nothing released those pins.
      */
     void pin(List<Long> fileIds, String onlyRequest) {
         if (fileIds.isEmpty()) return;
@@ -554,8 +556,8 @@ public final class RecallService {
         jdbc.query("""
                 SELECT x.request_id::text, r.disk_lifetime_s, x.file_id FROM stage_request_file x
                   JOIN stage_request r ON r.id = x.request_id
-                 WHERE x.file_id = ANY(?) AND NOT x.released AND x.state NOT IN ('cancelled', 'failed')
-                   AND (?::uuid IS NULL OR x.request_id = ?::uuid)""", rs -> {
+                 WHERE x.file_id = ANY(?) AND NOT x.released AND x.state NOT IN ('cancelled', 'failed', 'done')
+                   AND r.state IN ('submitted', 'active') AND (?::uuid IS NULL OR x.request_id = ?::uuid)""", rs -> {
             String id = rs.getString(1);
             lifetimes.put(id, rs.getLong(2));
             byRequest.computeIfAbsent(id, k -> new ArrayList<>()).add(rs.getLong(3));
