@@ -62,6 +62,26 @@ class SettlementIT {
         assertThat(jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?", String.class, id)).isEqualTo("done");
     }
 
+    /**
+     * This instance's read of a file failed after its claim had lapsed, and another instance has since read the
+     * file and put it on disk: that failure must not fail the file, nor the requests that asked for it meanwhile
+     * (a request answered from the cache at the next round was failed with the stale reason).
+     */
+    @Test
+    void aReadThatFailedAfterItsClaimLapsedDoesNotFailAFileStagedElsewhere() {
+        String tag = UUID.randomUUID().toString().substring(0, 8), instance = "settle-" + tag;
+        FileWork f = file("/it/" + tag + "/f");
+        // staged by another instance once our lease lapsed, and asked for by a request not yet taken in
+        jdbc.update("INSERT INTO recall_file (file_id, state, volume, path, adler32) VALUES (?, 'on_disk', 'L1', '/cache/f', '00000001')",
+                f.id());
+        UUID id = requests.submit("it", new NewStageRequest(null, List.of(f.name()), null, 86_400L, null, "atlas")).request().id();
+        new JdbcQueueStore(jdbc, instance, Duration.ofMinutes(10), t -> Instant.now(), landed -> {}).failed(f);
+
+        assertThat(jdbc.queryForObject("SELECT state FROM recall_file WHERE file_id = ?", String.class, f.id())).isEqualTo("on_disk");
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request_file WHERE request_id = ?", String.class, id)).isEqualTo("queued");
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?", String.class, id)).isEqualTo("submitted");
+    }
+
     private FileWork file(String name) {
         long id = ItDb.simulatedFile(jdbc, name, 1000);
         return new FileWork(id, name, 1000, List.of(new Copy("L1", 0)), "atlas", null, null);

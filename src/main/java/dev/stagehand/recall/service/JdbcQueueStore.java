@@ -148,10 +148,11 @@ public final class JdbcQueueStore implements QueueStore {
     private void failed0(FileWork file) {
         String reason = file.error() == null ? "recall failed" : file.error();
         settlement.lockOpenRequestsOf(file.id());
-        // not a file another instance is reading now (it claimed the file after our lease lapsed)
+        // not a file another instance is reading now (it claimed the file after our lease lapsed), nor one it has
+        // read since: failing that failed the requests that asked for it meanwhile, its copy on disk
         int mine = jdbc.update("""
                 UPDATE recall_file SET state = 'failed', claimed_by = NULL, lease_until = NULL, error = ?,
-                       updated_at = now() WHERE file_id = ? AND (state <> 'staging' OR claimed_by = ?)""",
+                       updated_at = now() WHERE file_id = ? AND state <> 'on_disk' AND (state <> 'staging' OR claimed_by = ?)""",
                 reason, file.id(), instance);
         if (mine == 0) return;
         jdbc.update("""
