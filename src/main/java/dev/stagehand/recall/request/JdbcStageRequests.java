@@ -7,6 +7,7 @@ import dev.stagehand.recall.StageRequestRejected;
 import dev.stagehand.platform.EntryError;
 import dev.stagehand.recall.StageRequestRejected.Kind;
 import dev.stagehand.recall.StageRequests;
+import dev.stagehand.transfer.FileUrls;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
@@ -233,34 +234,10 @@ class JdbcStageRequests implements StageRequests {
             // the movers send the decoded path: an encoded line break would end their command line
             if (FileNames.hasControl(uri.getPath())) return "no control characters in the path, encoded or not";
             if (uri.getPort() == 0 || uri.getPort() > 65535) return "port " + uri.getPort() + " out of range 1-65535";
-            return hostsProblem(uri.getRawAuthority());
+            return FileUrls.hostsProblem(uri.getRawAuthority());
         } catch (URISyntaxException e) {
             return "not a URL: " + e.getReason();
         }
-    }
-
-    /**
-     * Why the movers could not reach the destination's hosts (one, or a list {@code a:2811,b:2811}), or null.
-     * {@link URI} takes a missing host, a host list and a port that is no number alike for an authority it
-     * does not split, with no host and no port: such a destination was accepted, and every file failed at the
-     * movers once read from tape.
-     */
-    private static String hostsProblem(String authority) {
-        if (authority == null || authority.isBlank()) return "no host: expected a URL such as gsiftp://host:2811/path";
-        for (String part : authority.split(",", -1)) {
-            String hp = part.trim();
-            int at = hp.lastIndexOf('@');
-            if (at >= 0) hp = hp.substring(at + 1);
-            int colon = hp.endsWith("]") ? -1 : hp.lastIndexOf(':'); // [::1] alone: an IPv6 host, the default port
-            String host = colon >= 0 ? hp.substring(0, colon) : hp;
-            if (host.isEmpty()) return "empty host in '" + authority + "'";
-            if (colon >= 0) {
-                String port = hp.substring(colon + 1);
-                if (!port.matches("[0-9]{1,5}") || Integer.parseInt(port) < 1 || Integer.parseInt(port) > 65535)
-                    return "port '" + port + "' of " + host + " is not a number in 1-65535";
-            }
-        }
-        return null;
     }
 
     /** Path rules and duplicates; errors name each offending entry by index and path. */

@@ -19,21 +19,15 @@ record Endpoint(String scheme, List<HostPort> hosts, String path) {
     static Endpoint parse(URI uri) {
         if (!FileUrls.isGridFtp(uri)) throw new IllegalArgumentException("not an ftp:// or gsiftp:// URL: " + uri);
         String authority = uri.getRawAuthority();
-        if (authority == null || authority.isBlank()) throw new IllegalArgumentException("no host in " + uri);
+        // an empty host resolves to this machine, and port 0 is refused like a host that is down (an outage
+        // waited out for a day): both are typos, refused here as at submission
+        String problem = FileUrls.hostsProblem(authority);
+        if (problem != null) throw new IllegalArgumentException(problem + " in " + uri);
         List<HostPort> hosts = new ArrayList<>();
         for (String part : authority.split(",")) {
-            String hp = part.trim();
-            int at = hp.lastIndexOf('@');
-            if (at >= 0) hp = hp.substring(at + 1);
-            int colon = hp.lastIndexOf(':');
-            HostPort h = colon > 0 && !hp.endsWith("]")
-                    ? new HostPort(hp.substring(0, colon), Integer.parseInt(hp.substring(colon + 1)))
-                    : new HostPort(hp, 2811);
-            // an empty host resolves to this machine, and port 0 is refused like a host that is down (an
-            // outage waited out for a day): both are typos, refused here
-            if (h.host().isEmpty()) throw new IllegalArgumentException("empty host in " + uri);
-            if (h.port() < 1 || h.port() > 65535) throw new IllegalArgumentException("port " + h.port() + " out of range in " + uri);
-            hosts.add(h);
+            String hp = FileUrls.hostPort(part);
+            int colon = FileUrls.portColon(hp);
+            hosts.add(colon >= 0 ? new HostPort(hp.substring(0, colon), Integer.parseInt(hp.substring(colon + 1))) : new HostPort(hp, 2811));
         }
         String path = uri.getPath() == null || uri.getPath().isEmpty() ? "/" : uri.getPath();
         // the path is decoded: a %0D%0A in it would end the command line, and the rest would be sent as a
