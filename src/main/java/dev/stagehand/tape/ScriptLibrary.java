@@ -324,8 +324,13 @@ public final class ScriptLibrary implements TapeLibrary {
                     events.segmentRead(drive, res);
                     batch.complete(s, res);
                 } catch (IOException e) {
-                    batch.failWith(s, new UncheckedIOException("script reported " + s.fileName() + " read but " + s.target()
-                            + " is not readable", e));
+                    // typed, as the SPI promises: an untyped failure is taken for a hiccup and the file read again,
+                    // for ever when the script keeps reporting OK without delivering it; MEDIA_ERROR sends it to
+                    // another copy (or fails it), as a short or missing copy refused by the cache does
+                    TapeFailure f = new TapeFailure(TapeFailure.Kind.MEDIA_ERROR, drive, volume, "script reported "
+                            + s.fileName() + " read but " + s.target() + " is not readable: " + e);
+                    events.segmentFailed(drive, s, f, Instant.now());
+                    batch.fail(s, f);
                 }
             });
             deleteQuietly(listFile);

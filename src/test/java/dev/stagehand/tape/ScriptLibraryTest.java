@@ -139,6 +139,36 @@ class ScriptLibraryTest {
         assertThat(calls()).containsExactly("mount start", "mount end", "dismount start", "dismount end");
     }
 
+    /**
+     * A site script that reports a file read without its checksum but delivered nothing (a wrong target path, a
+     * copy that died behind the wrapper): the segment fails typed, so the recall sends the file to another copy
+     * instead of putting it back to be read again, for ever.
+     */
+    @Test
+    void aFileReportedReadButNotDeliveredFailsAsAMediaError() throws Exception {
+        Path script = tmp.resolve("liar.sh");
+        Files.writeString(script, """
+                #!/bin/sh
+                if [ "$1" = read ]; then
+                  while IFS="$(printf '\\t')" read -r id rest; do echo "OK $id"; done < "$4"
+                fi
+                """);
+        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Duration limit = Duration.ofSeconds(30);
+        TapeProperties.Script cfg = new TapeProperties.Script(cmd(script, "mount"), cmd(script, "read"),
+                cmd(script, "write"), cmd(script, "dismount"), work, limit, limit, limit, limit);
+        ScriptLibrary liar = new ScriptLibrary(new LibraryLayout("test", List.of("d1"), 1), cfg, LibraryEvents.NONE, List.of());
+        get(liar.mount("d1", "V1"));
+
+        SegmentRead s = segment(1);
+        ReadBatch read = liar.read("d1", List.of(s));
+        get(read.done());
+        TapeFailure f = failure(read.result(s));
+        assertThat(f.kind()).isEqualTo(TapeFailure.Kind.MEDIA_ERROR);
+        assertThat(f.getMessage()).contains("script reported /f1 read but " + s.target() + " is not readable");
+        assertThat(liar.drives().get(0).state()).isEqualTo(DriveState.MOUNTED_IDLE);
+    }
+
     static TapeFailure failure(CompletableFuture<?> f) throws Exception {
         try {
             get(f);
