@@ -207,6 +207,36 @@ class CatalogImportIT {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM file WHERE name = ?", Long.class, p + "/new")).isZero();
     }
 
+    /**
+     * Two files at one position of a volume (a dump merged from two HSM exports, a repack half recorded): a read
+     * there delivers the other file's bytes, accepted as the file's when the catalog has no checksum. Refused,
+     * in the dump and against the catalog; an empty file takes no room and the next file may start where it is.
+     */
+    @Test
+    void twoFilesAtOnePositionOfAVolumeAreRejected() {
+        String header = "file,volume,offset_bytes,size_bytes,experiment,dataset\n";
+        String clash = (header + "P/a,VA,0,100,atlas,dsP\nP/b,VA,100,200,atlas,dsP\nP/x,VA,100,50,atlas,dsP\n")
+                .replace("P/", p + "/").replace("dsP", "ds" + p).replace("VA", v + "A");
+        CatalogImportRejected e = catchThrowableOfType(CatalogImportRejected.class, () -> load(clash));
+        assertThat(e).as("a second file at offset 100 of one volume is refused").isNotNull();
+        assertThat(e.errors()).extracting(RowError::line).containsExactly(4L);
+        assertThat(e.errors().getFirst().reason()).contains("offset 100 is that of file " + p + "/b on line 3");
+        assertThat(files()).isZero();
+
+        load(workload());
+        String later = (header + "P/new,VA,7000,1,atlas,dsP\nP/y,VA,100,200,atlas,dsP\n")
+                .replace("P/", p + "/").replace("dsP", "ds" + p).replace("VA", v + "A");
+        CatalogImportRejected e2 = catchThrowableOfType(CatalogImportRejected.class, () -> load(later));
+        assertThat(e2).as("a file at the catalog's offset of another file on that volume is refused").isNotNull();
+        assertThat(e2.errors()).extracting(RowError::line).containsExactly(3L);
+        assertThat(e2.errors().getFirst().reason()).contains("offset 100 is that of file " + p + "/b in the catalog");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM file WHERE name = ?", Long.class, p + "/new")).isZero();
+
+        String empty = (header + "P/e,VA,300,0,atlas,dsP\nP/after,VA,300,10,atlas,dsP\n")
+                .replace("P/", p + "/").replace("dsP", "ds" + p).replace("VA", v + "A");
+        assertThat(load(empty).newFiles()).isEqualTo(2);
+    }
+
     @Test
     void aDumpWithoutHeaderIsRejected() {
         CatalogImportRejected e = catchThrowableOfType(CatalogImportRejected.class,

@@ -189,6 +189,23 @@ public class CatalogImporter {
                   SELECT line, format('file %s on volume %s: offset %s differs from %s on line %s', file, volume, offset_bytes, v_offset, v_line)
                     FROM firsts WHERE offset_bytes <> v_offset
                   UNION ALL
+                  -- two files cannot start at one position of a volume (a read there would deliver the other's
+                  -- bytes); an empty file takes no room, so the next file may start where it is
+                  SELECT line, format('file %s on volume %s: offset %s is that of file %s on line %s', file, volume,
+                         offset_bytes, p_file, p_line)
+                    FROM (SELECT s.line, s.file, s.volume, s.offset_bytes,
+                                 first_value(s.file) OVER wp AS p_file, first_value(s.line) OVER wp AS p_line
+                            FROM catalog_segment s WHERE s.size_bytes > 0
+                          WINDOW wp AS (PARTITION BY s.volume, s.offset_bytes ORDER BY s.line)) same_position
+                   WHERE file <> p_file
+                  UNION ALL
+                  SELECT s.line, format('file %s on volume %s: offset %s is that of file %s in the catalog', s.file, s.volume,
+                         s.offset_bytes, f.name)
+                    FROM catalog_segment s JOIN volume v ON v.label = s.volume
+                    JOIN segment g ON g.volume_id = v.id AND g.offset_bytes = s.offset_bytes
+                    JOIN file f ON f.id = g.file_id
+                   WHERE f.name <> s.file AND f.size_bytes > 0 AND s.size_bytes > 0
+                  UNION ALL
                   SELECT s.line, format('file %s: adler32 %s differs from %s elsewhere in the dump', s.file, s.adler32, a.a)
                     FROM catalog_stage s JOIN adler a ON a.file = s.file WHERE s.adler32 <> a.a
                   UNION ALL
