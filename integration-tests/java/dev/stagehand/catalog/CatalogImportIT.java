@@ -167,6 +167,25 @@ class CatalogImportIT {
         assertThat(jdbc.queryForObject("SELECT s.fseq FROM segment s JOIN file f ON f.id = s.file_id WHERE f.name = ?", Integer.class, p + "/g2")).isEqualTo(2);
     }
 
+    /**
+     * A copy listed twice, its checksum only on the second row (a dump merged from a location export and a checksum
+     * export): the checksum is stored, and one that contradicts the catalog is refused, as on a single row.
+     */
+    @Test
+    void aChecksumGivenOnlyOnALaterRowOfACopyIsKept() {
+        String csv = ("file,volume,offset_bytes,size_bytes,experiment,adler32\n"
+                + "P/k,VK,0,10,cms,\n"
+                + "P/k,VK,0,10,cms,0A1B2C3D\n").replace("P/", p + "/").replace("VK", v + "K");
+        load(csv);
+        assertThat(jdbc.queryForObject("SELECT adler32 FROM file WHERE name = ?", String.class, p + "/k"))
+                .as("the dump's checksum of the file").isEqualTo("0a1b2c3d");
+
+        String other = csv.replace("0A1B2C3D", "11111111");
+        CatalogImportRejected e = catchThrowableOfType(CatalogImportRejected.class, () -> load(other));
+        assertThat(e).as("a checksum contradicting the catalog is refused").isNotNull();
+        assertThat(e.errors().getFirst().reason()).contains("adler32 11111111 differs from the catalog (0a1b2c3d)");
+    }
+
     @Test
     void malformedRowsAreReportedByLineAndNothingIsCommitted() {
         String csv = workload()

@@ -109,9 +109,12 @@ public class CatalogImporter {
         phases.append(String.format("read+copy %.1f s", (System.nanoTime() - t0) / 1e9));
 
         try (Statement st = c.createStatement()) {
-            // One row per (file, volume), the first by line; kept for the inserts below.
+            // One row per (file, volume), the first by line that has a checksum if any has (the rows agree on
+            // the rest or are refused below); kept for the inserts below. Taking the first row alone dropped a
+            // checksum given only on a later row of the copy: the file was stored without one, and its first read
+            // from tape was recorded as its checksum, whatever it delivered.
             st.execute("CREATE TEMP TABLE catalog_segment ON COMMIT DROP AS "
-                    + "SELECT DISTINCT ON (file, volume) * FROM catalog_stage ORDER BY file, volume, line");
+                    + "SELECT DISTINCT ON (file, volume) * FROM catalog_stage ORDER BY file, volume, (adler32 IS NULL), line");
             st.execute("ANALYZE catalog_stage");
             st.execute("ANALYZE catalog_segment");
             mark(phases, "dedup", t0);
