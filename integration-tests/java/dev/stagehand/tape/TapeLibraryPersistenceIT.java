@@ -5,10 +5,16 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.stagehand.platform.EventClock;
 import dev.stagehand.platform.VirtualClock;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -67,6 +73,37 @@ class TapeLibraryPersistenceIT {
         vc.runUntilIdle();
         assertThat(jdbc.queryForMap("SELECT state, volume_label FROM tape_drive WHERE library = ? AND name = 'drive01'",
                 LIBRARY)).containsEntry("state", "empty").containsEntry("volume_label", null);
+    }
+
+    /**
+     * The script driver: a mount that timed out leaves its drive FAILED with the volume (where the cartridge is,
+     * nobody knows); the HSM had not moved it and mounts it in another drive. That drive's row holds it now, so
+     * a restart knows the tape is there (before, the row broke the one-drive index, was not written and the
+     * drive came back EMPTY with a tape in it).
+     */
+    @Test
+    void aVolumeMountedAfterItsMountTimedOutInAnotherDriveIsKnownWhereItIsAfterARestart(@TempDir Path tmp) throws Exception {
+        String lib = "it-" + UUID.randomUUID().toString().substring(0, 8);
+        Path script = tmp.resolve("hsm.sh");
+        Files.writeString(script, """
+                #!/bin/sh
+                # verb drive volume: the robot is slow to reach drive d1
+                if [ "$1" = mount ] && [ "$2" = d1 ]; then sleep 10; fi
+                """);
+        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Duration limit = Duration.ofSeconds(30);
+        TapeProperties.Script cfg = new TapeProperties.Script(List.of(script.toString(), "mount"), List.of(script.toString(), "read"),
+                List.of(script.toString(), "write"), List.of(script.toString(), "dismount"), tmp.resolve("work"),
+                Duration.ofSeconds(1), limit, limit, limit);
+        ScriptLibrary hsm = new ScriptLibrary(new LibraryLayout(lib, List.of("d1", "d2"), 1), cfg, store, List.of());
+
+        assertThatThrownBy(() -> hsm.mount("d1", "S00001").get(30, TimeUnit.SECONDS)).hasRootCauseInstanceOf(TapeFailure.class);
+        assertThat(store.load(lib)).containsExactly(new DriveStatus("d1", DriveState.FAILED, "S00001", 0));
+        hsm.mount("d2", "S00001").get(30, TimeUnit.SECONDS);
+
+        ScriptLibrary restarted = new ScriptLibrary(new LibraryLayout(lib, List.of("d1", "d2"), 1), cfg, store, store.load(lib));
+        assertThat(restarted.drives()).containsExactly(new DriveStatus("d1", DriveState.FAILED, null, 0),
+                new DriveStatus("d2", DriveState.MOUNTED_IDLE, "S00001", 0));
     }
 
     @Test

@@ -33,8 +33,21 @@ public final class DriveStateStore implements LibraryEvents {
                 .list();
     }
 
-    /** Writes one drive's state (insert or update). */
+    /**
+     * Writes one drive's state (insert or update). A cartridge is in one drive only: when this drive now holds
+     * a volume another row still names (a drive that failed with it, e.g. on a mount that timed out, from which
+     * the HSM has since mounted it elsewhere), that row gives it up. Else this row broke the one-drive index and
+     * was not written: after a restart the drive holding the tape was taken for empty.
+     */
     public void save(String library, DriveStatus s) {
+        if (s.volume() != null) {
+            jdbc.sql("""
+                    UPDATE tape_drive SET volume_label = NULL, updated_at = now(),
+                        state = CASE WHEN state IN ('failed', 'disabled') THEN state ELSE 'empty' END
+                     WHERE library = ? AND volume_label = ? AND name <> ?""")
+                    .params(library, s.volume(), s.drive())
+                    .update();
+        }
         jdbc.sql("""
                 INSERT INTO tape_drive (library, name, state, volume_label, bytes_moved, updated_at)
                 VALUES (?, ?, ?, ?, ?, now())
