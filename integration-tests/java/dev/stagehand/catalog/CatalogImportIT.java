@@ -256,6 +256,23 @@ class CatalogImportIT {
         assertThat(load(empty).newFiles()).isEqualTo(2);
     }
 
+    /**
+     * A file the catalog has under one experiment, listed under another: authorization goes by the file's
+     * experiment, and the import said it had loaded the dump while the file silently kept its old one. Refused,
+     * as a size that differs from the catalog is.
+     */
+    @Test
+    void aFileUnderAnotherExperimentThanInTheCatalogIsRejected() {
+        load(workload());
+        String moved = ("file,volume,offset_bytes,size_bytes,experiment\nP/new,VA,7000,1,cms\nP/c,VB,5000,300,cms\n")
+                .replace("P/", p + "/").replace("VA", v + "A").replace("VB", v + "B");
+        CatalogImportRejected e = catchThrowableOfType(CatalogImportRejected.class, () -> load(moved));
+        assertThat(e).as("a file's experiment contradicting the catalog is refused").isNotNull();
+        assertThat(e.errors()).extracting(RowError::line).containsExactly(3L);
+        assertThat(e.errors().getFirst().reason()).contains("experiment cms differs from the catalog (atlas)");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM file WHERE name = ?", Long.class, p + "/new")).isZero();
+    }
+
     @Test
     void aDumpWithoutHeaderIsRejected() {
         CatalogImportRejected e = catchThrowableOfType(CatalogImportRejected.class,

@@ -221,13 +221,16 @@ public class CatalogImporter {
                         THEN format('file %s: size %s differs from the catalog (%s)', s.file, s.size_bytes, f.size_bytes) END,
                       CASE WHEN f.adler32 <> s.adler32
                         THEN format('file %s: adler32 %s differs from the catalog (%s)', s.file, s.adler32, f.adler32) END,
+                      CASE WHEN f.experiment <> s.experiment
+                        THEN format('file %s: experiment %s differs from the catalog (%s)', s.file, s.experiment, f.experiment) END,
                       CASE WHEN g.offset_bytes <> s.offset_bytes
                         THEN format('file %s on volume %s: offset %s differs from the catalog (%s)', s.file, s.volume, s.offset_bytes, g.offset_bytes) END
                     ]) AS reason
                     FROM catalog_segment s JOIN file f ON f.name = s.file
                     LEFT JOIN volume v ON v.label = s.volume
                     LEFT JOIN segment g ON g.file_id = f.id AND g.volume_id = v.id
-                    WHERE f.size_bytes <> s.size_bytes OR f.adler32 <> s.adler32 OR g.offset_bytes <> s.offset_bytes
+                    WHERE f.size_bytes <> s.size_bytes OR f.adler32 <> s.adler32 OR f.experiment <> s.experiment
+                       OR g.offset_bytes <> s.offset_bytes
                   ) catalog_checks WHERE reason IS NOT NULL
                   UNION ALL
                   SELECT s.line, format('dataset %s: experiment %s differs from the catalog (%s)', s.dataset, s.experiment, d.experiment)
