@@ -83,6 +83,27 @@ class ArchiveApiIT {
         return Map.of("path", p.toString(), "size", Files.size(p), "dataset", dataset);
     }
 
+    /**
+     * The WLCG archiveinfo of files in the archive buffer: on disk (DISK) until evicted, DISK_AND_TAPE once a copy
+     * is on tape; NONE only when no copy is anywhere. It said NONE for a buffered file, which gfal2 takes as fatal:
+     * FTS3's archive monitoring failed a file it had just written instead of waiting for its flush.
+     */
+    @Test
+    void archiveinfoAnswersDiskForAFileInTheBufferAndNoneOnceItIsGone() {
+        String buffered = "/archive-api-it/" + tag + "/buffered", gone = "/archive-api-it/" + tag + "/gone";
+        for (String name : List.of(buffered, gone)) {
+            long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, experiment) VALUES (?, 10, 'it') RETURNING id", Long.class, name);
+            jdbc.update("""
+                    INSERT INTO archive_file (file_id, path, size_bytes, adler32, family, storage_class, copies, state)
+                    VALUES (?, ?, 10, '00000001', 'placeholder', 'single', 1, ?)""",
+                    id, "/nonexistent/" + tag + name.substring(name.lastIndexOf('/')), name.equals(gone) ? "evicted" : "queued");
+        }
+        Answer r = api.post("/api/v1/archiveinfo", ApiClient.json(Map.of("paths", List.of(buffered, gone))));
+        assertThat(r.status()).isEqualTo(200);
+        assertThat(r.json().get(0).get("locality").asText()).as("waiting for its flush, on disk").isEqualTo("DISK");
+        assertThat(r.json().get(1).get("locality").asText()).isEqualTo("NONE");
+    }
+
     @Test
     void registerPollAndRetry() throws Exception {
         Path a = land("a", MB), b = land("b", MB);

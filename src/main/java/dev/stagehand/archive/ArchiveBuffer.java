@@ -42,6 +42,12 @@ public interface ArchiveBuffer {
     /** Where a registered file's bytes are in the buffer, while they are there (until evicted). */
     Optional<Path> locate(long fileId);
 
+    /**
+     * The logical names among {@code names} whose bytes are in the buffer (registered, not evicted nor failed):
+     * on disk, whether or not on tape yet. What the WLCG {@code archiveinfo} answers as DISK before the flush.
+     */
+    java.util.Set<String> inBuffer(java.util.Collection<String> names);
+
     /** Files archived at or after {@code since}, oldest first, at most {@code limit}. */
     List<FileArchived> archivedSince(Instant since, int limit);
 

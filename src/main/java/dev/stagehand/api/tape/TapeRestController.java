@@ -58,10 +58,13 @@ class TapeRestController {
 
     private final StageRequests requests;
     private final FileLocality locality;
+    private final dev.stagehand.archive.ArchiveBuffer archive;
     private final TapeRestProperties props;
     private final ExperimentAccess access;
 
-    TapeRestController(StageRequests requests, FileLocality locality, TapeRestProperties props, ExperimentAccess access) {
+    TapeRestController(StageRequests requests, FileLocality locality, TapeRestProperties props, ExperimentAccess access,
+                       dev.stagehand.archive.ArchiveBuffer archive) {
+        this.archive = archive;
         this.requests = requests;
         this.access = access;
         this.locality = locality;
@@ -290,7 +293,13 @@ class TapeRestController {
         List<String> paths = JsonBodies.selection(JsonBodies.read(http), "paths", true);
         List<Map<String, Object>> out = new ArrayList<>(paths.size());
         Map<String, String> unreadable = access.unreadable(ApiUser.current(), paths);
-        for (FileLocality.Info i : locality.locality(paths)) {
+        List<FileLocality.Info> infos = locality.locality(paths);
+        // a file written to the archive buffer is on disk until its flush (and after it, until evicted): dCache
+        // answers DISK for such a file; NONE, which gfal2 takes as fatal, failed FTS3's archive monitoring at once
+        java.util.Set<String> buffered = archive.inBuffer(infos.stream()
+                .filter(i -> i.locality() == FileLocality.Locality.NONE || i.locality() == FileLocality.Locality.TAPE)
+                .map(FileLocality.Info::path).toList());
+        for (FileLocality.Info i : infos) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("path", i.path());
             if (unreadable.containsKey(i.path())) { // outside a token's scopes, or another experiment's file
@@ -298,7 +307,9 @@ class TapeRestController {
                 out.add(m);
                 continue;
             }
-            if (i.locality() != null) m.put("locality", i.locality().name());
+            FileLocality.Locality where = !buffered.contains(i.path()) ? i.locality()
+                    : i.locality() == FileLocality.Locality.TAPE ? FileLocality.Locality.DISK_AND_TAPE : FileLocality.Locality.DISK;
+            if (where != null) m.put("locality", where.name());
             if (i.error() != null) m.put("error", i.error());
             out.add(m);
         }

@@ -478,6 +478,15 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
     }
 
     @Override
+    public java.util.Set<String> inBuffer(java.util.Collection<String> names) {
+        if (names.isEmpty()) return java.util.Set.of();
+        return new java.util.HashSet<>(jdbc.queryForList("""
+                SELECT f.name FROM file f JOIN archive_file a ON a.file_id = f.id
+                 WHERE f.name = ANY(?) AND a.state IN ('queued', 'writing', 'archived', 'evictable')""",
+                String.class, (Object) names.toArray(String[]::new)));
+    }
+
+    @Override
     public List<FileArchived> archivedSince(Instant since, int limit) {
         return jdbc.query("""
                 SELECT a.file_id, f.dataset_id, f.name, a.path, a.size_bytes, a.adler32, a.archived_at
