@@ -399,7 +399,7 @@ public final class ScriptLibrary implements TapeLibrary {
                     if (w == null) return;
                     try {
                         long offset = Long.parseLong(p[2]);
-                        long adler = p.length > 3 ? Long.parseLong(p[3], 16) : adler32(w.source());
+                        long adler = p.length > 3 ? reportedAdler32(p[3]) : adler32(w.source());
                         moved[0] += w.sizeBytes();
                         WriteBatch.WrittenSegment ws = new WriteBatch.WrittenSegment(w, volume, offset, adler);
                         events.fileWritten(drive, ws, Instant.now());
@@ -485,6 +485,18 @@ public final class ScriptLibrary implements TapeLibrary {
         } catch (IOException ignored) {
             // a leftover list file is harmless
         }
+    }
+
+    /**
+     * An Adler32 as a site script reports it: 1 to 8 hex digits, either case, an optional {@code 0x} (the forms
+     * the catalog and the API take).
+     *
+     * @throws NumberFormatException for anything else (more than 32 bits included)
+     */
+    static long reportedAdler32(String field) {
+        String hex = field.startsWith("0x") || field.startsWith("0X") ? field.substring(2) : field;
+        if (!hex.matches("[0-9a-fA-F]{1,8}")) throw new NumberFormatException("not an Adler32 (1-8 hex digits): '" + field + "'");
+        return Long.parseLong(hex, 16);
     }
 
     static long adler32(Path file) throws IOException {
@@ -637,7 +649,15 @@ public final class ScriptLibrary implements TapeLibrary {
             long id = parseLong(p[1]);
             if (id == Long.MIN_VALUE) return null;
             if (p[0].equals("OK")) {
-                long adler = p.length > 2 ? Long.parseLong(p[2], 16) : -1;
+                long adler = -1;
+                try {
+                    if (p.length > 2) adler = reportedAdler32(p[2]);
+                } catch (NumberFormatException e) {
+                    // the bytes are summed here instead (and checked against the catalog by the cache); a bad
+                    // field used to throw here, the file then failed as DRIVE_FAILURE and the drive left service
+                    log.warn("drive {}: read report '{}' has no Adler32 we can take ({}); the file's bytes are summed here", drive,
+                            line.trim(), e.getMessage());
+                }
                 return new Reply(id, adler, null);
             }
             if (p[0].equals("ERR") && p.length >= 3) {

@@ -169,6 +169,39 @@ class ScriptLibraryTest {
         assertThat(liar.drives().get(0).state()).isEqualTo(DriveState.MOUNTED_IDLE);
     }
 
+    /**
+     * Read reports whose checksum is written as the catalog takes it (0x…) or cannot be taken at all (more than
+     * 32 bits): the first is read as given, the second summed from the delivered file. Either used to throw while
+     * the line was parsed: the file then failed as DRIVE_FAILURE and the recall took the drive out of service.
+     */
+    @Test
+    void aReadReportsChecksumWithAPrefixIsTakenAndOneThatCannotBeIsSummedHere() throws Exception {
+        Path script = tmp.resolve("prefixed.sh");
+        Files.writeString(script, """
+                #!/bin/sh
+                if [ "$1" = read ]; then
+                  while IFS="$(printf '\\t')" read -r id rest; do
+                    if [ "$id" = 1 ]; then echo "OK $id 0x0000002A"; else echo "OK $id 1ffffffff"; fi
+                  done < "$4"
+                fi
+                """);
+        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Duration limit = Duration.ofSeconds(30);
+        TapeProperties.Script cfg = new TapeProperties.Script(cmd(script, "mount"), cmd(script, "read"),
+                cmd(script, "write"), cmd(script, "dismount"), work, limit, limit, limit, limit);
+        ScriptLibrary prefixed = new ScriptLibrary(new LibraryLayout("test", List.of("d1"), 1), cfg, LibraryEvents.NONE, List.of());
+        get(prefixed.mount("d1", "V1"));
+
+        SegmentRead one = segment(1), two = segment(2);
+        Files.createDirectories(two.target().getParent());
+        Files.writeString(two.target(), "delivered");
+        ReadBatch read = prefixed.read("d1", List.of(one, two));
+        get(read.done());
+        assertThat(get(read.result(one)).adler32()).isEqualTo(0x2a);
+        assertThat(get(read.result(two)).adler32()).isEqualTo(ScriptLibrary.adler32(two.target()));
+        assertThat(prefixed.drives().get(0).state()).isEqualTo(DriveState.MOUNTED_IDLE);
+    }
+
     static TapeFailure failure(CompletableFuture<?> f) throws Exception {
         try {
             get(f);
