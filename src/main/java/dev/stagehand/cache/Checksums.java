@@ -6,7 +6,6 @@ import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HexFormat;
-import java.util.Locale;
 import java.util.zip.Adler32;
 
 /** Adler32 as the catalog keeps it (eight lower-case hex digits), computed while the bytes stream past. */
@@ -51,10 +50,6 @@ public final class Checksums {
      * @throws IllegalArgumentException if it is not such a value
      */
     public static String normalise(String adler32) {
-        if (adler32 == null) throw new IllegalArgumentException("Adler32 missing");
-        String s = adler32.strip().toLowerCase(Locale.ROOT);
-        if (s.startsWith("0x")) s = s.substring(2);
-        if (!s.matches("[0-9a-f]{1,8}")) throw new IllegalArgumentException("not an Adler32 (1-8 hex digits): '" + adler32 + "'");
-        return "0".repeat(8 - s.length()) + s;
+        return dev.stagehand.catalog.Adler32Text.normalise(adler32);
     }
 }

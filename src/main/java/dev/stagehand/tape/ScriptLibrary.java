@@ -1,5 +1,6 @@
 package dev.stagehand.tape;
 
+import dev.stagehand.catalog.Adler32Text;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -404,7 +405,7 @@ public final class ScriptLibrary implements TapeLibrary {
                         WriteBatch.WrittenSegment ws = new WriteBatch.WrittenSegment(w, volume, offset, adler);
                         events.fileWritten(drive, ws, Instant.now());
                         batch.complete(w, ws);
-                    } catch (NumberFormatException | IOException e) {
+                    } catch (IllegalArgumentException | IOException e) {
                         batch.failWith(w, new IllegalStateException("bad write report '" + line + "': " + e.getMessage()));
                     }
                     return;
@@ -488,15 +489,12 @@ public final class ScriptLibrary implements TapeLibrary {
     }
 
     /**
-     * An Adler32 as a site script reports it: 1 to 8 hex digits, either case, an optional {@code 0x} (the forms
-     * the catalog and the API take).
+     * An Adler32 as a site script reports it, in any form the catalog takes ({@link Adler32Text#normalise}).
      *
-     * @throws NumberFormatException for anything else (more than 32 bits included)
+     * @throws IllegalArgumentException for anything else (more than 32 bits included)
      */
     static long reportedAdler32(String field) {
-        String hex = field.startsWith("0x") || field.startsWith("0X") ? field.substring(2) : field;
-        if (!hex.matches("[0-9a-fA-F]{1,8}")) throw new NumberFormatException("not an Adler32 (1-8 hex digits): '" + field + "'");
-        return Long.parseLong(hex, 16);
+        return Long.parseLong(Adler32Text.normalise(field), 16);
     }
 
     static long adler32(Path file) throws IOException {
@@ -652,7 +650,7 @@ public final class ScriptLibrary implements TapeLibrary {
                 long adler = -1;
                 try {
                     if (p.length > 2) adler = reportedAdler32(p[2]);
-                } catch (NumberFormatException e) {
+                } catch (IllegalArgumentException e) {
                     // the bytes are summed here instead (and checked against the catalog by the cache); a bad
                     // field used to throw here, the file then failed as DRIVE_FAILURE and the drive left service
                     log.warn("drive {}: read report '{}' has no Adler32 we can take ({}); the file's bytes are summed here", drive,

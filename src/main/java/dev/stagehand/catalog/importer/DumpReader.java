@@ -1,5 +1,6 @@
 package dev.stagehand.catalog.importer;
 
+import dev.stagehand.catalog.Adler32Text;
 import dev.stagehand.catalog.CatalogImportRejected.RowError;
 import dev.stagehand.catalog.FileNames;
 import java.io.BufferedReader;
@@ -44,7 +45,6 @@ public final class DumpReader {
 
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._+-]{1,64}");
     private static final Pattern LABEL = Pattern.compile("[A-Za-z0-9._+ -]{1,64}");
-    private static final Pattern HEX8 = Pattern.compile("[0-9a-fA-F]{8}");
 
     private final int maxErrors;
     private final List<RowError> errors = new ArrayList<>();
@@ -142,8 +142,11 @@ public final class DumpReader {
             return "dataset " + quote(dataset) + ": at most 255 characters, no control characters";
         String adler = optional(f, ix[6]);
         if (adler != null) {
-            if (!HEX8.matcher(adler).matches()) return "adler32 " + quote(adler) + ": expected 8 hex digits";
-            adler = adler.toLowerCase(Locale.ROOT);
+            try {
+                adler = Adler32Text.normalise(adler); // 1-8 digits, 0x: as the API takes it (a dump dropping a leading zero was refused whole)
+            } catch (IllegalArgumentException e) {
+                return "adler32 " + quote(adler) + ": expected 1-8 hex digits (optionally 0x)";
+            }
         }
         String fseqText = optional(f, ix[7]);
         if (fseqText != null) {

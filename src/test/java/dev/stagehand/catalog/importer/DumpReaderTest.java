@@ -40,6 +40,21 @@ class DumpReaderTest {
                 + "4\t/d\tV1\t10\t5\tatlas\t\\N\t\\N\t\\N\t\\N\t\\N\n");
     }
 
+    /**
+     * Checksums in any form the API takes (1-8 digits, either case, 0x) are kept in the catalog's form; a dump
+     * whose tool dropped the leading zero was refused whole. More than 32 bits is still refused, with its line.
+     */
+    @Test
+    void takesChecksumsInEveryFormTheApiTakesAndRefusesTheRest() throws IOException {
+        Read r = read("file,volume,offset_bytes,size_bytes,experiment,adler32\n"
+                + "/a,V1,0,1,atlas,abcdef1\n/b,V1,1,1,atlas,0x0000ABCD\n/c,V1,2,1,atlas,1ffffffff\n");
+        assertThat(r.result().errors()).extracting(RowError::line).containsExactly(4L);
+        assertThat(r.result().errors().getFirst().reason()).contains("expected 1-8 hex digits");
+        Read good = read("file,volume,offset_bytes,size_bytes,experiment,adler32\n/a,V1,0,1,atlas,abcdef1\n/b,V1,1,1,atlas,0x0000ABCD\n");
+        assertThat(good.copy()).isEqualTo("2\t/a\tV1\t0\t1\tatlas\t\\N\t0abcdef1\t\\N\t\\N\t\\N\n"
+                + "3\t/b\tV1\t1\t1\tatlas\t\\N\t0000abcd\t\\N\t\\N\t\\N\n");
+    }
+
     @Test
     void reportsEveryBadFieldWithItsLineAndWritesNothing() throws IOException {
         Read r = read("file,volume,offset_bytes,size_bytes,experiment,fseq\n"
