@@ -146,20 +146,12 @@ class ScriptLibraryTest {
      */
     @Test
     void aFileReportedReadButNotDeliveredFailsAsAMediaError() throws Exception {
-        Path script = tmp.resolve("liar.sh");
-        Files.writeString(script, """
+        ScriptLibrary liar = mountedWith("liar.sh", """
                 #!/bin/sh
                 if [ "$1" = read ]; then
                   while IFS="$(printf '\\t')" read -r id rest; do echo "OK $id"; done < "$4"
                 fi
                 """);
-        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
-        Duration limit = Duration.ofSeconds(30);
-        TapeProperties.Script cfg = new TapeProperties.Script(cmd(script, "mount"), cmd(script, "read"),
-                cmd(script, "write"), cmd(script, "dismount"), work, limit, limit, limit, limit);
-        ScriptLibrary liar = new ScriptLibrary(new LibraryLayout("test", List.of("d1"), 1), cfg, LibraryEvents.NONE, List.of());
-        get(liar.mount("d1", "V1"));
-
         SegmentRead s = segment(1);
         ReadBatch read = liar.read("d1", List.of(s));
         get(read.done());
@@ -176,8 +168,7 @@ class ScriptLibraryTest {
      */
     @Test
     void aReadReportsChecksumWithAPrefixIsTakenAndOneThatCannotBeIsSummedHere() throws Exception {
-        Path script = tmp.resolve("prefixed.sh");
-        Files.writeString(script, """
+        ScriptLibrary prefixed = mountedWith("prefixed.sh", """
                 #!/bin/sh
                 if [ "$1" = read ]; then
                   while IFS="$(printf '\\t')" read -r id rest; do
@@ -185,13 +176,6 @@ class ScriptLibraryTest {
                   done < "$4"
                 fi
                 """);
-        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
-        Duration limit = Duration.ofSeconds(30);
-        TapeProperties.Script cfg = new TapeProperties.Script(cmd(script, "mount"), cmd(script, "read"),
-                cmd(script, "write"), cmd(script, "dismount"), work, limit, limit, limit, limit);
-        ScriptLibrary prefixed = new ScriptLibrary(new LibraryLayout("test", List.of("d1"), 1), cfg, LibraryEvents.NONE, List.of());
-        get(prefixed.mount("d1", "V1"));
-
         SegmentRead one = segment(1), two = segment(2);
         Files.createDirectories(two.target().getParent());
         Files.writeString(two.target(), "delivered");
@@ -200,6 +184,19 @@ class ScriptLibraryTest {
         assertThat(get(read.result(one)).adler32()).isEqualTo(0x2a);
         assertThat(get(read.result(two)).adler32()).isEqualTo(ScriptLibrary.adler32(two.target()));
         assertThat(prefixed.drives().get(0).state()).isEqualTo(DriveState.MOUNTED_IDLE);
+    }
+
+    /** A library run by {@code script} (written to {@code file}), with V1 mounted in its one drive d1. */
+    ScriptLibrary mountedWith(String file, String script) throws Exception {
+        Path path = tmp.resolve(file);
+        Files.writeString(path, script);
+        Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Duration limit = Duration.ofSeconds(30);
+        TapeProperties.Script cfg = new TapeProperties.Script(cmd(path, "mount"), cmd(path, "read"),
+                cmd(path, "write"), cmd(path, "dismount"), work, limit, limit, limit, limit);
+        ScriptLibrary lib = new ScriptLibrary(new LibraryLayout("test", List.of("d1"), 1), cfg, LibraryEvents.NONE, List.of());
+        get(lib.mount("d1", "V1"));
+        return lib;
     }
 
     static TapeFailure failure(CompletableFuture<?> f) throws Exception {
