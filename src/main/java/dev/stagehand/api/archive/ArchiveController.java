@@ -196,7 +196,7 @@ class ArchiveController {
         String key = name != null ? name : path;
         if (key == null) throw BadInput.field("name", "give ?name=LOGICAL-NAME or ?path=BUFFER-PATH");
         // no name or path holds a NUL, and PostgreSQL refuses one in a query parameter (it was a 500)
-        if (key.indexOf('\0') >= 0) throw BadInput.field(name != null ? "name" : "path", "contains a NUL character");
+        BadInput.noNul(name != null ? "name" : "path", key);
         return readable(buffer.fileByName(key), "no archived file named or at " + key);
     }
 

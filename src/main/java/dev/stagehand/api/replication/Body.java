@@ -36,16 +36,7 @@ final class Body {
             return null;
         }
         if (!n.isString()) throw BadInput.field(field, "expected a string");
-        return noNul(field, n.stringValue());
-    }
-
-    /**
-     * {@code value}, refused when it holds a NUL: no name, expression or reason does, and PostgreSQL refuses one in a
-     * query parameter (the call was a 500). Null passes.
-     */
-    static String noNul(String field, String value) {
-        if (value != null && value.indexOf('\0') >= 0) throw BadInput.field(field, "contains a NUL character");
-        return value;
+        return BadInput.noNul(field, n.stringValue());
     }
 
     Long integer(String field) {
@@ -80,8 +71,8 @@ final class Body {
         Map<String, String> out = new LinkedHashMap<>();
         for (Map.Entry<String, JsonNode> e : n.properties()) {
             JsonNode v = e.getValue();
-            noNul(field, e.getKey());
-            if (v.isString()) out.put(e.getKey(), noNul(field, v.stringValue()));
+            BadInput.noNul(field, e.getKey());
+            if (v.isString()) out.put(e.getKey(), BadInput.noNul(field, v.stringValue()));
             else if (v.isIntegralNumber()) out.put(e.getKey(), String.valueOf(v.longValue()));
             else throw BadInput.field(field, "value of '" + e.getKey() + "' must be a string or an integer");
         }

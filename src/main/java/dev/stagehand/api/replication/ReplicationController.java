@@ -125,7 +125,7 @@ public class ReplicationController {
 
     @GetMapping("/replication/rules")
     public List<Rule> rules(@RequestParam(required = false) String dataset) {
-        Body.noNul("dataset", dataset);
+        BadInput.noNul("dataset", dataset);
         Map<String, Boolean> seen = new java.util.HashMap<>();
         return rules.list(dataset).stream().filter(r -> seen.computeIfAbsent(r.dataset(), this::sees)).toList();
     }
@@ -160,8 +160,8 @@ public class ReplicationController {
                                   @RequestParam(defaultValue = "1000") int limit) {
         if (offset < 0) throw BadInput.field("offset", "must not be negative");
         if (limit < 1 || limit > 10_000) throw BadInput.field("limit", "must be between 1 and 10000");
-        Body.noNul("site", site);
-        Body.noNul("state", state);
+        BadInput.noNul("site", site);
+        BadInput.noNul("state", state);
         visible(name);
         return rules.replicas(name, site, state, offset, limit);
     }
@@ -182,7 +182,7 @@ public class ReplicationController {
 
     @PostMapping("/datasets/{name}/replicas/retry")
     public Map<String, Integer> retry(@PathVariable String name, @RequestParam(required = false) String site) {
-        Body.noNul("site", site);
+        BadInput.noNul("site", site);
         visible(name);
         return Map.of("retried", rules.retryFailed(name, site));
     }

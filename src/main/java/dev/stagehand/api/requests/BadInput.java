@@ -26,4 +26,13 @@ public final class BadInput extends RuntimeException {
     public static BadInput field(String field, String reason) {
         return new BadInput(HttpStatus.BAD_REQUEST, field + ": " + reason, List.of(EntryError.field(field, reason)));
     }
+
+    /**
+     * {@code value}, refused naming {@code field} when it holds a NUL: no name, expression or reason does, and
+     * PostgreSQL refuses one in a query parameter (the call was a 500). Null passes.
+     */
+    public static String noNul(String field, String value) {
+        if (value != null && value.indexOf('\0') >= 0) throw field(field, "contains a NUL character");
+        return value;
+    }
 }

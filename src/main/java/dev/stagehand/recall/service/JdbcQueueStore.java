@@ -57,8 +57,7 @@ public final class JdbcQueueStore implements QueueStore {
         this.lease = lease;
         this.toInstant = toInstant;
         this.settlement = new RequestSettlement(jdbc, metrics);
-        this.tx = new org.springframework.transaction.support.TransactionTemplate(
-                new org.springframework.jdbc.datasource.DataSourceTransactionManager(java.util.Objects.requireNonNull(jdbc.getDataSource())));
+        this.tx = Transactions.on(jdbc);
     }
 
     // Engine callbacks go through DatabaseRetry: an outcome that could not be written would leave the

@@ -45,8 +45,7 @@ final class TransferHandOff {
         this.cache = cache;
         this.settlement = new RequestSettlement(jdbc, metrics);
         this.readAgain = readAgain;
-        this.tx = new org.springframework.transaction.support.TransactionTemplate(
-                new org.springframework.jdbc.datasource.DataSourceTransactionManager(java.util.Objects.requireNonNull(jdbc.getDataSource())));
+        this.tx = Transactions.on(jdbc);
     }
 
     static final String CORRELATION_PREFIX = "stage:";
