@@ -195,6 +195,26 @@ class PipelineIT {
     }
 
     @Test
+    void filesCancelledOneByOneInAnOpenRequestAreNotReadFromTape() {
+        start(100 * SIZE, 1, null); // one drive: the volume with more to read goes first, the other waits
+        String v1 = volume("a"), v2 = volume("b");
+        List<String> kept = List.of(file("k0", v1));
+        List<String> dropped = new ArrayList<>();
+        for (int i = 0; i < 4; i++) dropped.add(file("d" + i, v2));
+        List<String> all = new ArrayList<>(kept);
+        all.addAll(dropped);
+        UUID id = submit(all, 86_400);
+        service.poll(); // the scheduler holds all five files now
+
+        requests.cancel(id, dropped); // the request stays open for k0
+        rounds(20);
+        assertThat(states(id)).isEqualTo(Map.of("cancelled", 4L, "on_disk", 1L));
+        assertThat(requestState(id)).isEqualTo("done");
+        for (String f : kept) assertThat(readsOf(f)).isEqualTo(1);
+        for (String f : dropped) assertThat(readsOf(f)).as("cancelled before its read: %s", f).isZero();
+    }
+
+    @Test
     void expiredPinsLetTheirFilesBeEvictedForNewStages() {
         start(3 * SIZE + SIZE / 2);
         String v1 = volume("a"), v2 = volume("b");

@@ -245,6 +245,15 @@ public final class QueueModel {
     /** A claimed file goes back to the queue (read cancelled, drive failed), on its best remaining copy. */
     public void requeue(FileWork f, Predicate<String> mounted) {
         if (f.state != FileWork.State.CLAIMED) return;
+        if (!wanted(f)) {
+            // its requests were cancelled while it was read: nobody is served by reading it again (a new
+            // request for it starts from scratch)
+            unclaim(f);
+            f.state = FileWork.State.FAILED; // out of every queue; its release leaves no error behind
+            f.error = null;
+            files.remove(f.id);
+            return;
+        }
         enqueue(f, mounted);
     }
 
@@ -259,14 +268,52 @@ public final class QueueModel {
             f.requests.remove(r);
             if (f.state != FileWork.State.QUEUED || r.finished()) continue;
             decQueued(r, f.home.volume());
-            boolean wanted = false;
-            for (RequestWork o : f.requests) wanted |= !o.finished();
-            if (!wanted) {
+            if (!wanted(f)) {
                 dequeue(f);
                 files.remove(f.id);
             }
         }
         r.remaining = 0;
+    }
+
+    /**
+     * Some files of an open request were cancelled (the rest still wanted): the request stops waiting for them,
+     * and those no other open request wants leave the queue. Returns the cancelled files being read (claimed)
+     * that no open request wants any more: their reads may stop. The request ends if nothing else was left.
+     */
+    public List<FileWork> forgetFiles(String requestId, java.util.Set<Long> ids, double now) {
+        RequestWork r = requests.get(requestId);
+        List<FileWork> unwanted = new ArrayList<>();
+        if (r == null || r.finished()) return unwanted;
+        for (var it = r.files.iterator(); it.hasNext(); ) {
+            FileWork f = it.next();
+            if (!ids.contains(f.id)) continue;
+            it.remove();
+            if (f.state == FileWork.State.QUEUED) {
+                decQueued(r, f.home.volume());
+                r.remaining--;
+            } else if (f.state == FileWork.State.CLAIMED) {
+                r.claimedPerVolume.computeIfPresent(f.home.volume(), (v, n) -> n > 1 ? n - 1 : null);
+                r.remaining--;
+            }
+            f.requests.remove(r);
+            if (wanted(f)) continue;
+            if (f.state == FileWork.State.QUEUED) {
+                dequeue(f);
+                files.remove(f.id);
+            } else if (f.state == FileWork.State.CLAIMED) {
+                unwanted.add(f);
+            }
+        }
+        r.resetBytes();
+        if (r.remaining == 0) r.completedAt = now;
+        return unwanted;
+    }
+
+    /** Whether an open request still waits for the file. */
+    static boolean wanted(FileWork f) {
+        for (RequestWork o : f.requests) if (!o.finished()) return true;
+        return false;
     }
 
     /**

@@ -114,6 +114,19 @@ final class ReadList {
     }
 
     /**
+     * Drops the segments of {@code unwanted} files not started yet (the first one not done is under way and
+     * ends as it is); each ends cancelled and its file leaves the queue (no open request wants it).
+     */
+    void cancel(Set<FileWork> unwanted) {
+        if (batch == null) return;
+        int first = 0;
+        while (first < segments.size() && done.contains(segments.get(first))) first++;
+        for (int i = first + 1; i < segments.size(); i++) {
+            if (unwanted.contains(files.get(i)) && !done.contains(segments.get(i))) batch.cancel(segments.get(i));
+        }
+    }
+
+    /**
      * One segment's outcome is recorded; returns whether it was the last, which ends the list (the engine
      * then takes the drive back).
      */

@@ -192,6 +192,28 @@ public final class RecallEngine {
         model.forget(requestId);
     }
 
+    /**
+     * Files of an open request were cancelled one by one: it stops waiting for them, and reads no open request
+     * needs any more stop where the library drops cancelled reads (the segment under way is left to end).
+     */
+    public synchronized void forgetFiles(String requestId, Set<Long> fileIds) {
+        RequestWork r = model.request(requestId);
+        if (r == null || r.finished()) return;
+        double t = now();
+        Set<FileWork> unwanted = new HashSet<>(model.forgetFiles(requestId, fileIds, t));
+        if (!unwanted.isEmpty() && library.dropsCancelledReads()) {
+            for (Drive d : drives.values()) {
+                if (d.reading != null) d.reading.cancel(unwanted);
+            }
+        }
+        if (r.finished()) {
+            open.remove(r);
+            store.requestFinished(r);
+            listener.requestFinished(r, t);
+        }
+        requestPass();
+    }
+
     /** A file another instance had claimed is queued again (its lease lapsed): we may read it. */
     public synchronized void requeueIfClaimedElsewhere(long fileId) {
         FileWork f = model.file(fileId);

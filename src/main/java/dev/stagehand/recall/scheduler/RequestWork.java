@@ -40,7 +40,7 @@ public final class RequestWork {
     public boolean finished() { return remaining == 0; }
     public boolean failed() { return failedFiles > 0; }
     public int failedFiles() { return failedFiles; }
-    /** Bytes of all its files (its files are fixed once it is added). */
+    /** Bytes of all its files (its files change only when some are cancelled: {@link #resetBytes}). */
     public long bytes() {
         if (bytes < 0) {
             long b = 0;
@@ -49,6 +49,7 @@ public final class RequestWork {
         }
         return bytes;
     }
+    void resetBytes() { bytes = -1; }
     /** Completion time (seconds on the engine's time line), NaN while open. */
     public double completedAt() { return completedAt; }
     /** Estimated completion (seconds on the engine's time line), NaN before the first estimate. */

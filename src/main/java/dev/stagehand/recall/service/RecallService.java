@@ -568,19 +568,53 @@ public final class RecallService {
         }
     }
 
+    /** Cancelled files per open request the engine serves, as last seen (the running counts, V30). */
+    private final Map<String, Long> cancelledSeen = new HashMap<>();
+    /** Files cancelled before this (the database's clock) were looked at; EPOCH: none yet. */
+    private Instant cancelsCheckedTo = Instant.EPOCH;
+
+    /**
+     * Files cancelled one by one (on any instance) in requests still open whose count of cancelled files changed:
+     * the engine stops waiting for them, and stops reading those nobody else wants. A request cancelled whole
+     * ends and is forgotten instead.
+     */
+    private void forgetCancelledFiles(List<String> requests) {
+        Instant checked = jdbc.queryForObject("SELECT now()", Timestamp.class).toInstant();
+        if (!requests.isEmpty()) {
+            Map<String, Set<Long>> cancelled = new HashMap<>();
+            jdbc.query("""
+                    SELECT request_id::text, file_id FROM stage_request_file
+                     WHERE request_id = ANY(?::uuid[]) AND state = 'cancelled' AND finished_at >= ?""",
+                    rs -> { cancelled.computeIfAbsent(rs.getString(1), k -> new HashSet<>()).add(rs.getLong(2)); },
+                    requests.toArray(String[]::new), Timestamp.from(cancelsCheckedTo));
+            cancelled.forEach(engine::forgetFiles);
+        }
+        // a cancel's time is its transaction's start: one committing later than this is still seen next time
+        cancelsCheckedTo = checked.minus(LATE_COMMIT);
+    }
+
     private void reconcile() {
         List<String> open = engine.openRequestIds();
         if (!open.isEmpty()) {
             // ended, or deleted (WLCG DELETE): the engine stops serving them; a changed priority applies at once
             Map<String, Integer> still = new HashMap<>();
+            List<String> cancelledSince = new ArrayList<>();
             jdbc.query("""
-                    SELECT id::text, priority FROM stage_request WHERE id = ANY(?::uuid[]) AND state IN ('submitted', 'active')""",
-                    rs -> { still.put(rs.getString(1), rs.getInt(2)); }, (Object) open.toArray(String[]::new));
+                    SELECT r.id::text, r.priority, coalesce(c.files, 0) FROM stage_request r
+                      LEFT JOIN stage_request_count c ON c.request_id = r.id AND c.state = 'cancelled'
+                     WHERE r.id = ANY(?::uuid[]) AND r.state IN ('submitted', 'active')""", rs -> {
+                String id = rs.getString(1);
+                still.put(id, rs.getInt(2));
+                Long seen = cancelledSeen.put(id, rs.getLong(3));
+                if (rs.getLong(3) != (seen == null ? 0 : seen)) cancelledSince.add(id);
+            }, (Object) open.toArray(String[]::new));
             for (String id : open) {
                 Integer p = still.get(id);
                 if (p == null) engine.forget(id);
                 else engine.changePriority(id, p);
             }
+            cancelledSeen.keySet().retainAll(still.keySet());
+            forgetCancelledFiles(cancelledSince);
         }
         Set<String> unavailable = engine.unavailableVolumes();
         if (!unavailable.isEmpty()) { // restored by an operator: usable again

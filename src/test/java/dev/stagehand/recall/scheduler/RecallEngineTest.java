@@ -613,4 +613,26 @@ class RecallEngineTest {
         assertThat(engine.model().file(2).state()).as("read again: the cache, not the engine, answers for staged files")
                 .isEqualTo(FileWork.State.QUEUED);
     }
+
+    @Test
+    void filesCancelledOneByOneLeaveTheQueueAndTheirReadsNotStartedStopUnlessAnotherRequestWantsThem() {
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.submitAt(0, "r1", 0, "exp", List.of(file(1, "V1", 0, GB), file(2, "V1", 10 * GB, GB), file(3, "V1", 20 * GB, GB),
+                file(4, "V1", 30 * GB, GB), file(5, "V2", 0, GB)));
+        h.submitAt(0, "r2", 0, "exp", List.of(file(3, "V1", 20 * GB, GB)));
+        // until V1's list is under way, its first file being read
+        for (double t = 0.5; t < 10_000 && h.engine.readingNow().size() < 4; t += 0.5) h.clock.run(t);
+        assertThat(h.engine.readingNow()).containsExactlyInAnyOrder(1L, 2L, 3L, 4L);
+
+        h.engine.forgetFiles("r1", java.util.Set.of(2L, 3L, 4L, 5L));
+        h.run();
+        assertThat(h.library.reads.stream().map(SegmentRead::fileId)).as("file 1 was under way, r2 wants file 3")
+                .containsExactlyInAnyOrder(1L, 3L);
+        assertThat(h.library.cancelled.stream().map(SegmentRead::fileId)).containsExactlyInAnyOrder(2L, 4L);
+        assertThat(h.library.mounts).as("V2's only file was cancelled").containsExactly("V1");
+        assertThat(h.engine.model().request("r1").finished()).isTrue();
+        assertThat(h.engine.model().request("r2").finished()).isTrue();
+        for (long gone : new long[] {2, 4, 5}) assertThat(h.engine.model().file(gone)).as("file %d", gone).isNull();
+        assertThat(h.engine.model().queues()).isEmpty();
+    }
 }
