@@ -273,6 +273,30 @@ class CatalogImportIT {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM file WHERE name = ?", Long.class, p + "/new")).isZero();
     }
 
+    /**
+     * A file the catalog holds in one dataset, listed in another: replication rules and completeness go by the
+     * file's dataset, and the import said it had loaded the dump while the file silently stayed where it was.
+     * Refused; a dump naming a dataset for a file the catalog has in none fills it in, as it does a checksum.
+     */
+    @Test
+    void aFileInAnotherDatasetThanInTheCatalogIsRejectedAndOneWithoutADatasetGetsIt() {
+        load(workload());
+        String moved = ("file,volume,offset_bytes,size_bytes,experiment,dataset\nP/c,VB,5000,300,atlas,other\n")
+                .replace("P/", p + "/").replace("VB", v + "B");
+        CatalogImportRejected e = catchThrowableOfType(CatalogImportRejected.class, () -> load(moved));
+        assertThat(e).as("a file's dataset contradicting the catalog is refused").isNotNull();
+        assertThat(e.errors()).extracting(RowError::reason)
+                .containsExactly("file " + p + "/c: dataset other differs from the catalog (ds" + p + ")");
+
+        load(("file,volume,offset_bytes,size_bytes,experiment\nP/lone,VA,9000,1,atlas\n").replace("P/", p + "/").replace("VA", v + "A"));
+        load(("file,volume,offset_bytes,size_bytes,experiment,dataset\nP/lone,VA,9000,1,atlas,dsP\n")
+                .replace("P/", p + "/").replace("VA", v + "A").replace("dsP", "ds" + p));
+        assertThat(jdbc.queryForObject("SELECT d.name FROM file f JOIN dataset d ON d.id = f.dataset_id WHERE f.name = ?",
+                String.class, p + "/lone")).isEqualTo("ds" + p);
+        assertThat(jdbc.queryForObject("SELECT d.name FROM file f JOIN dataset d ON d.id = f.dataset_id WHERE f.name = ?",
+                String.class, p + "/c")).as("unchanged by the refused dump").isEqualTo("ds" + p);
+    }
+
     @Test
     void aDumpWithoutHeaderIsRejected() {
         CatalogImportRejected e = catchThrowableOfType(CatalogImportRejected.class,

@@ -81,7 +81,6 @@ public class CatalogImporter {
         StringBuilder phases = new StringBuilder();
         try (Statement st = c.createStatement()) {
             st.execute("SET LOCAL work_mem = '256MB'");
-            st.execute("SET LOCAL synchronous_commit = off"); // a lost import is simply run again
             st.execute("CREATE TEMP TABLE catalog_stage (line bigint, file text, volume text, offset_bytes bigint, "
                     + "size_bytes bigint, experiment text, dataset text, adler32 text, fseq integer, library text, "
                     + "media_type text) ON COMMIT DROP");
@@ -138,9 +137,11 @@ public class CatalogImporter {
                     + "SELECT DISTINCT ON (s.file) s.file, s.size_bytes, s.adler32, d.id, s.experiment "
                     + "FROM catalog_segment s LEFT JOIN dataset d ON d.name = s.dataset "
                     + "ORDER BY s.file, (s.adler32 IS NULL), s.line ON CONFLICT (name) DO NOTHING");
-            // A later dump may know a checksum an earlier one did not.
+            // A later dump may know a checksum or a dataset an earlier one did not (one that differs was refused).
             st.executeUpdate("UPDATE file f SET adler32 = s.adler32 FROM catalog_segment s "
                     + "WHERE f.name = s.file AND f.adler32 IS NULL AND s.adler32 IS NOT NULL");
+            st.executeUpdate("UPDATE file f SET dataset_id = d.id FROM catalog_segment s JOIN dataset d ON d.name = s.dataset "
+                    + "WHERE f.name = s.file AND f.dataset_id IS NULL");
             long segments = scalar(st, "SELECT count(*) FROM catalog_segment");
             long newSegments = st.executeUpdate("INSERT INTO segment (file_id, volume_id, offset_bytes, fseq) "
                     + "SELECT f.id, v.id, s.offset_bytes, s.fseq FROM catalog_segment s "
@@ -224,13 +225,16 @@ public class CatalogImporter {
                       CASE WHEN f.experiment <> s.experiment
                         THEN format('file %s: experiment %s differs from the catalog (%s)', s.file, s.experiment, f.experiment) END,
                       CASE WHEN g.offset_bytes <> s.offset_bytes
-                        THEN format('file %s on volume %s: offset %s differs from the catalog (%s)', s.file, s.volume, s.offset_bytes, g.offset_bytes) END
+                        THEN format('file %s on volume %s: offset %s differs from the catalog (%s)', s.file, s.volume, s.offset_bytes, g.offset_bytes) END,
+                      CASE WHEN fd.name <> s.dataset
+                        THEN format('file %s: dataset %s differs from the catalog (%s)', s.file, s.dataset, fd.name) END
                     ]) AS reason
                     FROM catalog_segment s JOIN file f ON f.name = s.file
                     LEFT JOIN volume v ON v.label = s.volume
                     LEFT JOIN segment g ON g.file_id = f.id AND g.volume_id = v.id
+                    LEFT JOIN dataset fd ON fd.id = f.dataset_id
                     WHERE f.size_bytes <> s.size_bytes OR f.adler32 <> s.adler32 OR f.experiment <> s.experiment
-                       OR g.offset_bytes <> s.offset_bytes
+                       OR g.offset_bytes <> s.offset_bytes OR fd.name <> s.dataset
                   ) catalog_checks WHERE reason IS NOT NULL
                   UNION ALL
                   SELECT s.line, format('dataset %s: experiment %s differs from the catalog (%s)', s.dataset, s.experiment, d.experiment)
