@@ -46,7 +46,7 @@ class ScriptLibraryIT {
         List<String> base = List.of(SCRIPT.toString(), root.toString());
         TapeProperties.Script cfg = new TapeProperties.Script(cmd(base, "mount"), cmd(base, "read"), cmd(base, "write"),
                 cmd(base, "dismount"), tmp.resolve("work"), Duration.ofSeconds(30), readTimeout, Duration.ofSeconds(30),
-                Duration.ofSeconds(30));
+                Duration.ofSeconds(30), TapeProperties.WriteChecksum.TRUST_SOURCE);
         LibraryEvents events = new LibraryEvents() {
             @Override
             public synchronized void driveChanged(String library, DriveStatus s, java.time.Instant at) {
@@ -110,6 +110,7 @@ class ScriptLibraryIT {
         WriteBatch.WrittenSegment ws = get(wb.result(w));
         assertThat(ws.offsetBytes()).isEqualTo(300_003);
         assertThat(ws.adler32()).isEqualTo(adler(src));
+        assertThat(ws.verified()).as("dirlib.sh reports no checksum: the source's sum, not confirmed from the volume").isFalse();
         waitIdle(lib, "drive01");
         get(lib.dismount("drive01"));
         assertThat(root.resolve("slots/V1/300003")).hasBinaryContent(new byte[] {1, 2, 3, 4, 5});
@@ -209,7 +210,7 @@ class ScriptLibraryIT {
     @Test
     void unconfiguredCommandsAreRefusedClearly() {
         TapeProperties.Script empty = new TapeProperties.Script(List.of(), List.of(), List.of(), List.of(), tmp,
-                Duration.ofSeconds(1), Duration.ofSeconds(1), Duration.ofSeconds(1), Duration.ofSeconds(1));
+                Duration.ofSeconds(1), Duration.ofSeconds(1), Duration.ofSeconds(1), Duration.ofSeconds(1), TapeProperties.WriteChecksum.TRUST_SOURCE);
         assertThatThrownBy(() -> new ScriptLibrary(new LibraryLayout("x", List.of("d"), 1), empty, LibraryEvents.NONE, List.of()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("stagehand.tape.script.mount");
     }

@@ -94,7 +94,7 @@ class TapeLibraryPersistenceIT {
         Duration limit = Duration.ofSeconds(30);
         TapeProperties.Script cfg = new TapeProperties.Script(List.of(script.toString(), "mount"), List.of(script.toString(), "read"),
                 List.of(script.toString(), "write"), List.of(script.toString(), "dismount"), tmp.resolve("work"),
-                Duration.ofSeconds(1), limit, limit, limit);
+                Duration.ofSeconds(1), limit, limit, limit, TapeProperties.WriteChecksum.TRUST_SOURCE);
         ScriptLibrary hsm = new ScriptLibrary(new LibraryLayout(lib, List.of("d1", "d2"), 1), cfg, store, List.of());
 
         assertThatThrownBy(() -> hsm.mount("d1", "S00001").get(30, TimeUnit.SECONDS)).hasRootCauseInstanceOf(TapeFailure.class);

@@ -39,6 +39,7 @@ import org.slf4j.LoggerFactory;
  *                                    stdout: OK fileId [adler32hex] | ERR fileId KIND message
  * write     DRIVE VOLUME LIST        LIST lines: fileId TAB size TAB source TAB name
  *                                    stdout: OK fileId offset [adler32hex] | ERR fileId KIND message
+ *                                    (no adler32: the source's sum, unverified; or refused, see write-checksum)
  *                                    env STAGEHAND_READ_METADATA (only when a file has any): a file of
  *                                    lines fileId TAB json, the client's targetedMetadata for this site
  * dismount  DRIVE VOLUME             exit 0 when the volume is back in its slot
@@ -393,6 +394,7 @@ public final class ScriptLibrary implements TapeLibrary {
             ScriptBatch<FileWrite, WriteBatch.WrittenSegment> batch, Path listFile) {
         Thread.ofVirtual().name("tape-write-" + drive).start(() -> {
             long[] moved = {movedBefore};
+            List<String> unverified = java.util.Collections.synchronizedList(new ArrayList<>());
             Outcome o = call.run(line -> {
                 String[] p = line.trim().split("\\s+", 4);
                 if (p.length >= 3 && p[0].equals("OK")) {
@@ -400,9 +402,15 @@ public final class ScriptLibrary implements TapeLibrary {
                     if (w == null) return;
                     try {
                         long offset = Long.parseLong(p[2]);
-                        long adler = p.length > 3 ? reportedAdler32(p[3]) : adler32(w.source());
+                        boolean reported = p.length > 3;
+                        if (!reported && cfg.writeChecksum() == TapeProperties.WriteChecksum.REQUIRED)
+                            throw new IllegalArgumentException("no Adler32 of what reached the volume, and"
+                                    + " stagehand.tape.script.write-checksum is required");
+                        // without a report nothing here can read the copy back: the source's sum stands in, unverified
+                        long adler = reported ? reportedAdler32(p[3]) : adler32(w.source());
+                        if (!reported) unverified.add(w.fileName());
                         moved[0] += w.sizeBytes();
-                        WriteBatch.WrittenSegment ws = new WriteBatch.WrittenSegment(w, volume, offset, adler);
+                        WriteBatch.WrittenSegment ws = new WriteBatch.WrittenSegment(w, volume, offset, adler, reported);
                         events.fileWritten(drive, ws, Instant.now());
                         batch.complete(w, ws);
                     } catch (IllegalArgumentException | IOException e) {
@@ -413,6 +421,10 @@ public final class ScriptLibrary implements TapeLibrary {
                 Reply r = Reply.parse(line, drive, volume);
                 if (r != null && r.failure != null && byId.get(r.fileId) != null) batch.fail(byId.get(r.fileId), r.failure);
             });
+            if (!unverified.isEmpty())
+                log.warn("write on {} to {}: {} file(s) reported without an Adler32 (first: {}); their tape copies carry the"
+                        + " buffer file's sum, not confirmed from the volume (stagehand.tape.script.write-checksum: trust-source)",
+                        drive, volume, unverified.size(), unverified.getFirst());
             deleteQuietly(listFile);
             finishCall(drive, volume, moved[0], o, batch);
         });

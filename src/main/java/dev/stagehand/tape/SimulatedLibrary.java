@@ -1038,7 +1038,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
                 v.endOfData = offset + w.sizeBytes();
                 filesWritten++;
                 bytesWritten += w.sizeBytes();
-                WrittenSegment ws = new WrittenSegment(w, d.volume, offset, adler);
+                WrittenSegment ws = new WrittenSegment(w, d.volume, offset, adler, true); // summed as it was copied in
                 Instant now = clock.now();
                 later(() -> events.fileWritten(d.name, ws, now));
                 later(() -> f.complete(ws));

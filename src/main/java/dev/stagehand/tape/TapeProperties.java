@@ -95,6 +95,9 @@ public record TapeProperties(
      * @param readTimeout     limit of one read-list call
      * @param writeTimeout    limit of one write call
      * @param dismountTimeout limit of one dismount call
+     * @param writeChecksum   what a write report without an Adler32 means: {@code trust-source} (the default) takes
+     *                        the buffer file's sum for the tape copy's, logged as not confirmed from the volume;
+     *                        {@code required} fails the file, for HSMs that report what they wrote
      */
     public record Script(
             @DefaultValue List<String> mount,
@@ -105,5 +108,12 @@ public record TapeProperties(
             @DefaultValue("30m") Duration mountTimeout,
             @DefaultValue("12h") Duration readTimeout,
             @DefaultValue("12h") Duration writeTimeout,
-            @DefaultValue("30m") Duration dismountTimeout) {}
+            @DefaultValue("30m") Duration dismountTimeout,
+            @DefaultValue("trust-source") WriteChecksum writeChecksum) {}
+
+    /**
+     * Whether a write report must carry the Adler32 of what reached the volume. Without one nothing here can
+     * read the copy back: {@code TRUST_SOURCE} takes the source's sum (unverified), {@code REQUIRED} refuses it.
+     */
+    public enum WriteChecksum { REQUIRED, TRUST_SOURCE }
 }

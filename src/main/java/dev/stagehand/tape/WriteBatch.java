@@ -22,6 +22,9 @@ public interface WriteBatch {
      * @param volume      the volume it is on
      * @param offsetBytes its offset on the volume
      * @param adler32     Adler32 of the bytes written
+     * @param verified    whether the library reported {@code adler32} for what it wrote; false when it is the
+     *                    source file's sum taken here (a site script that reports none): nothing confirms the
+     *                    bytes on the volume
      */
-    record WrittenSegment(FileWrite file, String volume, long offsetBytes, long adler32) {}
+    record WrittenSegment(FileWrite file, String volume, long offsetBytes, long adler32, boolean verified) {}
 }

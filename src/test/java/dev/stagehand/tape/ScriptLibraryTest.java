@@ -50,7 +50,7 @@ class ScriptLibraryTest {
         work = tmp.resolve("work");
         Duration limit = Duration.ofSeconds(30);
         TapeProperties.Script cfg = new TapeProperties.Script(cmd(script, "mount"), cmd(script, "read"),
-                cmd(script, "write"), cmd(script, "dismount"), work, limit, limit, limit, limit);
+                cmd(script, "write"), cmd(script, "dismount"), work, limit, limit, limit, limit, TapeProperties.WriteChecksum.TRUST_SOURCE);
         lib = new ScriptLibrary(new LibraryLayout("test", List.of("d1"), 1), cfg, LibraryEvents.NONE, List.of());
         get(lib.mount("d1", "V1"));
     }
@@ -186,14 +186,54 @@ class ScriptLibraryTest {
         assertThat(prefixed.drives().get(0).state()).isEqualTo(DriveState.MOUNTED_IDLE);
     }
 
+    /**
+     * A write report without an Adler32: nothing here can read the tape copy back. By default the copy carries the
+     * buffer file's sum and says it is unverified; with write-checksum: required the file fails. The source's sum
+     * used to pass as the tape copy's own, so the archive "verified" the copy against the source it was made from.
+     */
+    @Test
+    void aWriteReportedWithoutAChecksumIsUnverifiedOrRefusedWhenOneIsRequired() throws Exception {
+        String script = """
+                #!/bin/sh
+                if [ "$1" = write ]; then
+                  while IFS="$(printf '\\t')" read -r id rest; do
+                    if [ "$id" = 1 ]; then echo "OK $id 0"; else echo "OK $id 100 0x0000002A"; fi
+                  done < "$4"
+                fi
+                """;
+        FileWrite bare = new FileWrite(1, "/bare", Files.writeString(tmp.resolve("bare"), "bare bytes"), 10);
+        FileWrite summed = new FileWrite(2, "/summed", Files.writeString(tmp.resolve("summed"), "summed"), 6);
+
+        ScriptLibrary trusting = mountedWith("trusting.sh", script);
+        WriteBatch write = trusting.write("d1", List.of(bare, summed));
+        get(write.done());
+        WriteBatch.WrittenSegment unverified = get(write.result(bare)), verified = get(write.result(summed));
+        assertThat(unverified.verified()).isFalse();
+        assertThat(unverified.adler32()).isEqualTo(ScriptLibrary.adler32(bare.source()));
+        assertThat(verified.verified()).isTrue();
+        assertThat(verified.adler32()).isEqualTo(0x2a);
+
+        ScriptLibrary strict = mountedWith("strict.sh", script, TapeProperties.WriteChecksum.REQUIRED);
+        WriteBatch refused = strict.write("d1", List.of(bare, summed));
+        get(refused.done());
+        assertThat(refused.result(bare)).failsWithin(Duration.ofSeconds(1)).withThrowableThat()
+                .withMessageContaining("no Adler32 of what reached the volume").withMessageContaining("write-checksum");
+        assertThat(get(refused.result(summed)).verified()).isTrue();
+        assertThat(strict.drives().get(0).state()).isEqualTo(DriveState.MOUNTED_IDLE);
+    }
+
     /** A library run by {@code script} (written to {@code file}), with V1 mounted in its one drive d1. */
     ScriptLibrary mountedWith(String file, String script) throws Exception {
+        return mountedWith(file, script, TapeProperties.WriteChecksum.TRUST_SOURCE);
+    }
+
+    ScriptLibrary mountedWith(String file, String script, TapeProperties.WriteChecksum writeChecksum) throws Exception {
         Path path = tmp.resolve(file);
         Files.writeString(path, script);
         Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rwxr-xr-x"));
         Duration limit = Duration.ofSeconds(30);
         TapeProperties.Script cfg = new TapeProperties.Script(cmd(path, "mount"), cmd(path, "read"),
-                cmd(path, "write"), cmd(path, "dismount"), work, limit, limit, limit, limit);
+                cmd(path, "write"), cmd(path, "dismount"), work, limit, limit, limit, limit, writeChecksum);
         ScriptLibrary lib = new ScriptLibrary(new LibraryLayout("test", List.of("d1"), 1), cfg, LibraryEvents.NONE, List.of());
         get(lib.mount("d1", "V1"));
         return lib;

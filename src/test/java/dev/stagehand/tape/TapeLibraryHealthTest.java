@@ -35,7 +35,7 @@ class TapeLibraryHealthTest {
 
     TapeProperties.Script script(List<String> cmd) {
         return new TapeProperties.Script(cmd, cmd, cmd, cmd, tmp.resolve("work"), Duration.ofSeconds(10),
-                Duration.ofSeconds(10), Duration.ofSeconds(10), Duration.ofSeconds(10));
+                Duration.ofSeconds(10), Duration.ofSeconds(10), Duration.ofSeconds(10), TapeProperties.WriteChecksum.TRUST_SOURCE);
     }
 
     @Test

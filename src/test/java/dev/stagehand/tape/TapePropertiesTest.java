@@ -27,6 +27,7 @@ class TapePropertiesTest {
         assertThat(p.sim().model()).isEqualTo(TapeModel.lto9());
         assertThat(p.sim().mountTimeout()).isEqualTo(Duration.ofMinutes(15));
         assertThat(p.sim().faults().badSegments()).isEmpty();
+        assertThat(p.script().writeChecksum()).isEqualTo(TapeProperties.WriteChecksum.TRUST_SOURCE);
     }
 
     @Test
@@ -37,7 +38,8 @@ class TapePropertiesTest {
                 "stagehand.tape.sim.model.load-seconds", "20",
                 "stagehand.tape.sim.model.bytes-per-second", "300000000",
                 "stagehand.tape.sim.faults.bad-segments[0]", "V1:/a/b",
-                "stagehand.tape.script.mount", "/bin/hsm,mount"));
+                "stagehand.tape.script.mount", "/bin/hsm,mount",
+                "stagehand.tape.script.write-checksum", "required"));
         assertThat(p.clock()).isEqualTo(TapeProperties.ClockKind.VIRTUAL);
         assertThat(p.drives()).isEqualTo(16);
         assertThat(p.sim().model().loadSeconds()).isEqualTo(20);
@@ -45,5 +47,6 @@ class TapePropertiesTest {
         assertThat(p.sim().model().accessorMoveSeconds()).isEqualTo(6.7);
         assertThat(p.sim().faults().plan().isBad("V1", "/a/b")).isTrue();
         assertThat(p.script().mount()).containsExactly("/bin/hsm", "mount");
+        assertThat(p.script().writeChecksum()).isEqualTo(TapeProperties.WriteChecksum.REQUIRED);
     }
 }
