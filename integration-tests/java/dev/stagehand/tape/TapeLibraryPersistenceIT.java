@@ -106,6 +106,32 @@ class TapeLibraryPersistenceIT {
                 new DriveStatus("d2", DriveState.MOUNTED_IDLE, "S00001", 0));
     }
 
+    /**
+     * The service stops while a mount script runs: the row says mounting. The next library takes the drive for
+     * FAILED with its volume (where the cartridge is, nobody knows), not for a mounted idle drive to read from.
+     */
+    @Test
+    void aDrivePersistedMidMountIsFailedWithItsVolumeAfterARestart(@TempDir Path tmp) throws Exception {
+        String lib = "it-" + UUID.randomUUID().toString().substring(0, 8);
+        Path script = tmp.resolve("hsm.sh");
+        Files.writeString(script, """
+                #!/bin/sh
+                if [ "$1" = mount ]; then sleep 30; fi
+                """);
+        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Duration limit = Duration.ofSeconds(60);
+        TapeProperties.Script cfg = new TapeProperties.Script(List.of(script.toString(), "mount"), List.of(script.toString(), "read"),
+                List.of(script.toString(), "write"), List.of(script.toString(), "dismount"), tmp.resolve("work"),
+                limit, limit, limit, limit, TapeProperties.WriteChecksum.TRUST_SOURCE);
+        ScriptLibrary hsm = new ScriptLibrary(new LibraryLayout(lib, List.of("d1"), 1), cfg, store, List.of());
+        java.util.concurrent.CompletableFuture<Void> mount = hsm.mount("d1", "S00002");
+        assertThat(store.load(lib)).containsExactly(new DriveStatus("d1", DriveState.MOUNTING, "S00002", 0));
+
+        ScriptLibrary restarted = new ScriptLibrary(new LibraryLayout(lib, List.of("d1"), 1), cfg, store, store.load(lib));
+        assertThat(restarted.drives()).containsExactly(new DriveStatus("d1", DriveState.FAILED, "S00002", 0));
+        mount.cancel(true); // kills the first library's mount script
+    }
+
     @Test
     void theTableRefusesInconsistentRows() {
         assertThatThrownBy(() -> jdbc.update(

@@ -109,6 +109,15 @@ public final class ScriptLibrary implements TapeLibrary {
             if (drives.containsKey(s.drive()))
                 drives.put(s.drive(), switch (s.state()) {
                     case FAILED, DISABLED -> s;
+                    // a mount or dismount cut off by the restart: the cartridge may be in the drive, on its way or in
+                    // its slot. As after a mount that timed out, the drive holds the volume FAILED until an operator
+                    // has looked; taken for mounted, its next read went to a drive that may not hold the tape.
+                    case MOUNTING, UNLOADING -> {
+                        log.warn("library {}: drive {} was {} {} when the service stopped; where the cartridge is now is"
+                                + " not known: the drive is FAILED until it is checked in the HSM and marked repaired",
+                                layout.name(), s.drive(), s.state(), s.volume());
+                        yield new DriveStatus(s.drive(), DriveState.FAILED, s.volume(), s.bytesMoved());
+                    }
                     default -> new DriveStatus(s.drive(), s.volume() == null ? DriveState.EMPTY : DriveState.MOUNTED_IDLE,
                             s.volume(), s.bytesMoved());
                 });

@@ -519,11 +519,13 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         // The cartridge is where the last run left it; what was under way did not survive the restart.
         DriveState state = switch (s.state()) {
             case FAILED, DISABLED -> s.state();
+            // a cartridge move cut off: the simulated robot puts it back in its slot (it was taken for mounted)
+            case MOUNTING, UNLOADING -> DriveState.EMPTY;
             default -> s.volume() == null ? DriveState.EMPTY : DriveState.MOUNTED_IDLE;
         };
         d.state = state;
-        d.volume = s.volume();
-        d.bytesMoved = s.bytesMoved();
+        d.volume = state == DriveState.EMPTY ? null : s.volume();
+        d.bytesMoved = state == DriveState.EMPTY ? 0 : s.bytesMoved();
         d.head = 0; // position unknown after a restart: the next locate is costed from BOT
     }
 

@@ -222,6 +222,28 @@ class ScriptLibraryTest {
         assertThat(strict.drives().get(0).state()).isEqualTo(DriveState.MOUNTED_IDLE);
     }
 
+    /**
+     * Drives persisted mid-mount or mid-dismount (the service stopped while the script ran): where the cartridge is,
+     * nobody knows, so they come back FAILED with their volume, as after a mount that timed out. A drive that was
+     * reading has its tape mounted and comes back idle. The mounting drive used to come back MOUNTED_IDLE, and the
+     * scheduler sent its next read list to a drive that may hold no tape.
+     */
+    @Test
+    void aDriveRestoredMidMountOrDismountIsFailedWithItsVolume() {
+        Duration limit = Duration.ofSeconds(30);
+        List<String> cmd = List.of("true");
+        TapeProperties.Script cfg = new TapeProperties.Script(cmd, cmd, cmd, cmd, work, limit, limit, limit, limit,
+                TapeProperties.WriteChecksum.TRUST_SOURCE);
+        ScriptLibrary restarted = new ScriptLibrary(new LibraryLayout("test", List.of("d1", "d2", "d3"), 1), cfg,
+                LibraryEvents.NONE, List.of(new DriveStatus("d1", DriveState.MOUNTING, "V1", 0),
+                        new DriveStatus("d2", DriveState.UNLOADING, "V2", 700), new DriveStatus("d3", DriveState.READING, "V3", 300)));
+        assertThat(restarted.drives()).containsExactly(new DriveStatus("d1", DriveState.FAILED, "V1", 0),
+                new DriveStatus("d2", DriveState.FAILED, "V2", 700), new DriveStatus("d3", DriveState.MOUNTED_IDLE, "V3", 300));
+        SegmentRead s = new SegmentRead(1, "/f1", "V1", 0, 100, tmp.resolve("cache/f1"));
+        assertThat(restarted.read("d1", List.of(s)).result(s)).failsWithin(Duration.ofSeconds(1)).withThrowableThat()
+                .withMessageContaining("drive is FAILED");
+    }
+
     /** A library run by {@code script} (written to {@code file}), with V1 mounted in its one drive d1. */
     ScriptLibrary mountedWith(String file, String script) throws Exception {
         return mountedWith(file, script, TapeProperties.WriteChecksum.TRUST_SOURCE);

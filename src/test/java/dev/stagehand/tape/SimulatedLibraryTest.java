@@ -265,6 +265,20 @@ class SimulatedLibraryTest {
         assertThat(lib.drive("drive01").state()).isEqualTo(DriveState.EMPTY);
     }
 
+    /** A cartridge move cut off by a restart: the drive used to come back MOUNTED_IDLE with a tape never loaded. */
+    @Test
+    void aMountOrDismountCutOffByARestartComesBackEmpty() {
+        SimulatedLibrary lib = SimulatedLibrary.builder(clock).drives(2).root(tmp).initialDrives(List.of(
+                new DriveStatus("drive01", DriveState.MOUNTING, "V7", 0),
+                new DriveStatus("drive02", DriveState.UNLOADING, "V8", 500))).build();
+        assertThat(lib.drives()).containsExactly(new DriveStatus("drive01", DriveState.EMPTY, null, 0),
+                new DriveStatus("drive02", DriveState.EMPTY, null, 0));
+        // the volume is in its slot: it mounts anywhere
+        lib.mount("drive02", "V7");
+        clock.runUntilIdle();
+        assertThat(lib.drive("drive02")).isEqualTo(new DriveStatus("drive02", DriveState.MOUNTED_IDLE, "V7", 0));
+    }
+
     @Test
     void cancelledMountsPutTheDriveBackByThemselves() {
         SimulatedLibrary lib = library(2, 1);
