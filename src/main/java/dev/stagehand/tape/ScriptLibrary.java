@@ -68,11 +68,14 @@ public final class ScriptLibrary implements TapeLibrary {
     /** Per drive, the end of the last list call or dismount asked of it: the next one starts after it. */
     private final Map<String, CompletableFuture<?>> lastAsked = new HashMap<>();
     private final AtomicLong calls = new AtomicLong();
-    private volatile CallResult lastCall;
+    /** Calls that timed out in a row this many times say the HSM does not answer; one may just be a slow list. */
+    static final int TIMEOUTS_UNREACHABLE = 3;
+    private CallResult lastCall;
+    private int timeoutsInRow;
 
     /**
-     * How the most recent site-script call ended, for the health check: a script that cannot be started or
-     * does not answer in time means the library is not reachable.
+     * How the most recent site-script call ended, for the health check: a script that cannot be started, or
+     * calls that time out {@link #TIMEOUTS_UNREACHABLE} times in a row, mean the library is not reachable.
      *
      * @param command mount, read-list, write or dismount
      * @param outcome ok, failed (a non-zero exit: the script answered), timed-out, cancelled or not-run
@@ -89,8 +92,31 @@ public final class ScriptLibrary implements TapeLibrary {
     }
 
     /** The most recent call's result, or null when no script has run yet. */
-    public CallResult lastCall() {
+    public synchronized CallResult lastCall() {
         return lastCall;
+    }
+
+    /** Calls that timed out since the last one the HSM answered (a cancelled call says nothing either way). */
+    public synchronized int timeoutsInRow() {
+        return timeoutsInRow;
+    }
+
+    /**
+     * Whether the library can be reached, as far as the calls tell: the last script could be started, and not
+     * {@link #TIMEOUTS_UNREACHABLE} calls in a row have timed out. A single read list over its 12 h limit (a slow
+     * list, a tape read at a crawl) used to mark the library down until the next call answered.
+     */
+    public synchronized boolean reachable() {
+        return lastCall == null || !lastCall.outcome().equals("not-run") && timeoutsInRow < TIMEOUTS_UNREACHABLE;
+    }
+
+    private synchronized void noteCall(CallResult r) {
+        lastCall = r;
+        switch (r.outcome()) {
+            case "timed-out" -> timeoutsInRow++;
+            case "ok", "failed" -> timeoutsInRow = 0;
+            default -> { } // not-run is down by itself; cancelled tells nothing
+        }
     }
 
     public ScriptLibrary(LibraryLayout layout, TapeProperties.Script cfg, LibraryEvents events,
@@ -212,7 +238,7 @@ public final class ScriptLibrary implements TapeLibrary {
     private TapeFailure listNotWritten(String command, String drive, String volume, UncheckedIOException e) {
         String why = e.getMessage() + ": " + e.getCause();
         // as when the script cannot be started: the health check reports the library unreachable
-        lastCall = new CallResult(command, drive, volume, "not-run", -1, why, Instant.now());
+        noteCall(new CallResult(command, drive, volume, "not-run", -1, why, Instant.now()));
         return new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume, why + "; " + command + " not run");
     }
 
@@ -586,8 +612,8 @@ public final class ScriptLibrary implements TapeLibrary {
         Outcome run(java.util.function.Consumer<String> onLine) {
             Outcome o = call(onLine);
             String outcome = o.failure == null ? "ok" : o.exit >= 0 ? "failed" : notRun ? "not-run" : timedOut ? "timed-out" : "cancelled";
-            lastCall = new CallResult(name, drive, volume, outcome, o.exit, o.failure == null ? null : o.failure.getMessage(),
-                    Instant.now());
+            noteCall(new CallResult(name, drive, volume, outcome, o.exit, o.failure == null ? null : o.failure.getMessage(),
+                    Instant.now()));
             return o;
         }
 

@@ -11,8 +11,9 @@ import org.springframework.stereotype.Component;
 /**
  * Health of the tape library (contributor {@code tapeLibrary}, part of readiness): DOWN when no drive is
  * usable (every drive FAILED or DISABLED), or, for the script driver, when the last site-script call could
- * not be started or did not answer in time (the HSM is not reachable). A volume or media error is not a
- * library problem and leaves it UP. Reads only in-memory state: cheap enough for every probe.
+ * not be started or several calls in a row did not answer in time (the HSM is not reachable; one timed-out
+ * list may just be slow). A volume or media error is not a library problem and leaves it UP. Reads only
+ * in-memory state: cheap enough for every probe.
  */
 @Component("tapeLibraryHealthIndicator")
 class TapeLibraryHealth implements HealthIndicator {
@@ -52,9 +53,11 @@ class TapeLibraryHealth implements HealthIndicator {
                 call.put("at", last.at().toString());
                 if (last.drive() != null) call.put("drive", last.drive());
                 if (last.failure() != null) call.put("failure", last.failure());
-                h.withDetail("lastCall", call);
-                if (!last.reachable()) h.down().withDetail("reason", "the last " + last.command() + " call " + last.outcome()
-                        + ": the library is not reachable");
+                h.withDetail("lastCall", call).withDetail("timeoutsInRow", script.timeoutsInRow());
+                if (!script.reachable()) h.down().withDetail("reason", last.outcome().equals("not-run")
+                        ? "the last " + last.command() + " call " + last.outcome() + ": the library is not reachable"
+                        : script.timeoutsInRow() + " calls in a row timed out (the last: " + last.command()
+                                + "): the library is not reachable");
             }
         }
         return h.build();

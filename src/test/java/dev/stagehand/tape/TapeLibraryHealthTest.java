@@ -12,7 +12,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.Status;
 
-/** The tape library's health: drives usable, and for the script driver whether its last call reached the HSM. */
+/** The tape library's health: drives usable, and for the script driver whether its calls reach the HSM. */
 class TapeLibraryHealthTest {
 
     @TempDir Path tmp;
@@ -34,8 +34,48 @@ class TapeLibraryHealthTest {
     }
 
     TapeProperties.Script script(List<String> cmd) {
+        return script(cmd, Duration.ofSeconds(10));
+    }
+
+    TapeProperties.Script script(List<String> cmd, Duration readTimeout) {
         return new TapeProperties.Script(cmd, cmd, cmd, cmd, tmp.resolve("work"), Duration.ofSeconds(10),
-                Duration.ofSeconds(10), Duration.ofSeconds(10), Duration.ofSeconds(10), TapeProperties.WriteChecksum.TRUST_SOURCE);
+                readTimeout, Duration.ofSeconds(10), Duration.ofSeconds(10), TapeProperties.WriteChecksum.TRUST_SOURCE);
+    }
+
+    /**
+     * One read list over its limit (a slow list; 12 h in production) used to mark the library DOWN until the next
+     * call answered: readiness failed on a library that was working. Only calls timing out several times in a row
+     * say the HSM does not answer; one call it answers brings it back.
+     */
+    @Test
+    void oneTimedOutListLeavesTheScriptDriverUpSeveralInARowTakeItDown() throws Exception {
+        Path hsm = tmp.resolve("hsm.sh");
+        java.nio.file.Files.writeString(hsm, """
+                #!/bin/sh
+                # DRIVE VOLUME [LIST]: a list call (the only one with a list file) takes for ever
+                if [ $# -eq 3 ]; then sleep 30; fi
+                """);
+        java.nio.file.Files.setPosixFilePermissions(hsm, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        ScriptLibrary slow = new ScriptLibrary(new LibraryLayout("hsm", List.of("drive01"), 1),
+                script(List.of(hsm.toString()), Duration.ofMillis(300)), LibraryEvents.NONE, List.of());
+        assertThat(slow.mount("drive01", "V1")).succeedsWithin(Duration.ofSeconds(10));
+        SegmentRead s = new SegmentRead(1, "/f1", "V1", 0, 100, tmp.resolve("cache/f1"));
+
+        assertThat(slow.read("drive01", List.of(s)).done()).succeedsWithin(Duration.ofSeconds(10));
+        assertThat(slow.lastCall().outcome()).isEqualTo("timed-out");
+        Health one = TapeLibraryHealth.check(slow, "script");
+        assertThat(one.getStatus()).isEqualTo(Status.UP);
+        assertThat(one.getDetails()).containsEntry("timeoutsInRow", 1);
+
+        for (int i = 1; i < ScriptLibrary.TIMEOUTS_UNREACHABLE; i++)
+            assertThat(slow.read("drive01", List.of(s)).done()).succeedsWithin(Duration.ofSeconds(10));
+        Health down = TapeLibraryHealth.check(slow, "script");
+        assertThat(down.getStatus()).isEqualTo(Status.DOWN);
+        assertThat((String) down.getDetails().get("reason")).contains("3 calls in a row timed out", "read-list", "not reachable");
+
+        assertThat(slow.dismount("drive01")).succeedsWithin(Duration.ofSeconds(10)); // the HSM answers again
+        assertThat(TapeLibraryHealth.check(slow, "script").getStatus()).isEqualTo(Status.UP);
+        assertThat(slow.timeoutsInRow()).isZero();
     }
 
     @Test
