@@ -320,6 +320,40 @@ class ConsoleBrowserIT {
         assertThat(ConsoleBrowser.liveText(browser, By.id("rules"))).contains(cmsDataset).doesNotContain(atlasDataset);
     }
 
+    @Autowired
+    dev.stagehand.tape.TapeLibrary library;
+
+    /** The simulated library's drive state, as the console shows it. */
+    String driveState(String drive) {
+        return library.drives().stream().filter(s -> s.drive().equals(drive)).findFirst().orElseThrow().state().name();
+    }
+
+    @Test
+    void anAdminRecoversAFailedDriveFromTheVolumesPageAndTheRecallGoesOn() throws Exception {
+        // drive01 is the one reading drive (drive02 writes): its next read breaks it, the cartridge stuck in it
+        ((dev.stagehand.tape.SimulatedLibrary) library).faults().failDrive("drive01");
+        ItCatalog files = ItCatalog.load(importer, 2);
+        String id = submit(files.files);
+        new WebDriverWait(browser, Duration.ofSeconds(60)).until(d -> driveState("drive01").equals("FAILED"));
+        assertThat(requestState(id)).isIn("submitted", "active");
+
+        logIn("admin", "browser-admin-pw");
+        browser.get(url("/console/volumes"));
+        By row = By.cssSelector("#drive-admin tr[data-drive='drive01']");
+        assertThat(ConsoleBrowser.liveText(browser, row)).contains("failed");
+        ConsoleBrowser.liveClick(browser, By.cssSelector("#drive-admin tr[data-drive='drive01'] button"));
+        new WebDriverWait(browser, Duration.ofSeconds(10)).until(d -> d.findElements(By.id("flash-message")).size() == 1);
+        assertThat(ConsoleBrowser.liveText(browser, By.id("flash-message"))).isEqualTo("Drive drive01 recovered.");
+        shot("drive-recovered");
+        // the scheduler follows the library at its next round: no restart
+        new WebDriverWait(browser, Duration.ofSeconds(60)).until(d -> requestState(id).equals("done"));
+        assertThat(audit.recent(50)).anySatisfy(e -> {
+            assertThat(e.action()).isEqualTo("drive.recover");
+            assertThat(e.target()).isEqualTo("drive01");
+            assertThat(e.outcome()).isEqualTo("ok");
+        });
+    }
+
     String requestState(String id) {
         return jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?::uuid", String.class, id);
     }

@@ -173,7 +173,7 @@ class ScriptLibraryIT {
         assertThat(lib.drives().get(1)).isEqualTo(new DriveStatus("drive02", DriveState.FAILED, "V2", 0));
         assertThat(failure(lib.mount("drive02", "V2")).kind()).isEqualTo(TapeFailure.Kind.DRIVE_FAILURE);
         Files.delete(root.resolve("drives/drive02.broken"));
-        lib.markRepaired("drive02");
+        lib.recover("drive02").get();
         get(lib.mount("drive02", "V2"));
         assertThat(lib.drives().get(1).state()).isEqualTo(DriveState.MOUNTED_IDLE);
     }

@@ -61,6 +61,7 @@ class PipelineIT {
     final AtomicInteger mounts = new AtomicInteger();
     final List<UUID> submitted = new ArrayList<>();
     RecallService service;
+    SimulatedLibrary sim;
     DiskCache cache;
     Path cacheDir;
 
@@ -81,8 +82,9 @@ class PipelineIT {
     void start(long capacity, int drives, TransferQueue handOff) {
         cacheDir = tmp.resolve("cache");
         cache = TestCaches.cache(db, tx, cacheDir, capacity, "pipe-" + tag, clock);
-        TapeLibrary lib = new Recording(SimulatedLibrary.builder(clock).name("p" + tag).drives(drives).accessors(1)
-                .root(tmp.resolve("lib")).faults(faults).build(), reads, mounts);
+        sim = SimulatedLibrary.builder(clock).name("p" + tag).drives(drives).accessors(1)
+                .root(tmp.resolve("lib")).faults(faults).build();
+        TapeLibrary lib = new Recording(sim, reads, mounts);
         service = new RecallService(jdbc, lib, clock, TapeModel.lto9(), TwoSchedulersIT.props("pipe-" + tag, SIZE), cache, handOff);
         service.start();
     }
@@ -212,6 +214,23 @@ class PipelineIT {
         assertThat(requestState(id)).isEqualTo("done");
         for (String f : kept) assertThat(readsOf(f)).isEqualTo(1);
         for (String f : dropped) assertThat(readsOf(f)).as("cancelled before its read: %s", f).isZero();
+    }
+
+    @Test
+    void aFailedDriveAnOperatorRecoversIsUsedAgainWithoutARestart() {
+        start(100 * SIZE, 1, null);
+        String v1 = volume("a");
+        List<String> files = List.of(file("r0", v1), file("r1", v1), file("r2", v1));
+        faults.failDrive("drive01"); // its first read breaks the drive, the cartridge stuck in it
+        UUID id = submit(files, 86_400);
+        rounds(10);
+        assertThat(sim.drives().getFirst().state()).isEqualTo(dev.stagehand.tape.DriveState.FAILED);
+        assertThat(states(id)).as("waiting for the volume stuck in the failed drive").isEqualTo(Map.of("queued", 3L));
+
+        sim.recover("drive01"); // repaired: the cartridge goes back to its slot
+        rounds(10);
+        assertThat(states(id)).isEqualTo(Map.of("on_disk", 3L));
+        assertThat(requestState(id)).isEqualTo("done");
     }
 
     @Test

@@ -7,7 +7,6 @@ import dev.stagehand.recall.StageRequests;
 import dev.stagehand.recall.StageRequests.RequestQuery;
 import dev.stagehand.recall.StageRequests.RequestState;
 import dev.stagehand.recall.StageRequests.StageRequestDetail;
-import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.transfer.TransferJob;
 import dev.stagehand.transfer.TransferQueue;
@@ -214,7 +213,6 @@ class ConsoleController {
         model.addAttribute("q", q);
         model.addAttribute("volumes", volumes.list(q, 500));
         model.addAttribute("drives", views.drives());
-        model.addAttribute("drivesSwitchable", library instanceof SimulatedLibrary);
         return "console/volumes";
     }
 
@@ -242,17 +240,28 @@ class ConsoleController {
 
     @PostMapping("/drives/{name}/enabled")
     String driveEnabled(@PathVariable String name, @RequestParam boolean enabled, Principal who, RedirectAttributes flash) {
-        String action = enabled ? "drive.enable" : "drive.disable";
-        if (!(library instanceof SimulatedLibrary sim)) {
-            audit.record(who.getName(), action, name, "the configured tape driver cannot switch drives", "refused");
-            flash.addFlashAttribute("error", "The configured tape driver cannot enable or disable drives from here.");
-            return "redirect:/console/volumes";
-        }
+        return driveAction(enabled ? "drive.enable" : "drive.disable", name, who, flash, () -> {
+            library.setEnabled(name, enabled);
+            return enabled ? "enabled" : "disabled";
+        });
+    }
+
+    /** After a repair: a FAILED drive is EMPTY again, its stuck cartridge back in its slot (the schedulers use it again). */
+    @PostMapping("/drives/{name}/recover")
+    String driveRecover(@PathVariable String name, Principal who, RedirectAttributes flash) {
+        return driveAction("drive.recover", name, who, flash, () -> {
+            library.recover(name);
+            return "recovered";
+        });
+    }
+
+    private String driveAction(String action, String name, Principal who, RedirectAttributes flash,
+                               java.util.function.Supplier<String> change) {
         try {
-            sim.setEnabled(name, enabled);
-            audit.record(who.getName(), action, name, enabled ? "enabled" : "disabled", "ok");
-            flash.addFlashAttribute("message", "Drive " + name + (enabled ? " enabled." : " disabled."));
-        } catch (RuntimeException e) {
+            String done = change.get();
+            audit.record(who.getName(), action, name, done, "ok");
+            flash.addFlashAttribute("message", "Drive " + name + " " + done + ".");
+        } catch (RuntimeException e) { // not in that state, no such drive, or a driver that cannot do it
             audit.record(who.getName(), action, name, e.getMessage(), "refused");
             flash.addFlashAttribute("error", "Drive " + name + ": " + e.getMessage());
         }

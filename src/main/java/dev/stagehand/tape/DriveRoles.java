@@ -62,6 +62,8 @@ public record DriveRoles(@DefaultValue("1") int writeDrives) {
             public boolean dropsCancelledReads() { return library.dropsCancelledReads(); }
             public WriteBatch write(String drive, List<FileWrite> files) { return library.write(drive, files); }
             public CompletableFuture<Void> dismount(String drive) { return library.dismount(drive); }
+            public void setEnabled(String drive, boolean enabled) { library.setEnabled(drive, enabled); }
+            public CompletableFuture<Void> recover(String drive) { return library.recover(drive); }
         };
     }
 }

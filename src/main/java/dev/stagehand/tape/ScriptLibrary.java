@@ -140,7 +140,7 @@ public final class ScriptLibrary implements TapeLibrary {
                     // has looked; taken for mounted, its next read went to a drive that may not hold the tape.
                     case MOUNTING, UNLOADING -> {
                         log.warn("library {}: drive {} was {} {} when the service stopped; where the cartridge is now is"
-                                + " not known: the drive is FAILED until it is checked in the HSM and marked repaired",
+                                + " not known: the drive is FAILED until it is checked in the HSM and recovered (console, Volumes page)",
                                 layout.name(), s.drive(), s.state(), s.volume());
                         yield new DriveStatus(s.drive(), DriveState.FAILED, s.volume(), s.bytesMoved());
                     }
@@ -507,11 +507,22 @@ public final class ScriptLibrary implements TapeLibrary {
         });
     }
 
-    /** Operator action after a repair: the drive is EMPTY again (the HSM has taken the cartridge out). */
-    public void markRepaired(String drive) {
-        if (claim(drive, DriveState.EMPTY, DriveState.FAILED) == null)
-            throw new IllegalStateException("drive " + drive + " is not FAILED");
+    /** Operator action after a repair: the drive is EMPTY again (the operator has had the HSM take the cartridge out). */
+    @Override
+    public CompletableFuture<Void> recover(String drive) {
+        DriveStatus before = claim(drive, DriveState.EMPTY, DriveState.FAILED);
+        if (before == null) throw new IllegalStateException("drive " + drive + " is " + drive(drive).state() + ", not FAILED");
         set(drive, DriveState.EMPTY, null, 0);
+        return CompletableFuture.completedFuture(null);
+    }
+
+    /** Takes an empty drive out of service (DISABLED) or back (EMPTY); the HSM is not asked. */
+    @Override
+    public void setEnabled(String drive, boolean enabled) {
+        DriveState to = enabled ? DriveState.EMPTY : DriveState.DISABLED, from = enabled ? DriveState.DISABLED : DriveState.EMPTY;
+        if (drive(drive).state() == to) return;
+        if (claim(drive, to, from) == null) throw new IllegalStateException("drive " + drive + " is " + drive(drive).state() + ", not " + from);
+        set(drive, to, null, 0);
     }
 
     // ---------------------------------------------------------------- processes

@@ -327,6 +327,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
      * The operator's recovery of a FAILED drive: its stuck cartridge (if any) is taken out by an accessor
      * and returned to its slot, and the drive is EMPTY again. Completes when done.
      */
+    @Override
     public CompletableFuture<Void> recover(String drive) {
         CompletableFuture<Void> f = new CompletableFuture<>();
         locked(() -> {
@@ -353,6 +354,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
     }
 
     /** Takes an empty drive out of service (DISABLED) or back (EMPTY). */
+    @Override
     public void setEnabled(String drive, boolean enabled) {
         locked(() -> {
             Drive d = drive0(drive);

@@ -58,4 +58,20 @@ public interface TapeLibrary {
 
     /** Unloads the mounted volume and returns it to its slot. */
     CompletableFuture<Void> dismount(String drive);
+
+    /**
+     * Operator action: takes an empty drive out of service (DISABLED) or puts a disabled one back (EMPTY).
+     * The schedulers follow it at their next round.
+     */
+    default void setEnabled(String drive, boolean enabled) {
+        throw new UnsupportedOperationException("the " + layout().name() + " library's driver cannot switch drives");
+    }
+
+    /**
+     * Operator action after a repair: a FAILED drive is EMPTY again, its stuck cartridge (if any) back in its
+     * slot. Completes when done; the schedulers use the drive again at their next round.
+     */
+    default CompletableFuture<Void> recover(String drive) {
+        throw new UnsupportedOperationException("the " + layout().name() + " library's driver cannot recover drives");
+    }
 }

@@ -2,6 +2,7 @@ package dev.stagehand.recall.scheduler;
 
 import dev.stagehand.platform.EventClock;
 import dev.stagehand.recall.scheduler.SchedulerConfig.Policy;
+import dev.stagehand.tape.DriveState;
 import dev.stagehand.tape.DriveStatus;
 import dev.stagehand.tape.ReadBatch;
 import dev.stagehand.tape.ReadResult;
@@ -11,6 +12,7 @@ import dev.stagehand.tape.TapeLibrary;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -121,6 +123,31 @@ public final class RecallEngine {
                 d.state = DState.FAILED;
             }
         }
+    }
+
+    /**
+     * Follows an operator's change to the library's drives: a drive this engine holds as failed that the library
+     * now reports EMPTY (recovered, enabled) is used again; an empty one it reports DISABLED or FAILED is not used.
+     * Read only at start before, a recovered drive stayed out of use until the service was restarted.
+     */
+    public synchronized void libraryDrives(Collection<DriveStatus> states) {
+        boolean back = false;
+        for (DriveStatus s : states) {
+            Drive d = drives.get(s.drive());
+            if (d == null) continue;
+            if (d.state == DState.FAILED && s.state() == DriveState.EMPTY) {
+                if (d.volume != null) store.releaseVolume(d.volume); // only a lease of ours
+                d.state = DState.EMPTY;
+                d.volume = null;
+                d.experiment = null;
+                d.failed = false;
+                back = true;
+            } else if (d.state == DState.EMPTY && (s.state() == DriveState.DISABLED || s.state() == DriveState.FAILED)) {
+                d.state = DState.FAILED;
+                d.volume = s.volume();
+            }
+        }
+        if (back) requestPass();
     }
 
     /** Seconds since this engine started, its time line. */

@@ -218,6 +218,7 @@ public final class RecallService {
         Instant now = clock.now();
         boolean sweep = sweepCursor < 0 && Duration.between(lastSweep, now).compareTo(SWEEP) >= 0;
         settleLeases();
+        engine.libraryDrives(library.drives()); // an operator's recovery or switch of a drive
         if (sweep) {
             requeueLostCopies(); // first: the walk below and the intake take them in as queued
             // the cache answers for what was staged: the engine need not hold every request it ever served, and a

@@ -33,6 +33,7 @@ final class FakeLibrary implements TapeLibrary {
     final List<String> mounts = new ArrayList<>();
     final Set<String> badSegments = new HashSet<>(); // "volume:fileId"
     final Set<String> missingVolumes = new HashSet<>(); // mounts fail with VOLUME_UNAVAILABLE
+    final Set<String> outOfService = new HashSet<>(); // drives reported DISABLED
     int maxConcurrentMoves;
     private final List<double[]> moves = new ArrayList<>();
 
@@ -49,7 +50,10 @@ final class FakeLibrary implements TapeLibrary {
     @Override
     public List<DriveStatus> drives() {
         List<DriveStatus> l = new ArrayList<>();
-        for (String d : layout.drives()) l.add(new DriveStatus(d, mounted.containsKey(d) ? DriveState.MOUNTED_IDLE : DriveState.EMPTY, mounted.get(d), 0));
+        for (String d : layout.drives()) {
+            l.add(new DriveStatus(d, outOfService.contains(d) ? DriveState.DISABLED
+                    : mounted.containsKey(d) ? DriveState.MOUNTED_IDLE : DriveState.EMPTY, mounted.get(d), 0));
+        }
         return l;
     }
 

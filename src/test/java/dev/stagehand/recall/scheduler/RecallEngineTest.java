@@ -635,4 +635,20 @@ class RecallEngineTest {
         for (long gone : new long[] {2, 4, 5}) assertThat(h.engine.model().file(gone)).as("file %d", gone).isNull();
         assertThat(h.engine.model().queues()).isEmpty();
     }
+
+    @Test
+    void aDriveTheLibraryReportsFailedOrDisabledIsNotUsedUntilItReportsItEmptyAgain() {
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.library.outOfService.add("d0");
+        h.engine.libraryDrives(h.library.drives());
+        h.submitAt(0, "r1", 0, "exp", List.of(file(1, "V1", 0, GB), file(2, "V1", GB, GB)));
+        h.run();
+        assertThat(h.library.mounts).as("its only drive is out of service").isEmpty();
+
+        h.library.outOfService.clear(); // an operator recovered or enabled it
+        h.engine.libraryDrives(h.library.drives());
+        h.run();
+        assertThat(h.library.mounts).containsExactly("V1");
+        assertThat(h.engine.model().request("r1").finished()).isTrue();
+    }
 }
