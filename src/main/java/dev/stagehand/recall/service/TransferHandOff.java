@@ -101,11 +101,11 @@ final class TransferHandOff {
             } catch (RuntimeException e) {
                 // this file cannot be sent; failing it keeps it from blocking every later hand-off
                 log.warn("cannot hand {} of request {} to the movers: {}", r.name(), r.request(), e.toString());
-                jdbc.update("""
+                int failed = jdbc.update("""
                         UPDATE stage_request_file SET state = 'failed', error = ?, finished_at = now()
                          WHERE request_id = ?::uuid AND file_id = ? AND state = 'on_disk'""",
                         "cannot be handed to the movers: " + e.getMessage(), r.request(), r.file());
-                cache.release(List.of(r.file()), r.request());
+                if (failed > 0) cache.release(List.of(r.file()), r.request()); // only by the instance that failed it
                 settlement.settleRequestsOf(r.file());
                 continue;
             }
@@ -187,8 +187,11 @@ final class TransferHandOff {
                 continue;
             }
             String also = bad == null ? "" : " (" + bad + "; its copies were found bad " + (before + 1) + " times)";
-            switch (e.state()) {
-                case "queued", "active" -> transfers.cancel(e.job()); // its file was cancelled
+            int mine = switch (e.state()) {
+                case "queued", "active" -> { // its file was cancelled (and its pin released by the cancel)
+                    transfers.cancel(e.job());
+                    yield 1;
+                }
                 case "done" -> jdbc.update("""
                         UPDATE stage_request_file SET state = 'done', error = NULL, finished_at = now()
                          WHERE request_id = ?::uuid AND file_id = ? AND state = 'transferring'""", e.request(), e.file());
@@ -196,9 +199,11 @@ final class TransferHandOff {
                         UPDATE stage_request_file SET state = 'failed', error = ?, finished_at = now()
                          WHERE request_id = ?::uuid AND file_id = ? AND state = 'transferring'""",
                         "transfer " + e.state() + (e.error() == null ? "" : ": " + e.error()) + also, e.request(), e.file());
-            }
-            // delivered (or given up): the copy need not stay for this request
-            cache.release(List.of(e.file()), e.request());
+            };
+            // delivered (or given up): the copy need not stay for this request. Only by the instance that ended the
+            // file: another that read the same transfer may have read the file again meanwhile (its copy found bad),
+            // and the pin is kept for that read
+            if (mine > 0) cache.release(List.of(e.file()), e.request());
             files.add(e.file());
         }
         for (long f : new ArrayList<>(files)) settlement.settleRequestsOf(f);
