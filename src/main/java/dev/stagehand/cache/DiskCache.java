@@ -870,9 +870,14 @@ public class DiskCache {
 
     /**
      * Runs {@code work} in a transaction, again if PostgreSQL broke a deadlock by aborting it: instances with
-     * different directories may insert the same files in different orders, and the loser simply retries.
+     * different directories may insert the same files in different orders, and the loser simply retries. Inside
+     * a caller's transaction it runs once: a deadlock aborted the caller's whole transaction, which only the caller
+     * can run again (a retry here failed on the aborted transaction instead).
      */
     private <T> T inTransaction(java.util.function.Supplier<T> work) {
+        if (org.springframework.transaction.support.TransactionSynchronizationManager.isActualTransactionActive()) {
+            return tx.execute(status -> work.get());
+        }
         return ON_DEADLOCK.invoke(() -> tx.execute(status -> work.get()));
     }
 

@@ -55,6 +55,7 @@ public final class RecallService {
     private final RecallProperties props;
     private final DiskCache cache;
     private final TransferHandOff handOff;
+    private final org.springframework.transaction.support.TransactionTemplate tx;
     private final RecallMetrics metrics;
     private final String instance;
     private volatile RecallEngine engine;
@@ -88,6 +89,7 @@ public final class RecallService {
         this.cache = cache;
         this.metrics = metrics;
         this.handOff = transfers == null ? null : new TransferHandOff(jdbc, transfers, cache, metrics, lostCopyRequests::addAll);
+        this.tx = Transactions.on(jdbc);
         this.library = library;
         this.clock = clock;
         this.model = model;
@@ -553,21 +555,31 @@ public final class RecallService {
     void pin(List<Long> fileIds, String onlyRequest) {
         if (fileIds.isEmpty()) return;
         Map<String, List<Long>> byRequest = new LinkedHashMap<>();
-        Map<String, Long> lifetimes = new HashMap<>();
         jdbc.query("""
-                SELECT x.request_id::text, r.disk_lifetime_s, x.file_id FROM stage_request_file x
+                SELECT x.request_id::text, x.file_id FROM stage_request_file x
                   JOIN stage_request r ON r.id = x.request_id
                  WHERE x.file_id = ANY(?) AND NOT x.released AND x.state NOT IN ('cancelled', 'failed', 'done')
                    AND r.state IN ('submitted', 'active') AND (?::uuid IS NULL OR x.request_id = ?::uuid)""", rs -> {
-            String id = rs.getString(1);
-            lifetimes.put(id, rs.getLong(2));
-            byRequest.computeIfAbsent(id, k -> new ArrayList<>()).add(rs.getLong(3));
+            byRequest.computeIfAbsent(rs.getString(1), k -> new ArrayList<>()).add(rs.getLong(2));
         }, fileIds.toArray(Long[]::new), onlyRequest, onlyRequest);
         for (var e : byRequest.entrySet()) {
-            long life = lifetimes.get(e.getKey());
-            cache.pin(e.getValue(), e.getKey(), Duration.ofSeconds(life > 0 ? life : 86_400));
+            String request = e.getKey();
+            // its row held while its files are read again and pinned (RequestPins): a release or cancel that
+            // committed since the look above is respected, one that comes later removes these pins
+            PIN_DEADLOCK.invoke(() -> tx.executeWithoutResult(t -> {
+                Duration life = RequestPins.lockOpen(jdbc, request);
+                if (life == null) return;
+                List<Long> wanted = jdbc.queryForList("""
+                        SELECT file_id FROM stage_request_file
+                         WHERE request_id = ?::uuid AND file_id = ANY(?) AND NOT released
+                           AND state NOT IN ('cancelled', 'failed', 'done')""", Long.class, request, e.getValue().toArray(Long[]::new));
+                if (!wanted.isEmpty()) cache.pin(wanted, request, life);
+            }));
         }
     }
+
+    /** A request's pins are made in a transaction of their own: one that lost a deadlock runs again. */
+    private static final org.springframework.core.retry.RetryTemplate PIN_DEADLOCK = DatabaseRetry.onDeadlock(Duration.ofMillis(10));
 
     /** Cancelled files per open request the engine serves, as last seen (the running counts, V30). */
     private final Map<String, Long> cancelledSeen = new HashMap<>();

@@ -12,7 +12,9 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -127,14 +129,32 @@ final class TransferHandOff {
      * the copy be evicted before it is sent. Returns how many pins were renewed.
      */
     int keepPinned() {
-        List<DiskCache.PinNeed> needs = jdbc.query("""
-                SELECT x.file_id, x.request_id::text, r.disk_lifetime_s FROM stage_request_file x
+        Map<String, List<Long>> waiting = new LinkedHashMap<>();
+        jdbc.query("""
+                SELECT x.request_id::text, x.file_id FROM stage_request_file x
                   JOIN stage_request r ON r.id = x.request_id
                  WHERE x.state = 'transferring' AND NOT x.released AND r.state IN ('submitted', 'active')""",
-                (rs, i) -> new DiskCache.PinNeed(rs.getLong(1), rs.getString(2),
-                        Duration.ofSeconds(rs.getLong(3) > 0 ? rs.getLong(3) : 86_400)));
-        return cache.keepPinned(needs);
+                rs -> { waiting.computeIfAbsent(rs.getString(1), k -> new ArrayList<>()).add(rs.getLong(2)); });
+        int renewed = 0;
+        for (var e : waiting.entrySet()) {
+            String request = e.getKey();
+            // a request at a time, its row held while its files are read again and their pins renewed (RequestPins)
+            renewed += ON_DEADLOCK.invoke(() -> tx.execute(t -> {
+                Duration life = RequestPins.lockOpen(jdbc, request);
+                if (life == null) return 0;
+                List<DiskCache.PinNeed> needs = jdbc.query("""
+                        SELECT file_id FROM stage_request_file
+                         WHERE request_id = ?::uuid AND file_id = ANY(?) AND state = 'transferring' AND NOT released""",
+                        (rs, i) -> new DiskCache.PinNeed(rs.getLong(1), request, life), request, e.getValue().toArray(Long[]::new));
+                return cache.keepPinned(needs);
+            }));
+        }
+        return renewed;
     }
+
+    /** Pins are renewed and released in transactions of their own here: one that lost a deadlock runs again. */
+    private static final org.springframework.core.retry.RetryTemplate ON_DEADLOCK =
+            dev.stagehand.platform.DatabaseRetry.onDeadlock(Duration.ofMillis(10));
 
     private boolean collect(boolean all) {
         record Ended(String request, long file, String state, String error, long job, String errorClass) {}
@@ -187,23 +207,28 @@ final class TransferHandOff {
                 continue;
             }
             String also = bad == null ? "" : " (" + bad + "; its copies were found bad " + (before + 1) + " times)";
-            int mine = switch (e.state()) {
-                case "queued", "active" -> { // its file was cancelled (and its pin released by the cancel)
-                    transfers.cancel(e.job());
-                    yield 1;
-                }
-                case "done" -> jdbc.update("""
-                        UPDATE stage_request_file SET state = 'done', error = NULL, finished_at = now()
-                         WHERE request_id = ?::uuid AND file_id = ? AND state = 'transferring'""", e.request(), e.file());
-                default -> jdbc.update("""
-                        UPDATE stage_request_file SET state = 'failed', error = ?, finished_at = now()
-                         WHERE request_id = ?::uuid AND file_id = ? AND state = 'transferring'""",
-                        "transfer " + e.state() + (e.error() == null ? "" : ": " + e.error()) + also, e.request(), e.file());
-            };
-            // delivered (or given up): the copy need not stay for this request. Only by the instance that ended the
-            // file: another that read the same transfer may have read the file again meanwhile (its copy found bad),
-            // and the pin is kept for that read
-            if (mine > 0) cache.release(List.of(e.file()), e.request());
+            // ended, and its pin released, holding its request's row as a release does: a renewal of the request's
+            // pins (keepPinned) that read the file as waiting is not committed after the release
+            ON_DEADLOCK.invoke(() -> tx.executeWithoutResult(t -> {
+                jdbc.queryForList("SELECT id FROM stage_request WHERE id = ?::uuid FOR UPDATE", e.request());
+                int mine = switch (e.state()) {
+                    case "queued", "active" -> { // its file was cancelled (and its pin released by the cancel)
+                        transfers.cancel(e.job());
+                        yield 1;
+                    }
+                    case "done" -> jdbc.update("""
+                            UPDATE stage_request_file SET state = 'done', error = NULL, finished_at = now()
+                             WHERE request_id = ?::uuid AND file_id = ? AND state = 'transferring'""", e.request(), e.file());
+                    default -> jdbc.update("""
+                            UPDATE stage_request_file SET state = 'failed', error = ?, finished_at = now()
+                             WHERE request_id = ?::uuid AND file_id = ? AND state = 'transferring'""",
+                            "transfer " + e.state() + (e.error() == null ? "" : ": " + e.error()) + also, e.request(), e.file());
+                };
+                // delivered (or given up): the copy need not stay for this request. Only by the instance that ended the
+                // file: another that read the same transfer may have read the file again meanwhile (its copy found bad),
+                // and the pin is kept for that read
+                if (mine > 0) cache.release(List.of(e.file()), e.request());
+            }));
             files.add(e.file());
         }
         for (long f : new ArrayList<>(files)) settlement.settleRequestsOf(f);
