@@ -439,6 +439,59 @@ class PipelineIT {
         assertThat(cache.pins(landedId)).containsKey(id.toString());
     }
 
+    /**
+     * A release drops a file's pin, not the transfer its request asked for (cancel is for that): a released file
+     * whose copy is lost before its hand-off (found bad by another request's transfer, gone from disk) is read
+     * again and sent. It was left on disk without a copy, never handed on, its request open for ever.
+     */
+    @Test
+    void aReleasedFileWhoseCopyIsLostBeforeItsHandOffIsReadAgainAndSent() throws Exception {
+        start(100 * SIZE, 1, transfers);
+        HandedOn h = releasedOnDisk("rel0");
+        assertThat(cache.discardCopy(h.fileId(), "test: found bad by another request's transfer")).isTrue();
+        readAgainAndSent(h);
+    }
+
+    /** The same for a released file's copy evicted before its hand-off: released, it has no pin to keep it. */
+    @Test
+    void aReleasedFileEvictedBeforeItsHandOffIsReadAgainAndSent() throws Exception {
+        start(SIZE, 1, transfers); // room for one file
+        HandedOn h = releasedOnDisk("rel1");
+        long other = ItDb.simulatedFile(jdbc, "/pipe/" + tag + "/other", SIZE);
+        dev.stagehand.cache.Reservation r = cache.reserve(other, SIZE, "another recall").reservation();
+        assertThat(cache.lookup(List.of(h.fileId()))).as("evicted for another file").isEmpty();
+        cache.abort(r, "test: room for the file again");
+        readAgainAndSent(h);
+    }
+
+    /** A one-file request with a destination whose file landed (its hand-off due at the next round), then released. */
+    HandedOn releasedOnDisk(String file) {
+        String name = file(file, volume("a"));
+        UUID id = requests.submit("it", new NewStageRequest(null, List.of(name), null, 86_400L,
+                "gsiftp://dest.example.org:2811/data/", "atlas")).request().id();
+        submitted.add(id);
+        long fileId = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, name);
+        for (int i = 0; i < 200 && !states(id).containsKey("on_disk"); i++) {
+            service.poll();
+            clock.advance(Duration.ofSeconds(5));
+        }
+        assertThat(states(id)).isEqualTo(Map.of("on_disk", 1L));
+        requests.release(id, null);
+        assertThat(cache.pins(fileId)).isEmpty();
+        return new HandedOn(id, name, fileId, "stage:" + id + ":" + fileId);
+    }
+
+    void readAgainAndSent(HandedOn h) {
+        pollUntil(() -> !jdbc.queryForList(JOBS, String.class, h.correlation()).isEmpty());
+        assertThat(readsOf(h.name())).as("read again from tape").isEqualTo(2);
+        assertThat(jdbc.queryForList(JOBS, String.class, h.correlation())).containsExactly("queued");
+        assertThat(states(h.id())).isEqualTo(Map.of("transferring", 1L));
+        assertThat(cache.pins(h.fileId())).as("released: not pinned again").doesNotContainKey(h.id().toString());
+        jdbc.update("UPDATE transfer_job SET state = 'done', finished_at = now() WHERE correlation = ?", h.correlation());
+        service.poll();
+        assertThat(requestState(h.id())).isEqualTo("done");
+    }
+
     @Test
     void eachVerifiedFileGoesToTheTransferQueueAsSoonAsItIsOnDiskAndEndsWithItsTransfer() {
         start(100 * SIZE, 1, transfers);

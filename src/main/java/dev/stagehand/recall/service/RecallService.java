@@ -301,7 +301,10 @@ public final class RecallService {
      * Files answered on disk for open requests whose copy was lost since (its file gone from disk, or found
      * corrupt) are queued again: the walk and the intake then read them from tape. Otherwise a file waiting for
      * its hand-off waited for ever (no verified copy to send), and a request without a destination ended with a
-     * file that is not on disk. A request released, or ended, keeps its rows: a new request reads the file again.
+     * file that is not on disk. A released file of a request with a destination is read again too: a release
+     * drops the pin, not the transfer the request asked for (cancel is for that), and left on disk without a copy
+     * it kept its request open for ever. A released file of a request without one has ended (nothing more is
+     * owed: it need not be on disk), as has every file of an ended request: a new request reads the file again.
      */
     private void requeueLostCopies() {
         Instant checked = cache.now();
@@ -312,13 +315,28 @@ public final class RecallService {
                     UPDATE stage_request_file x SET state = 'queued', finished_at = NULL
                       FROM stage_request r
                      WHERE r.id = x.request_id AND r.state IN ('submitted', 'active') AND x.state = 'on_disk'
-                       AND NOT x.released AND x.file_id = ANY(?)
+                       AND (NOT x.released OR r.destination IS NOT NULL) AND x.file_id = ANY(?)
                     RETURNING x.request_id::text""", String.class, (Object) lost.toArray(Long[]::new));
             if (!requests.isEmpty()) {
                 log.warn("{} file(s) of open requests lost their cached copy (gone from disk or found corrupt): read from tape again",
                         requests.size());
                 lostCopyRequests.addAll(requests);
             }
+        }
+        // a file waiting for its hand-off whose copy left the cache otherwise: evicted (a released file has no pin,
+        // so the next reservation that needs space may take its copy before the hand-off). Looked for from the
+        // requests' side (open ones with a destination, their few files on disk), as evictions are many
+        List<String> evicted = jdbc.queryForList("""
+                UPDATE stage_request_file x SET state = 'queued', finished_at = NULL
+                  FROM stage_request r
+                 WHERE r.id = x.request_id AND r.state IN ('submitted', 'active') AND r.destination IS NOT NULL
+                   AND x.state = 'on_disk' AND NOT EXISTS (SELECT 1 FROM cache_file cf WHERE cf.file_id = x.file_id
+                                                             AND cf.state IN ('reserved', 'writing', 'verified'))
+                RETURNING x.request_id::text""", String.class);
+        if (!evicted.isEmpty()) {
+            log.warn("{} file(s) waiting for their hand-off had no copy in the cache any more (evicted): read from tape again",
+                    evicted.size());
+            lostCopyRequests.addAll(evicted);
         }
         lostCheckedTo = checked.minus(LATE_LOSS); // only once it went through
     }
