@@ -572,31 +572,28 @@ public final class RecallService {
      */
     void pin(List<Long> fileIds, String onlyRequest) {
         if (fileIds.isEmpty()) return;
-        Map<String, List<Long>> byRequest = new LinkedHashMap<>();
-        jdbc.query("""
-                SELECT x.request_id::text, x.file_id FROM stage_request_file x
-                  JOIN stage_request r ON r.id = x.request_id
-                 WHERE x.file_id = ANY(?) AND NOT x.released AND x.state NOT IN ('cancelled', 'failed', 'done')
-                   AND r.state IN ('submitted', 'active') AND (?::uuid IS NULL OR x.request_id = ?::uuid)""", rs -> {
-            byRequest.computeIfAbsent(rs.getString(1), k -> new ArrayList<>()).add(rs.getLong(2));
-        }, fileIds.toArray(Long[]::new), onlyRequest, onlyRequest);
-        for (var e : byRequest.entrySet()) {
-            String request = e.getKey();
-            // its row held while its files are read again and pinned (RequestPins): a release or cancel that
-            // committed since the look above is respected, one that comes later removes these pins
-            PIN_DEADLOCK.invoke(() -> tx.executeWithoutResult(t -> {
-                Duration life = RequestPins.lockOpen(jdbc, request);
-                if (life == null) return;
-                List<Long> wanted = jdbc.queryForList("""
-                        SELECT file_id FROM stage_request_file
-                         WHERE request_id = ?::uuid AND file_id = ANY(?) AND NOT released
-                           AND state NOT IN ('cancelled', 'failed', 'done')""", Long.class, request, e.getValue().toArray(Long[]::new));
-                if (!wanted.isEmpty()) cache.pin(wanted, request, life);
-            }));
-        }
+        Long[] ids = fileIds.toArray(Long[]::new);
+        String wanting = """
+                SELECT x.request_id FROM stage_request_file x WHERE x.file_id = ANY(?) AND NOT x.released
+                   AND x.state NOT IN ('cancelled', 'failed', 'done') AND (?::uuid IS NULL OR x.request_id = ?::uuid)""";
+        // the requests' rows held while their files are read and pinned (RequestPins)
+        PIN_DEADLOCK.invoke(() -> tx.executeWithoutResult(t -> {
+            RequestPins.lockOpen(jdbc, wanting, ids, onlyRequest, onlyRequest);
+            Map<String, List<Long>> byRequest = new LinkedHashMap<>();
+            Map<String, Duration> lifetimes = new HashMap<>();
+            jdbc.query("""
+                    SELECT x.request_id::text, r.disk_lifetime_s, x.file_id FROM stage_request_file x
+                      JOIN stage_request r ON r.id = x.request_id
+                     WHERE x.file_id = ANY(?) AND NOT x.released AND x.state NOT IN ('cancelled', 'failed', 'done')
+                       AND r.state IN ('submitted', 'active') AND (?::uuid IS NULL OR x.request_id = ?::uuid)""", rs -> {
+                lifetimes.put(rs.getString(1), RequestPins.lifetime(rs.getLong(2)));
+                byRequest.computeIfAbsent(rs.getString(1), k -> new ArrayList<>()).add(rs.getLong(3));
+            }, ids, onlyRequest, onlyRequest);
+            byRequest.forEach((request, files) -> cache.pin(files, request, lifetimes.get(request)));
+        }));
     }
 
-    /** A request's pins are made in a transaction of their own: one that lost a deadlock runs again. */
+    /** Pins are made in a transaction of their own: one that lost a deadlock runs again. */
     private static final org.springframework.core.retry.RetryTemplate PIN_DEADLOCK = DatabaseRetry.onDeadlock(Duration.ofMillis(10));
 
     /** Cancelled files per open request the engine serves, as last seen (the running counts, V30). */

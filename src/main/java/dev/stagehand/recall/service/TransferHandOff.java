@@ -12,9 +12,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -129,27 +127,16 @@ final class TransferHandOff {
      * the copy be evicted before it is sent. Returns how many pins were renewed.
      */
     int keepPinned() {
-        Map<String, List<Long>> waiting = new LinkedHashMap<>();
-        jdbc.query("""
-                SELECT x.request_id::text, x.file_id FROM stage_request_file x
-                  JOIN stage_request r ON r.id = x.request_id
-                 WHERE x.state = 'transferring' AND NOT x.released AND r.state IN ('submitted', 'active')""",
-                rs -> { waiting.computeIfAbsent(rs.getString(1), k -> new ArrayList<>()).add(rs.getLong(2)); });
-        int renewed = 0;
-        for (var e : waiting.entrySet()) {
-            String request = e.getKey();
-            // a request at a time, its row held while its files are read again and their pins renewed (RequestPins)
-            renewed += ON_DEADLOCK.invoke(() -> tx.execute(t -> {
-                Duration life = RequestPins.lockOpen(jdbc, request);
-                if (life == null) return 0;
-                List<DiskCache.PinNeed> needs = jdbc.query("""
-                        SELECT file_id FROM stage_request_file
-                         WHERE request_id = ?::uuid AND file_id = ANY(?) AND state = 'transferring' AND NOT released""",
-                        (rs, i) -> new DiskCache.PinNeed(rs.getLong(1), request, life), request, e.getValue().toArray(Long[]::new));
-                return cache.keepPinned(needs);
-            }));
-        }
-        return renewed;
+        // the requests' rows held while their files are read and their pins renewed (RequestPins)
+        return ON_DEADLOCK.invoke(() -> tx.execute(t -> {
+            RequestPins.lockOpen(jdbc, "SELECT request_id FROM stage_request_file WHERE state = 'transferring' AND NOT released");
+            List<DiskCache.PinNeed> needs = jdbc.query("""
+                    SELECT x.file_id, x.request_id::text, r.disk_lifetime_s FROM stage_request_file x
+                      JOIN stage_request r ON r.id = x.request_id
+                     WHERE x.state = 'transferring' AND NOT x.released AND r.state IN ('submitted', 'active')""",
+                    (rs, i) -> new DiskCache.PinNeed(rs.getLong(1), rs.getString(2), RequestPins.lifetime(rs.getLong(3))));
+            return cache.keepPinned(needs);
+        }));
     }
 
     /** Pins are renewed and released in transactions of their own here: one that lost a deadlock runs again. */
