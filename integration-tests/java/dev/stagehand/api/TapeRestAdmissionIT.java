@@ -63,6 +63,23 @@ class TapeRestAdmissionIT {
                 Long.class, "fts-" + tag)).isEqualTo(2);
     }
 
+    @Test
+    void aRequestNoLimitCanEverAdmitIsTooLargeNotTooMany() {
+        ItDb.cancelOpenRequests(jdbc);
+        ApiClient idle = ApiClient.as(port, accounts, tokens, "idle-" + tag, ApiRole.ADMIN);
+        // 5 files with nothing open: over the per-account limit of 4 however long the client waits
+        ApiClient.Answer five = idle.post("/api/v1/stage", stage(11, 12, 13, 14, 15));
+        assertProblem(five, 413, "the limit on open files per account is 4", "this request names 5");
+        assertThat(five.json().get("errors").get(0).get("field").stringValue()).isEqualTo("files");
+        // 4 fit the limit but not the account's room once it holds some: 429 with Retry-After, as before
+        assertThat(idle.post("/api/v1/stage", stage(16, 17)).status()).isEqualTo(201);
+        String four = stage(11, 12, 13, 14);
+        assertProblem(idle.post("/api/v1/stage", four), 429);
+        assertThat(idle.retryAfter("/api/v1/stage", four)).isEqualTo("60");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM stage_request WHERE owner = ?", Long.class, "idle-" + tag))
+                .isEqualTo(1);
+    }
+
     /** A WLCG stage body naming catalog files {@code n} of this test. */
     String stage(int... n) {
         List<Map<String, String>> files = IntStream.of(n).mapToObj(i -> {

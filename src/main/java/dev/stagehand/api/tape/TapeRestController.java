@@ -101,7 +101,8 @@ class TapeRestController {
 
     @PostMapping(path = "/api/v1/stage", consumes = MediaType.ALL_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
     @Operation(summary = "Stage files (WLCG)", description = "201 with Location and requestId; 429 with Retry-After when "
-            + "the service holds as much open stage work as it admits.",
+            + "the service holds as much open stage work as it admits; 413 when the request names more files than "
+            + "the limits on open files admit at all.",
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = StageBody.class))))
     ResponseEntity<Created> stage(HttpServletRequest http) throws IOException {
@@ -124,6 +125,8 @@ class TapeRestController {
                         + " files, this one names " + files.size(),
                         List.of(EntryError.field("files", files.size() + " files; at most " + StageRequests.MAX_FILES)));
             }
+            // more files than a limit on open files admits could never be admitted: a 429 would be retried for ever
+            tooLargeForTheLimits(files.size());
             Iterator<JsonNode> it = files.iterator();
             for (int i = 0; it.hasNext(); i++) {
                 JsonNode f = it.next();
@@ -209,6 +212,17 @@ class TapeRestController {
         }
         UUID id = (absent.isEmpty() ? requests.submit(who, req) : requests.submitFailingAbsent(who, req, absent)).request().id();
         return ResponseEntity.created(URI.create("/api/v1/stage/" + id)).body(new Created(id.toString()));
+    }
+
+    /** 413 naming the limit when {@code files} is more than a limit on open files admits even with none open. */
+    private void tooLargeForTheLimits(int files) {
+        boolean perAccount = props.maxActiveFilesPerAccount() < props.maxActiveFiles();
+        long limit = perAccount ? props.maxActiveFilesPerAccount() : props.maxActiveFiles();
+        if (files <= limit) return;
+        String why = "the limit on open files" + (perAccount ? " per account" : "") + " is " + limit
+                + " (stagehand.api.wlcg.max-active-files" + (perAccount ? "-per-account" : "") + "); this request names "
+                + files + ": split it";
+        throw new BadInput(HttpStatus.CONTENT_TOO_LARGE, why, List.of(EntryError.field("files", why)));
     }
 
     @GetMapping(path = "/api/v1/stage/{id}", produces = MediaType.APPLICATION_JSON_VALUE)
