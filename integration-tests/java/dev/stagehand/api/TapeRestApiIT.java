@@ -383,6 +383,41 @@ class TapeRestApiIT {
         assertThat(otherAccount().post("/api/v1/stage", third).status()).isEqualTo(201);
     }
 
+    @Test
+    void gfal2ReleasesWithoutARequestIdAndTheCallersPinsGo() {
+        String vol = "G" + tag;
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", vol);
+        String a = file("ga", vol, "ok"), b = file("gb", vol, "ok");
+        // the caller stages a in two requests; another account stages it too
+        String first = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(Map.of("path", a), Map.of("path", b)))))
+                .json().get("requestId").stringValue();
+        String second = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(Map.of("path", a)))))
+                .json().get("requestId").stringValue();
+        String others = otherAccount().post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(Map.of("path", a)))))
+                .json().get("requestId").stringValue();
+        recall(LibraryEvents.NONE).until(() -> List.of(first, second, others).stream().allMatch(id ->
+                filesOf(api.get("/api/v1/stage/" + id).json()).values().stream()
+                        .allMatch(f -> f.get("state").stringValue().equals("COMPLETED"))));
+        for (String id : List.of(first, second, others)) assertThat(pins(id, a)).as(id).isEqualTo(1);
+
+        // gfal2 without the request id (FTS3 evicting the source after its copy): 404 before, a and b stayed pinned
+        assertThat(api.post("/api/v1/release/gfal2-placeholder-id", paths(a, "/wlcg/" + tag + "/never-staged")).status())
+                .isEqualTo(200);
+        assertThat(pins(first, a)).isZero();
+        assertThat(pins(second, a)).isZero();
+        assertThat(pins(first, b)).as("a file not named keeps its pin").isEqualTo(1);
+        assertThat(pins(others, a)).as("another account's request keeps its pin").isEqualTo(1);
+        assertThat(filesOf(api.get("/api/v1/stage/" + first).json()).get(a).get("onDisk").booleanValue()).isFalse();
+        assertThat(api.get("/api/v1/requests/" + second).json().get("released").longValue()).isEqualTo(1);
+        // malformed names are refused as with a request id
+        assertProblem(api.post("/api/v1/release/gfal2-placeholder-id", paths("relative")), 400);
+    }
+
+    long pins(String requestId, String path) {
+        return jdbc.queryForObject("SELECT count(*) FROM cache_pin p JOIN file f ON f.id = p.file_id WHERE p.owner = ? AND f.name = ?",
+                Long.class, requestId, path);
+    }
+
     ApiClient otherAccount() {
         return ApiClient.as(port, accounts, tokens, "fts-" + tag, dev.stagehand.api.security.ApiRole.ADMIN);
     }

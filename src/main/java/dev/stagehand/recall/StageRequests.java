@@ -109,6 +109,15 @@ public interface StageRequests {
     FileChange release(UUID id, List<String> files);
 
     /**
+     * Releases these files in every request of {@code owner} that holds them, whatever its state: a client that
+     * no longer knows which request staged a file (gfal2 releasing after a copy) unpins it as {@link #release}
+     * would in each. Names no request of the owner holds are passed over. Malformed names: {@code INVALID}.
+     *
+     * @return files released (one per request holding one)
+     */
+    long releaseOwned(String owner, List<String> files);
+
+    /**
      * Sets the priority of an unfinished request (an operator's decision). Out of the allowed range:
      * {@code INVALID}; a finished request: {@code CONFLICT}; an unknown one: {@code NOT_FOUND}.
      * Returns the request as stored after the change.

@@ -53,6 +53,13 @@ class TapeRestController {
 
     private static final Set<String> FILE_FIELDS = Set.of("path", "diskLifetime", "targetedMetadata");
 
+    /**
+     * The id gfal2 releases with when it has no stage request id (FTS3 evicting a source after its copy): the
+     * listed files are released in every request of the caller's account holding them, as EOS unpins the paths
+     * whatever the id. It was a 404, and the files stayed pinned for their whole disk lifetime.
+     */
+    static final String GFAL2_PLACEHOLDER_ID = "gfal2-placeholder-id";
+
     /** The error of a cancelled file in a poll's answer (it has no error of its own). */
     static final String CANCELLED_FILE = "staging cancelled";
 
@@ -289,13 +296,16 @@ class TapeRestController {
 
     @PostMapping(path = "/api/v1/release/{id}", consumes = MediaType.ALL_VALUE)
     @Operation(summary = "Release (unpin) files of a stage request (WLCG)",
+            description = "With the id gfal2-placeholder-id (gfal2 without a request id): the files are released in "
+                    + "every request of the caller's account that holds them.",
             requestBody = @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true,
                     content = @Content(mediaType = "application/json", schema = @Schema(implementation = PathsBody.class))))
     ResponseEntity<Void> release(@PathVariable("id") String id, HttpServletRequest http) throws IOException {
-        UUID uuid = visible(uuid(id), id);
+        UUID uuid = GFAL2_PLACEHOLDER_ID.equals(id) ? null : visible(uuid(id), id);
         List<String> paths = JsonBodies.selection(JsonBodies.read(http), "paths", true);
         ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, paths, null);
-        requests.release(uuid, paths);
+        if (uuid == null) requests.releaseOwned(ApiUser.current().account(), paths);
+        else requests.release(uuid, paths);
         return ResponseEntity.ok().build();
     }
 

@@ -490,6 +490,40 @@ class JdbcStageRequests implements StageRequests {
     }
 
     @Override
+    public long releaseOwned(String owner, List<String> files) {
+        List<EntryError> errors = new ArrayList<>();
+        if (files.isEmpty()) errors.add(EntryError.field("files", "empty: name at least one file"));
+        else if (files.size() > MAX_FILES) errors.add(EntryError.field("files", files.size() + " files; at most " + MAX_FILES));
+        else checkNames(files, errors);
+        if (!errors.isEmpty()) throw invalid(errors);
+        return tx.execute(status -> {
+            // the owner's requests holding a named file not yet released, locked as release locks one (in id order)
+            List<UUID> holding = jdbc.query(con -> {
+                var ps = con.prepareStatement("SELECT id FROM stage_request WHERE owner = ? AND id IN ("
+                        + "SELECT srf.request_id FROM stage_request_file srf JOIN file f ON f.id = srf.file_id "
+                        + "WHERE f.name = ANY (?) AND NOT srf.released) ORDER BY id FOR UPDATE");
+                ps.setString(1, owner);
+                ps.setArray(2, con.createArrayOf("text", files.toArray()));
+                return ps;
+            }, (rs, i) -> rs.getObject(1, UUID.class));
+            long changed = 0;
+            for (UUID id : holding) {
+                List<Long> released = jdbc.query(con -> {
+                    var ps = con.prepareStatement("UPDATE stage_request_file srf SET released = true FROM file f "
+                            + "WHERE f.id = srf.file_id AND srf.request_id = ? AND f.name = ANY (?) AND NOT srf.released "
+                            + "RETURNING srf.file_id");
+                    ps.setObject(1, id);
+                    ps.setArray(2, con.createArrayOf("text", files.toArray()));
+                    return ps;
+                }, (rs, i) -> rs.getLong(1));
+                cache.release(released, id.toString());
+                changed += released.size();
+            }
+            return changed;
+        });
+    }
+
+    @Override
     public void delete(UUID id) {
         tx.executeWithoutResult(status -> {
             lockRequest(id);
