@@ -138,6 +138,10 @@ class MalformedRequestsIT {
                 new Case("list with a text offset", "GET", "/api/v1/requests?offset=ten", null, 400, "offset", null, null),
                 new Case("list with a NUL in owner", "GET", "/api/v1/requests?owner=a%00b", null, 400, "owner", null, null),
                 new Case("list with a NUL in experiment", "GET", "/api/v1/requests?experiment=%00", null, 400, "experiment", null, null),
+                // PostgreSQL refuses a NUL in a query parameter: these were 500s
+                new Case("tokens with a NUL in account", "GET", "/api/v1/admin/tokens?account=a%00b", null, 400, "account", null, null),
+                new Case("token for an account with a NUL", "POST", "/api/v1/admin/tokens", "{\"account\": \"a\\u0000b\"}", 400, "account", null, null),
+                new Case("token with a NUL in its label", "POST", "/api/v1/admin/tokens", "{\"account\": \"admin\", \"label\": \"x\\u0000\"}", 400, "label", null, null),
                 new Case("cancel an unknown request", "POST", "/api/v1/requests/" + UUID.randomUUID() + "/cancel", null, 404, "id", null, null),
                 new Case("cancel with a bad UUID", "POST", "/api/v1/requests/123/cancel", null, 400, "id", null, null),
                 new Case("cancel a finished request", "POST", "/api/v1/requests/DONE/cancel", null, 409, "state", null, null),

@@ -128,7 +128,7 @@ class AdminController {
     @GetMapping(path = "/api/v1/admin/tokens", produces = MediaType.APPLICATION_JSON_VALUE)
     @Operation(summary = "Bearer tokens, newest first, without their secrets (admin)")
     List<ApiTokens.TokenInfo> tokens(@RequestParam(name = "account", required = false) String account) {
-        return tokens.list(account);
+        return tokens.list(BadInput.noNul("account", account)); // PostgreSQL refused a NUL: a 500
     }
 
     @PostMapping(path = "/api/v1/admin/tokens", consumes = MediaType.ALL_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
@@ -141,10 +141,14 @@ class AdminController {
         JsonBodies.unknownFields(body, Set.of("account", "label", "expiresInSeconds"), errors);
         JsonNode account = body.get("account");
         if (account == null || !account.isString()) errors.add(EntryError.field("account", "required: the account's name"));
+        // a NUL cannot reach PostgreSQL (it refused the query or the insert: a 500); no account name holds one
+        else if (account.stringValue().indexOf('\0') >= 0) errors.add(EntryError.field("account", "contains a NUL character"));
         else if (accounts.find(account.stringValue()).isEmpty()) errors.add(EntryError.field("account", "no account '" + account.stringValue() + "'"));
         JsonNode label = body.get("label");
         if (label != null && !label.isNull() && (!label.isString() || label.stringValue().length() > 200))
             errors.add(EntryError.field("label", "a text of at most 200 characters"));
+        else if (label != null && label.isString() && label.stringValue().indexOf('\0') >= 0)
+            errors.add(EntryError.field("label", "contains a NUL character"));
         JsonNode exp = body.get("expiresInSeconds");
         Instant expires = null;
         if (exp != null && !exp.isNull()) {
