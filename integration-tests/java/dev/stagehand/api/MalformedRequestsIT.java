@@ -186,6 +186,16 @@ class MalformedRequestsIT {
     }
 
     @Test
+    void aUrlTomcatCannotReadIsAProblemDocumentToo() {
+        // Tomcat refuses an encoded NUL in the path before any of the application runs: it was Tomcat's HTML page
+        for (String path : List.of("/api/v1/requests/a%00b", "/api/v1/stage/%00", "/api/v1/release/x%00/cancel")) {
+            Answer a = admin.get(path);
+            assertProblem(a, 400, "the URL cannot be read");
+            assertThat(a.json().get("errors").get(0).get("field").stringValue()).as(path).isEqualTo("url");
+        }
+    }
+
+    @Test
     void theTableHoldsAtLeastThirtyCases() {
         assertThat(cases().count()).isGreaterThanOrEqualTo(30);
     }
