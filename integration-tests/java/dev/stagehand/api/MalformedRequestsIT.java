@@ -186,12 +186,34 @@ class MalformedRequestsIT {
     }
 
     @Test
-    void aUrlTomcatCannotReadIsAProblemDocumentToo() {
-        // Tomcat refuses an encoded NUL in the path before any of the application runs: it was Tomcat's HTML page
-        for (String path : List.of("/api/v1/requests/a%00b", "/api/v1/stage/%00", "/api/v1/release/x%00/cancel")) {
-            Answer a = admin.get(path);
-            assertProblem(a, 400, "the URL cannot be read");
-            assertThat(a.json().get("errors").get(0).get("field").stringValue()).as(path).isEqualTo("url");
+    void aUrlTomcatCannotReadIsAProblemDocumentToo() throws java.io.IOException {
+        // Tomcat refuses these before any of the application runs: it was Tomcat's HTML page
+        for (String path : List.of("/api/v1/requests/a%00b", "/api/v1/stage/%00", "/api/v1/requests/a%2Fb",
+                "/api/v1/requests/a%5Cb", "/api/v1/requests/a%zzb", "/api/v1/requests/a%C3%28b")) {
+            assertUnreadable(path, "url", "the URL cannot be read");
+        }
+        // Spring Security's firewall refuses these: it was Spring Boot's error body
+        for (String path : List.of("/api/v1/requests/a;x=%00", "/api/v1/requests/a%0Ab", "/api/v1//requests")) {
+            assertUnreadable(path, "url", "the URL cannot be read");
+        }
+        // a query string that cannot be decoded failed in the controller: an error logged, Spring Boot's error body
+        assertUnreadable("/api/v1/requests?owner=%zz", "query", "the query string cannot be read");
+        assertUnreadable("/api/v1/admin/tokens?account=a%zz", "query", "the query string cannot be read");
+    }
+
+    /** Sent as it is (java.net.URI refuses a bad %-escape): a problem document naming the URL or its query. */
+    private void assertUnreadable(String path, String field, String detail) throws java.io.IOException {
+        try (var socket = new java.net.Socket("localhost", port)) {
+            // HTTP/1.0: the answer is not sent in chunks
+            socket.getOutputStream().write(("GET " + path + " HTTP/1.0\r\nHost: localhost\r\nAuthorization: Bearer "
+                    + admin.token() + "\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            String raw = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            String head = raw.substring(0, raw.indexOf("\r\n\r\n")).toLowerCase(java.util.Locale.ROOT);
+            assertThat(head).as(path).matches("(?s)http/1\\.[01] 400.*").contains("content-type: application/problem+json");
+            JsonNode problem = ApiClient.parse(raw.substring(raw.indexOf("\r\n\r\n") + 4));
+            assertThat(problem.get("status").intValue()).isEqualTo(400);
+            assertThat(problem.get("detail").stringValue()).as(path).contains(detail);
+            assertThat(problem.get("errors").get(0).get("field").stringValue()).as(path).isEqualTo(field);
         }
     }
 

@@ -18,6 +18,7 @@ import org.springframework.boot.web.server.WebServerFactoryCustomizer;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.http.HttpStatus;
+import org.springframework.security.web.firewall.RequestRejectedHandler;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -25,7 +26,8 @@ import tools.jackson.databind.json.JsonMapper;
  * path holds an encoded NUL, slash or backslash, or a bad %-escape, is refused by Tomcat's connector (400 "Invalid
  * URI") and mapped to no context, so neither a filter nor Spring's error controller sees it: the host's error report
  * valve writes the answer, which was Tomcat's HTML page. Tomcat's documented place for this is that valve; this one
- * writes {@code application/problem+json} with the same members as every other refusal of the API.
+ * writes {@code application/problem+json} with the same members as every other refusal of the API. What Tomcat lets
+ * through but Spring Security's firewall refuses is answered the same way.
  */
 @Configuration(proxyBeanMethods = false)
 @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
@@ -47,6 +49,36 @@ class ProblemReports {
         });
     }
 
+    /**
+     * A URL Spring Security's firewall refuses (a path parameter, an encoded %, period or control character, a
+     * double slash...) is answered alike; it went to Spring Boot's error page, not in the API's shape.
+     */
+    @Bean
+    RequestRejectedHandler requestRejectedAsProblem() {
+        return (request, response, e) -> {
+            response.setStatus(400);
+            response.setContentType("application/problem+json");
+            response.setCharacterEncoding("utf-8");
+            response.getWriter().write(problem(400, "Bad Request", unreadable(e.getMessage())));
+        };
+    }
+
+    private static String unreadable(String why) {
+        return "the URL cannot be read (" + why + "): its path holds a bad %-escape, an encoded NUL, slash, backslash "
+                + "or control character, or a sequence the API refuses";
+    }
+
+    /** A problem document as {@link ProblemAdvice} writes them, with one error naming the URL. */
+    private static String problem(int status, String title, String detail) {
+        Map<String, Object> problem = new LinkedHashMap<>();
+        problem.put("type", "https://stagehand.dev/problems/" + (status == 400 ? "invalid-request" : "error"));
+        problem.put("title", title);
+        problem.put("status", status);
+        problem.put("detail", detail);
+        problem.put("errors", List.of(Map.of("field", "url", "reason", detail)));
+        return JsonMapper.shared().writeValueAsString(problem);
+    }
+
     /** Tomcat's error report as a problem document; guards as Tomcat's own JsonErrorReportValve has them. */
     public static final class Valve extends ErrorReportValve {
 
@@ -63,21 +95,14 @@ class ProblemReports {
             // Tomcat's message ("Invalid URI", "Invalid URI: ..."), never an exception's: it may say too much
             String message = throwable == null && response.getMessage() != null && !response.getMessage().isBlank()
                     ? response.getMessage() : title;
-            String detail = status == 400
-                    ? "the URL cannot be read (" + message + "): its path holds a bad %-escape or an encoded NUL, slash or backslash"
-                    : message;
-            Map<String, Object> problem = new LinkedHashMap<>();
-            problem.put("type", "https://stagehand.dev/problems/" + (status == 400 ? "invalid-request" : "error"));
-            problem.put("title", title);
-            problem.put("status", status);
-            problem.put("detail", detail);
-            problem.put("errors", List.of(Map.of("field", "url", "reason", detail)));
+            // mapped to no context: the URL itself could not be read
+            String detail = status == 400 && request.getContext() == null ? unreadable(message) : message;
             try {
                 response.setContentType("application/problem+json");
                 response.setCharacterEncoding("utf-8");
                 Writer w = response.getReporter();
                 if (w != null) {
-                    w.write(JsonMapper.shared().writeValueAsString(problem));
+                    w.write(problem(status, title, detail));
                     response.finishResponse();
                 }
             } catch (IOException | IllegalStateException e) {
