@@ -115,6 +115,11 @@ class ConsoleController {
                 throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "unknown state '" + state + "'");
             }
         }
+        // a NUL cannot reach PostgreSQL (it refused the query: a 500); no owner or experiment holds a control character
+        for (String f : new String[] {experiment, owner}) {
+            if (f != null && dev.stagehand.catalog.FileNames.hasControl(f))
+                throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "no owner or experiment holds a control character");
+        }
         var page = requests.list(new RequestQuery(s, blankToNull(experiment), blankToNull(owner), null, Math.max(0, offset), PAGE,
                 ConsoleUser.of(who).scope()));
         model.addAttribute("page", page);
@@ -210,6 +215,7 @@ class ConsoleController {
 
     @GetMapping("/volumes")
     String volumes(@RequestParam(defaultValue = "") String q, Model model) {
+        if (q.indexOf('\0') >= 0) throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "no volume label holds a NUL character");
         model.addAttribute("q", q);
         model.addAttribute("volumes", volumes.list(q, 500));
         model.addAttribute("drives", views.drives());
@@ -225,6 +231,11 @@ class ConsoleController {
         } catch (IllegalArgumentException e) {
             audit.record(who.getName(), "volume.state", label, e.getMessage(), "refused");
             flash.addFlashAttribute("error", e.getMessage());
+            return "redirect:/console/volumes";
+        }
+        if (reason.indexOf('\0') >= 0) { // PostgreSQL refuses a NUL in the stored reason and the audit line: a 500
+            audit.record(who.getName(), "volume.state", label, "the reason holds a NUL character", "refused");
+            flash.addFlashAttribute("error", "A reason cannot hold a NUL character; nothing changed.");
             return "redirect:/console/volumes";
         }
         String detail = s.dbName() + (reason.isBlank() ? "" : " (" + reason.strip() + ")");
