@@ -59,7 +59,7 @@ class ProblemReports {
             response.setStatus(400);
             response.setContentType("application/problem+json");
             response.setCharacterEncoding("utf-8");
-            response.getWriter().write(problem(400, "Bad Request", unreadable(e.getMessage())));
+            response.getWriter().write(problem(400, "Bad Request", unreadable(e.getMessage()), true));
         };
     }
 
@@ -68,14 +68,14 @@ class ProblemReports {
                 + "or control character, or a sequence the API refuses";
     }
 
-    /** A problem document as {@link ProblemAdvice} writes them, with one error naming the URL. */
-    private static String problem(int status, String title, String detail) {
+    /** A problem document as {@link ProblemAdvice} writes them, with one error (naming the URL when it is the fault). */
+    private static String problem(int status, String title, String detail, boolean url) {
         Map<String, Object> problem = new LinkedHashMap<>();
         problem.put("type", "https://stagehand.dev/problems/" + (status == 400 ? "invalid-request" : "error"));
         problem.put("title", title);
         problem.put("status", status);
         problem.put("detail", detail);
-        problem.put("errors", List.of(Map.of("field", "url", "reason", detail)));
+        problem.put("errors", List.of(url ? Map.of("field", "url", "reason", detail) : Map.of("reason", detail)));
         return JsonMapper.shared().writeValueAsString(problem);
     }
 
@@ -96,13 +96,14 @@ class ProblemReports {
             String message = throwable == null && response.getMessage() != null && !response.getMessage().isBlank()
                     ? response.getMessage() : title;
             // mapped to no context: the URL itself could not be read
-            String detail = status == 400 && request.getContext() == null ? unreadable(message) : message;
+            boolean url = status == 400 && request.getContext() == null;
+            String detail = url ? unreadable(message) : message;
             try {
                 response.setContentType("application/problem+json");
                 response.setCharacterEncoding("utf-8");
                 Writer w = response.getReporter();
                 if (w != null) {
-                    w.write(problem(status, title, detail));
+                    w.write(problem(status, title, detail, url));
                     response.finishResponse();
                 }
             } catch (IOException | IllegalStateException e) {
