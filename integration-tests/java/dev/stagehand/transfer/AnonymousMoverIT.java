@@ -199,13 +199,53 @@ class AnonymousMoverIT {
         Path dst = destDir("dst-wrong");
         try (Mover mover = Movers.gridFtp(fast().withRetry(Duration.ofSeconds(3), 2, Duration.ofMillis(50), Duration.ofSeconds(1)), null)) {
             FileCopy c = copy(src, a.url(dst), adler(src) ^ 1);
+            // the local file does not read as the sum it is sent against: its own fault, not sent again
             assertThatThrownBy(() -> mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS))
                     .isInstanceOf(ExecutionException.class)
                     .cause().isInstanceOfSatisfying(TransferFailure.class, f -> {
-                        assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CHECKSUM_MISMATCH);
-                        assertThat(f.attempts()).isEqualTo(2);
+                        assertThat(f.kind()).isEqualTo(TransferFailure.Kind.SOURCE_CHECKSUM_MISMATCH);
+                        assertThat(f.attempts()).isEqualTo(1);
                     });
         }
+    }
+
+    /**
+     * A cached copy whose bytes rotted on disk after its sum was taken keeps its size: whether the server checks
+     * the whole file before its 226 (SCKS), CKSM checks it afterwards, or it goes as byte ranges, the mover reads
+     * the source once after the mismatch and fails it at once for its owner to read anew. It used to send the same
+     * bad bytes max-attempts times, each a CHECKSUM_MISMATCH, before the recall hand-off saw it.
+     */
+    @Test
+    void aLocalSourceWhoseBytesRottedFailsAtOnceNotSentAgain() throws Exception {
+        Path dst = destDir("dst-rotted");
+        List<String> retried = new java.util.concurrent.CopyOnWriteArrayList<>();
+        TransferListener retries = new TransferListener() {
+            @Override
+            public void retrying(FileCopy copy, TransferFailure failure) {
+                retried.add(copy.id() + ": " + failure.getMessage());
+            }
+        };
+        MoverSettings[] ways = {fast(), fast().withServerVerifyMaxBytes(1 << 20), fast().withChunking(64L << 20, 1L << 20, 0)};
+        for (int i = 0; i < ways.length; i++) {
+            Path src = file(root.resolve("src-rotted"), "r" + i + ".bin", 3 << 20, 40 + i);
+            long verified = adler(src);
+            try (var ch = java.nio.channels.FileChannel.open(src, java.nio.file.StandardOpenOption.WRITE)) {
+                ch.write(java.nio.ByteBuffer.wrap(new byte[] {7, 7, 7}), 1_000_000); // rotted, same size
+            }
+            try (Mover mover = Movers.gridFtp(ways[i], retries)) {
+                FileCopy c = copy(src, a.url(dst), verified);
+                assertThatThrownBy(() -> mover.submit(List.of(c)).result(c).get(60, TimeUnit.SECONDS))
+                        .as("way %d", i)
+                        .isInstanceOf(ExecutionException.class)
+                        .cause().isInstanceOfSatisfying(TransferFailure.class, f -> {
+                            assertThat(f.kind().name()).isEqualTo("SOURCE_CHECKSUM_MISMATCH");
+                            assertThat(f.retryable()).isFalse();
+                            assertThat(f.attempts()).isEqualTo(1);
+                            assertThat(f.getMessage()).contains("local source " + src);
+                        });
+            }
+        }
+        assertThat(retried).as("no attempt spent on the same bad bytes").isEmpty();
     }
 
     @Test
@@ -222,7 +262,8 @@ class AnonymousMoverIT {
             assertThatThrownBy(() -> mover.submit(List.of(wrong)).result(wrong).get(30, TimeUnit.SECONDS))
                     .isInstanceOf(ExecutionException.class)
                     .cause().isInstanceOfSatisfying(TransferFailure.class, f -> {
-                        assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CHECKSUM_MISMATCH);
+                        // the server's refusal, then the source read once: it is the source that is off the sum
+                        assertThat(f.kind()).isEqualTo(TransferFailure.Kind.SOURCE_CHECKSUM_MISMATCH);
                         assertThat(f.getMessage()).contains("INCORRECT_CHECKSUM");
                     });
             FileCopy right = copy(src, a.url(dst), adler(src));
@@ -241,7 +282,7 @@ class AnonymousMoverIT {
             assertThatThrownBy(() -> mover.submit(List.of(wrong)).result(wrong).get(30, TimeUnit.SECONDS))
                     .isInstanceOf(ExecutionException.class)
                     .cause().isInstanceOfSatisfying(TransferFailure.class,
-                            f -> assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CHECKSUM_MISMATCH));
+                            f -> assertThat(f.kind()).isEqualTo(TransferFailure.Kind.SOURCE_CHECKSUM_MISMATCH));
         }
     }
 

@@ -619,6 +619,29 @@ class PipelineIT {
                 .isEqualTo(jdbc.queryForObject("SELECT adler32 FROM file WHERE id = ?", String.class, h.fileId()));
     }
 
+    /**
+     * The mover found the cached copy itself off the catalog's sum and failed it at once (SOURCE_CHECKSUM_MISMATCH,
+     * no attempts spent on the same bytes): the copy is read here, discarded and the file read from tape again.
+     */
+    @Test
+    void aFileWhoseTransferFindsItsCachedCopyOffItsSumIsReadFromTapeAgain() throws Exception {
+        start(100 * SIZE, 1, transfers);
+        HandedOn h = handedOn("rot2");
+        Path copy = cache.lookup(List.of(h.fileId())).get(h.fileId()).path();
+        byte[] bytes = java.nio.file.Files.readAllBytes(copy);
+        bytes[bytes.length / 3] ^= 0x08;
+        java.nio.file.Files.write(copy, bytes);
+        transferFailed(h, "SOURCE_CHECKSUM_MISMATCH", "SOURCE_CHECKSUM_MISMATCH: local source " + copy
+                + " reads as ADLER32 0badc0de, catalog says 12345678");
+        service.poll();
+        assertThat(states(h.id())).as("queued for tape again, not failed").isEqualTo(Map.of("queued", 1L));
+        assertThat(jdbc.queryForObject("SELECT reason FROM cache_file WHERE file_id = ? AND state = 'corrupt' ORDER BY id DESC LIMIT 1",
+                String.class, h.fileId())).startsWith("a transfer found its copy " + copy + " reads as ADLER32 ");
+        pollUntil(() -> !jdbc.queryForList(JOBS, String.class, h.correlation()).isEmpty());
+        assertThat(readsOf(h.name())).as("read again from tape").isEqualTo(2);
+        assertThat(jdbc.queryForList(JOBS, String.class, h.correlation())).containsExactly("queued");
+    }
+
     /** A checksum failure with the cached copy intact is the destination's (or the network's): it stands. */
     @Test
     void aChecksumFailureWithAnIntactCachedCopyStands() {

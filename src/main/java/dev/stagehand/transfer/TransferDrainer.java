@@ -217,7 +217,7 @@ class TransferDrainer implements SmartLifecycle {
 
     /** Failures after which the destination may hold part of the file (the STOR may have begun). */
     private static final java.util.Set<TransferFailure.Kind> LEAVES_PARTIAL = java.util.EnumSet.of(
-            TransferFailure.Kind.CHECKSUM_MISMATCH, TransferFailure.Kind.PROTOCOL, TransferFailure.Kind.STALL,
+            TransferFailure.Kind.CHECKSUM_MISMATCH, TransferFailure.Kind.SOURCE_CHECKSUM_MISMATCH, TransferFailure.Kind.PROTOCOL, TransferFailure.Kind.STALL,
             TransferFailure.Kind.TIMEOUT, TransferFailure.Kind.QUOTA_EXCEEDED);
 
     /**

@@ -14,8 +14,13 @@ public final class TransferFailure extends RuntimeException {
         TIMEOUT(true, true),
         /** No bytes moved for the stall limit; the connection was closed by the watchdog. */
         STALL(true, true),
-        /** The destination's Adler32 differs from the expected one. */
+        /** The destination's Adler32 differs from the expected one (the local source's does not). */
         CHECKSUM_MISMATCH(true),
+        /**
+         * The local source's bytes do not have the expected Adler32 (a cached copy rotted on disk): sending
+         * them again cannot help, so the file fails at once and its owner reads it anew.
+         */
+        SOURCE_CHECKSUM_MISMATCH(false),
         /** Any other server or protocol error (retried, as the server may be at fault). */
         PROTOCOL(true),
         /** Login or authorization refused (unknown DN, bad credential). */

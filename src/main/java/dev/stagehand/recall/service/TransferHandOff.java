@@ -223,8 +223,12 @@ final class TransferHandOff {
         return !ended.isEmpty();
     }
 
-    /** Failure classes of a transfer that may be the cached copy's fault. */
-    static final Set<String> SOURCE_SUSPECT = Set.of(TransferFailure.Kind.BAD_REQUEST.name(), TransferFailure.Kind.CHECKSUM_MISMATCH.name());
+    /**
+     * Failure classes of a transfer that may be the cached copy's fault: the mover refused it, found its bytes
+     * off the catalog's sum (failed at once), or a sum disagreed at the destination (the copy is read to tell).
+     */
+    static final Set<String> SOURCE_SUSPECT = Set.of(TransferFailure.Kind.BAD_REQUEST.name(),
+            TransferFailure.Kind.SOURCE_CHECKSUM_MISMATCH.name(), TransferFailure.Kind.CHECKSUM_MISMATCH.name());
 
     /** Times a file is read again for one request after its copies were found bad, before its transfer's failure stands. */
     static final int MAX_READS_AGAIN = 2;

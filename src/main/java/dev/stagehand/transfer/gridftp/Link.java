@@ -337,8 +337,8 @@ final class Link {
                             if (p.length <= RangeSource.PRELOAD_MAX) {
                                 long read = src.preload();
                                 if (expected == null) expected = read;
-                                else if (read != expected) throw new ChecksumMismatch(String.format(
-                                        "local source %s read as ADLER32 %08x, catalog says %08x", job.local, read, expected));
+                                else if (read != expected) throw new TransferFailure(Kind.SOURCE_CHECKSUM_MISMATCH, String.format(
+                                        "local source %s read as ADLER32 %08x, catalog says %08x", job.local, read, expected), p.attempts, null);
                             } else if (expected == null) {
                                 expected = adler32(job.local, a);
                             }
@@ -478,7 +478,7 @@ final class Link {
      * ranges, each range on its own (so several server processes sum it at once), after the ranges' sums,
      * combined, were checked against the catalog's.
      */
-    private static List<Range> localRanges(Job job) throws ChecksumMismatch {
+    private static List<Range> localRanges(Job job) {
         List<Job.Piece> pieces = job.pieces;
         if (pieces.stream().anyMatch(p -> p.adler32 == null)) {
             // not read here (the catalog's sum is known): each range's sum comes from the server (UNKNOWN)
@@ -489,8 +489,8 @@ final class Link {
         for (Job.Piece p : pieces) combined = combine(combined, p.adler32, p.length);
         Long expected = job.copy.adler32();
         if (expected != null && expected != combined) {
-            throw new ChecksumMismatch(String.format("local source %s read as ADLER32 %08x, catalog says %08x",
-                    job.local, combined, expected));
+            throw new TransferFailure(Kind.SOURCE_CHECKSUM_MISMATCH, String.format("local source %s read as ADLER32 %08x, catalog says %08x",
+                    job.local, combined, expected), 0, null);
         }
         if (pieces.size() == 1) return List.of(new Range(0, -1, combined));
         return pieces.stream().map(p -> new Range(p.offset, p.length, p.adler32)).toList();
@@ -588,6 +588,7 @@ final class Link {
     private void failed(Job.Piece p, TransferFailure f, boolean wholeFile) {
         Job job = p.job;
         if (job.finished()) return;
+        if (f.kind() == Kind.CHECKSUM_MISMATCH && job.local != null && job.copy.adler32() != null) f = sourceChecked(job, f);
         // after every piece was written the attempt is the file's whole send: its pieces' retries counted here
         // gave a split file with a few range retries up at its first mismatch, never resending it
         int attempt = wholeFile ? job.wholeSends.get() : p.attempts;
@@ -608,6 +609,25 @@ final class Link {
             job.fail(new TransferFailure(f.kind(), job.copy.destination() + ": " + f.getMessage().replaceFirst("^\\w+: ", ""),
                     wholeFile ? 1 + job.retries.get() : attempt, f.getCause()));
         }
+    }
+
+    /**
+     * A local file sent against the catalog's Adler32 failed its check: the destination's fault (or the
+     * network's), or the source's own bytes (a cached copy rotted on disk; such a file is not read while it
+     * is sent). The source is read once to tell: every further attempt would send the same bad bytes, so a
+     * source that does not match fails at once, for its owner to read it anew.
+     */
+    private static TransferFailure sourceChecked(Job job, TransferFailure f) {
+        long expected = job.copy.adler32();
+        long read;
+        try {
+            read = adler32(job.local);
+        } catch (java.io.IOException e) {
+            return new TransferFailure(Kind.BAD_REQUEST, "cannot read local file " + job.local + ": " + e, f.attempts(), e);
+        }
+        if (read == expected) return f;
+        return new TransferFailure(Kind.SOURCE_CHECKSUM_MISMATCH, String.format("local source %s reads as ADLER32 %08x, catalog says %08x (%s)",
+                job.local, read, expected, f.getMessage().replaceFirst("^\\w+: ", "")), f.attempts(), f.getCause());
     }
 
     /** A connection to {@code host} could not be opened. */

@@ -127,4 +127,41 @@ class GridFtpMoverTest {
             java.nio.file.Files.delete(local);
         }
     }
+
+    @Test
+    void aLocalSourceWhoseBytesAreOffTheCatalogsSumFailsAtOnceWhileADestinationMismatchIsSentAgain() throws Exception {
+        // 4 MiB as 4 ranges of 1 MiB, the catalog's sum known (ranges not read while sent): every CKSM of the
+        // written file mismatches. A source that itself reads off the catalog's sum (a cached copy rotted on
+        // disk) would be sent max-attempts (3) times over to no end; a sound source is sent again
+        java.nio.file.Path local = java.nio.file.Files.createTempFile("stagehand", ".dat");
+        byte[] bytes = new byte[4 << 20];
+        new java.util.Random(5).nextBytes(bytes);
+        java.nio.file.Files.write(local, bytes);
+        long sound = Link.adler32(local);
+        MoverSettings s = MoverSettings.defaults().withStreams(1, 4, false)
+                .withRetry(java.time.Duration.ofSeconds(5), 3, java.time.Duration.ofMillis(20), java.time.Duration.ofSeconds(1))
+                .withChunking(64L << 20, 1L << 20, 0);
+        try (FakeGridFtpServer server = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(s, null)) {
+            server.cksm = "deadbeef";
+            FileCopy rotted = new FileCopy("1", local.toUri(), URI.create("ftp://127.0.0.1:" + server.port() + "/d/rotted"), 4 << 20, sound ^ 0x40);
+            Throwable f = batchFailure(mover.submit(List.of(rotted)), rotted);
+            assertThat(f).isInstanceOfSatisfying(TransferFailure.class, t -> {
+                assertThat(t.kind().name()).isEqualTo("SOURCE_CHECKSUM_MISMATCH");
+                assertThat(t.retryable()).isFalse();
+                assertThat(t.attempts()).isEqualTo(1);
+                assertThat(t.getMessage()).contains("local source " + local + " reads as ADLER32 " + String.format("%08x", sound));
+            });
+            assertThat(server.count("ESTO")).as("sent once").isEqualTo(4);
+
+            FileCopy sent = new FileCopy("2", local.toUri(), URI.create("ftp://127.0.0.1:" + server.port() + "/d/sent"), 4 << 20, sound);
+            Throwable d = batchFailure(mover.submit(List.of(sent)), sent);
+            assertThat(d).isInstanceOfSatisfying(TransferFailure.class, t -> {
+                assertThat(t.kind()).isEqualTo(TransferFailure.Kind.CHECKSUM_MISMATCH);
+                assertThat(t.attempts()).isEqualTo(3);
+            });
+            assertThat(server.count("ESTO")).as("the destination's mismatch: sent 3 times").isEqualTo(4 + 4 * 3);
+        } finally {
+            java.nio.file.Files.delete(local);
+        }
+    }
 }
