@@ -51,16 +51,120 @@ class TransferCancelIT {
     }
 
     /**
+     * A transfer queued to the same place while the cancelled one's partial file is being deleted is not claimed
+     * until the delete is over. Before, it was claimed at once and its mover wrote there while the delete ran:
+     * the delete removed its bytes (it failed its checksum and was sent again, or, verified by the server before
+     * its 226, was reported done with no file left).
+     */
+    @Test
+    void aTransferQueuedToTheSamePlaceWhileThePartialFileIsDeletedWaitsForTheDelete() throws Exception {
+        String destination = "ftp://127.0.0.1:1/x/held-" + System.nanoTime();
+        TransferQueue queue = new TransferQueue(jdbc);
+        List<String> duringDelete = new java.util.concurrent.CopyOnWriteArrayList<>();
+        long[] next = new long[1];
+        HeldMover mover = new HeldMover();
+        mover.deleting = () -> {
+            next[0] = queue.enqueue(List.of(new TransferQueue.Request("cancel-it-next", java.net.URI.create("file:///nonexistent/next"),
+                    java.net.URI.create(destination), 1, null))).getFirst();
+            duringDelete.add(probeClaim(queue).contains(next[0]) ? "claimed" : queue.job(next[0]).state());
+        };
+        try {
+            cancelWhileMoving(destination, false, mover, id -> assertThat(queue.cancel(id)).isTrue());
+            assertThat(mover.deleted).containsExactly(java.net.URI.create(destination));
+            assertThat(duringDelete).as("the transfer queued meanwhile, while the delete ran").containsExactly("queued");
+            // the delete over, it goes (claimed here, or by another test context's drainer)
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            boolean claimed = false;
+            while (!claimed && System.nanoTime() < deadline) {
+                claimed = probeClaim(queue).contains(next[0]) || !queue.job(next[0]).state().equals("queued");
+                if (!claimed) Thread.sleep(50);
+            }
+            assertThat(claimed).as("claimed once the delete is over").isTrue();
+        } finally {
+            if (next[0] > 0) queue.cancel(next[0]);
+        }
+    }
+
+    /**
+     * A transfer to the same place queued in a transaction still open when the cancelled one's partial file is
+     * looked at: the look waits for it to commit, sees it, and leaves the file alone. Before, the look did not
+     * see it and the file was deleted as the new transfer started.
+     */
+    @Test
+    void aCancelledFilesPartialFileStaysWhenATransferToTheSamePlaceIsBeingQueued() throws Exception {
+        String destination = "ftp://127.0.0.1:1/x/held-" + System.nanoTime();
+        var tx = new org.springframework.transaction.support.TransactionTemplate(
+                new org.springframework.jdbc.datasource.DataSourceTransactionManager(jdbc.getDataSource()));
+        long[] next = new long[1];
+        HeldMover mover = new HeldMover();
+        cancelWhileMoving(destination, false, mover, id -> {
+            CountDownLatch queued = new CountDownLatch(1);
+            CountDownLatch commit = new CountDownLatch(1);
+            Thread enqueuer = Thread.ofVirtual().start(() -> tx.executeWithoutResult(t -> {
+                // not claimable by other test contexts' drainers once committed: not_before in the future
+                next[0] = new TransferQueue(jdbc).enqueue(List.of(new TransferQueue.Request("cancel-it-next",
+                        java.net.URI.create("file:///nonexistent/next"), java.net.URI.create(destination), 1, null))).getFirst();
+                jdbc.update("UPDATE transfer_job SET not_before = 'infinity' WHERE id = ?", next[0]);
+                queued.countDown();
+                try {
+                    commit.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }));
+            try {
+                assertThat(queued.await(30, TimeUnit.SECONDS)).isTrue();
+                assertThat(new TransferQueue(jdbc).cancel(id)).isTrue();
+                // until the drainer has looked: it deleted, or it waits for the open transaction's lock
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (mover.deleted.isEmpty() && System.nanoTime() < deadline && jdbc.queryForObject(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", Integer.class) == 0) {
+                    Thread.sleep(20);
+                }
+            } finally {
+                commit.countDown();
+                enqueuer.join();
+            }
+        });
+        try {
+            assertThat(mover.deleted).as("the partial file left for the transfer queued meanwhile").isEmpty();
+        } finally {
+            if (next[0] > 0) new TransferQueue(jdbc).cancel(next[0]);
+        }
+    }
+
+    /**
+     * Claims what is ready as the drainers do, and puts back at once what it took (other test contexts' rows
+     * among them); returns the ids it took.
+     */
+    List<Long> probeClaim(TransferQueue queue) {
+        List<Long> took = new java.util.ArrayList<>();
+        for (TransferJob j : queue.claim("cancel-it-probe", 100, Duration.ofMinutes(1), 5)) {
+            took.add(j.id());
+            queue.putBack(j.id(), "cancel-it-probe");
+        }
+        return took;
+    }
+
+    /**
      * Runs a drainer over one row to {@code destination}, cancels it while its file moves and waits until the
      * drainer recorded the file's end; with {@code another}, a second row to the same place is queued first.
      */
     HeldMover cancelWhileMoving(String destination, boolean another) throws Exception {
+        return cancelWhileMoving(destination, another, new HeldMover(), id -> assertThat(new TransferQueue(jdbc).cancel(id)).isTrue());
+    }
+
+    interface Cancel {
+        void cancel(long id) throws Exception;
+    }
+
+    /** As above, the mover's deletes and the cancel of the row given. */
+    HeldMover cancelWhileMoving(String destination, boolean another, HeldMover mover, Cancel cancel) throws Exception {
         // not claimable by the drainers of other test contexts on this database (not_before): only ours gets it
         String insert = """
                 INSERT INTO transfer_job (correlation, source, destination, size_bytes, not_before)
                 VALUES ('cancel-it', 'file:///nonexistent/held', ?, 1, 'infinity') RETURNING id""";
         long id = jdbc.queryForObject(insert, Long.class, destination);
-        HeldMover mover = new HeldMover();
         var settings = new TransferProperties.Queue(true, Duration.ofMillis(100), 200, 2000, Duration.ofMinutes(30), "",
                 properties.queue().outage(), 5);
         CountDownLatch recorded = new CountDownLatch(1);
@@ -77,7 +181,7 @@ class TransferCancelIT {
         try {
             assertThat(mover.moving.await(30, TimeUnit.SECONDS)).as("the drainer took the row").isTrue();
             if (another) other = jdbc.queryForObject(insert, Long.class, destination);
-            assertThat(new TransferQueue(jdbc).cancel(id)).isTrue();
+            cancel.cancel(id);
             // the lease is 30 minutes: its renewal, every 10, is not what notices the cancel
             assertThat(mover.dropped.await(30, TimeUnit.SECONDS)).as("the file dropped while its lease runs").isTrue();
             assertThat(recorded.await(30, TimeUnit.SECONDS)).as("the drainer recorded its end").isTrue();
@@ -117,8 +221,12 @@ class TransferCancelIT {
         final CountDownLatch dropped = new CountDownLatch(1);
         final List<java.net.URI> deleted = new java.util.concurrent.CopyOnWriteArrayList<>();
 
+        /** Run in each delete, before the files count as deleted (the delete under way). */
+        volatile Runnable deleting = () -> {};
+
         @Override
         public Map<java.net.URI, TransferFailure> delete(java.util.Collection<java.net.URI> urls) {
+            deleting.run();
             deleted.addAll(urls);
             return Map.of();
         }

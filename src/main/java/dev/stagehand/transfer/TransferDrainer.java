@@ -192,9 +192,9 @@ class TransferDrainer implements SmartLifecycle {
                                         + id + " held", () -> queue.holds(id, owner)) ? removePartial(c, f)
                                         // cancelled while moving (not taken over by another instance, which
                                         // still writes there): the row has ended, so only with no other
-                                        // transfer to the same place queued meanwhile
+                                        // transfer to the same place queued meanwhile, none claimed till it is done
                                         : f.kind() == TransferFailure.Kind.CANCELLED && DatabaseRetry.call("transfer "
-                                        + id + " cancelled", () -> queue.cancelledAlone(id)) ? removePartial(c, f) : f;
+                                        + id + " cancelled", () -> queue.claimPartialDelete(id, settings.lease())) ? removeHeldPartial(id, c, f) : f;
                                 // a cancelled row (or one taken over) is not ours to record: the row says what became of it
                                 if (DatabaseRetry.call("transfer " + id + " failed", () -> queue.failed(id, owner, last))
                                         || f.kind() == TransferFailure.Kind.CANCELLED) observe(job, c, claimedAt, null, last);
@@ -225,8 +225,8 @@ class TransferDrainer implements SmartLifecycle {
      * transfer: a reader there would take it for the file. It is removed while the row is still ours, before it
      * ends, so a transfer queued to the same place once it has ended (replication's next attempt) is not hit.
      * A cancelled row ended at its cancel: its partial copy goes only when no transfer to the same place is
-     * queued or moving (one queued between that look and the delete would lose its first bytes: it would
-     * fail its checksum and be sent again).
+     * queued or moving, and one queued after that look is not claimed until the delete is over
+     * ({@link TransferQueue#claimPartialDelete}).
      */
     private TransferFailure removePartial(FileCopy c, TransferFailure f) {
         if (!FileUrls.isGridFtp(c.destination())) return f;
@@ -239,6 +239,19 @@ class TransferDrainer implements SmartLifecycle {
         if (left == null) return f.withNote("no partial file is left at the destination");
         log.warn("transfer {}: the partial file at {} could not be deleted: {}", c.id(), c.destination(), left.getMessage());
         return f.withNote("the partial file at the destination could not be deleted (" + left.getMessage() + ")");
+    }
+
+    /** As {@link #removePartial} for a cancelled row holding its destination; the hold ends with the delete. */
+    private TransferFailure removeHeldPartial(long id, FileCopy c, TransferFailure f) {
+        try {
+            return removePartial(c, f);
+        } finally {
+            // not ended (database away): the hold lapses on its own
+            DatabaseRetry.call("transfer " + id + " partial file deleted", () -> {
+                queue.partialDeleted(id);
+                return true;
+            });
+        }
     }
 
     /** Meters and the event line; never disturbs the queue. */

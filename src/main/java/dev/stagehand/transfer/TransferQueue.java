@@ -97,10 +97,12 @@ public class TransferQueue {
         List<Long> ids = new ArrayList<>(requests.size());
         for (Request r : requests) {
             if (r.sizeBytes() < 0) throw new IllegalArgumentException("negative size for " + r.source());
+            // under its destination's lock, shared (see claimPartialDelete), held to the end of the transaction
             ids.add(jdbc.queryForObject("""
                     INSERT INTO transfer_job (correlation, source, destination, size_bytes, adler32)
-                    VALUES (?, ?, ?, ?, ?) RETURNING id""", Long.class,
-                    r.correlation(), r.source().toString(), r.destination().toString(), r.sizeBytes(), r.adler32()));
+                    SELECT ?, ?, ?, ?::bigint, ?::bigint FROM (SELECT %s) AS l RETURNING id""".formatted(DESTINATION_LOCK_SHARED.formatted("?")),
+                    Long.class, r.correlation(), r.source().toString(), r.destination().toString(), r.sizeBytes(), r.adler32(),
+                    r.destination().toString()));
         }
         if (!ids.isEmpty()) afterCommit(this::wakeDrainer);
         return ids;
@@ -133,10 +135,12 @@ public class TransferQueue {
      * the row is not failed (nothing changed).
      */
     public boolean retry(long id) {
+        // live again under its destination's lock, shared (see claimPartialDelete)
         boolean again = jdbc.update("""
-                UPDATE transfer_job SET state = 'queued', finished_at = NULL, lease_owner = NULL, lease_until = NULL,
+                UPDATE transfer_job j SET state = 'queued', finished_at = NULL, lease_owner = NULL, lease_until = NULL,
                        not_before = now(), outage_since = NULL, deferrals = 0, lapses = 0
-                WHERE id = ? AND state = 'failed'""", id) == 1;
+                  FROM (SELECT %s FROM transfer_job WHERE id = ?) AS l
+                WHERE j.id = ? AND j.state = 'failed'""".formatted(DESTINATION_LOCK_SHARED.formatted("destination")), id, id) == 1;
         if (again) afterCommit(this::wakeDrainer);
         return again;
     }
@@ -168,8 +172,11 @@ public class TransferQueue {
         List<TransferJob> claimed = new ArrayList<>(claimWhere(owner, limit, lease,
                 "state = 'active' AND lease_until < now() ORDER BY lease_until, id", ", lapses = lapses + 1"));
         if (claimed.size() < limit) {
-            claimed.addAll(claimWhere(owner, limit - claimed.size(), lease,
-                    "state = 'queued' AND not_before <= now() ORDER BY not_before, id", ""));
+            // not while a cancelled transfer's partial file at the same destination is being deleted
+            claimed.addAll(claimWhere(owner, limit - claimed.size(), lease, """
+                    state = 'queued' AND not_before <= now() AND NOT EXISTS (SELECT 1 FROM transfer_job d
+                          WHERE d.destination = transfer_job.destination AND d.partial_delete_until > now())
+                    ORDER BY not_before, id""", ""));
         }
         return claimed;
     }
@@ -239,16 +246,39 @@ public class TransferQueue {
                 Long.class, ids.toArray(Long[]::new), owner);
     }
 
+    /** A row's destination's lock (transaction-scoped), taken shared by whatever makes a row to it live. */
+    private static final String DESTINATION_LOCK_SHARED =
+            "pg_advisory_xact_lock_shared(hashtext('transfer_job.destination'), hashtext(%s))";
+
     /**
-     * Whether row {@code id} is cancelled and no live row (queued or active) goes to its destination: then the
-     * partial file its mover left there is no other transfer's and may be deleted.
+     * Whether the partial file cancelled row {@code id}'s mover left at its destination may be deleted: no live
+     * row (queued or active) goes there. If so the row holds the deletion for {@code hold} (until
+     * {@link #partialDeleted}): a row queued to the same place meanwhile is not claimed before, or the delete
+     * would remove its bytes. The look and the hold are made under the destination's lock, which a row becoming
+     * live (queued, retried) takes shared until it commits: so either the look sees that row, or the row is
+     * queued after the hold and its claim sees the hold. Before, a row queued between the look and the delete
+     * lost its first bytes to it (or all of them: a put verified by the server before its 226, then deleted).
      */
-    boolean cancelledAlone(long id) {
-        return jdbc.queryForList("""
-                SELECT 1 FROM transfer_job j
-                 WHERE j.id = ? AND j.state = 'cancelled' AND NOT EXISTS (
-                       SELECT 1 FROM transfer_job o WHERE o.destination = j.destination AND o.state IN ('queued', 'active'))""",
-                Integer.class, id).size() == 1;
+    boolean claimPartialDelete(long id, Duration hold) {
+        var tx = new org.springframework.transaction.support.TransactionTemplate(
+                new org.springframework.jdbc.datasource.DataSourceTransactionManager(java.util.Objects.requireNonNull(jdbc.getDataSource())));
+        return Boolean.TRUE.equals(tx.execute(t -> {
+            jdbc.query("SELECT pg_advisory_xact_lock(hashtext('transfer_job.destination'), hashtext(destination)) "
+                    + "FROM transfer_job WHERE id = ?", rs -> {}, id);
+            // clock_timestamp(): the lock may have been waited for
+            return jdbc.update("""
+                    UPDATE transfer_job j SET partial_delete_until = clock_timestamp() + make_interval(secs => ?)
+                     WHERE j.id = ? AND j.state = 'cancelled' AND NOT EXISTS (
+                           SELECT 1 FROM transfer_job o WHERE o.destination = j.destination AND o.state IN ('queued', 'active'))""",
+                    seconds(hold), id) == 1;
+        }));
+    }
+
+    /** Ends row {@code id}'s hold on its destination (its partial file deleted, or not): rows queued there may go. */
+    void partialDeleted(long id) {
+        if (jdbc.update("UPDATE transfer_job SET partial_delete_until = NULL WHERE id = ? AND partial_delete_until IS NOT NULL", id) > 0) {
+            afterCommit(this::wakeDrainer);
+        }
     }
 
     boolean done(long id, String owner, CopyResult r) {
