@@ -5,6 +5,7 @@ import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
@@ -230,15 +231,50 @@ class TransferDrainer implements SmartLifecycle {
      */
     private TransferFailure removePartial(FileCopy c, TransferFailure f) {
         if (!FileUrls.isGridFtp(c.destination())) return f;
-        TransferFailure left;
-        try {
-            left = mover.delete(List.of(c.destination())).get(c.destination());
-        } catch (RuntimeException e) {
-            left = new TransferFailure(TransferFailure.Kind.PROTOCOL, e.toString());
-        }
+        TransferFailure left = deleteWithOthers(c.destination());
         if (left == null) return f.withNote("no partial file is left at the destination");
         log.warn("transfer {}: the partial file at {} could not be deleted: {}", c.id(), c.destination(), left.getMessage());
         return f.withNote("the partial file at the destination could not be deleted (" + left.getMessage() + ")");
+    }
+
+    /** Partial files waiting to be deleted at one server, and the lock of the one delete at a time sent there. */
+    private record ServerDeletes(java.util.concurrent.locks.ReentrantLock lock,
+                                 java.util.concurrent.ConcurrentLinkedQueue<PendingDelete> waiting) {}
+
+    private record PendingDelete(URI url, CompletableFuture<TransferFailure> left) {}
+
+    private final Map<String, ServerDeletes> deletes = new ConcurrentHashMap<>();
+
+    /**
+     * Deletes {@code url} with the other partial files waiting for the same server, in one call of the mover
+     * (one session with that server): many transfers to one site cancelled at once each opened a session of
+     * their own. While a delete is under way the next ones gather; whoever gets the server's turn first sends
+     * all that wait. Returns what is left of it (null: deleted).
+     */
+    private TransferFailure deleteWithOthers(URI url) {
+        ServerDeletes server = deletes.computeIfAbsent(url.getScheme() + "://" + url.getRawAuthority(),
+                k -> new ServerDeletes(new java.util.concurrent.locks.ReentrantLock(), new java.util.concurrent.ConcurrentLinkedQueue<>()));
+        PendingDelete mine = new PendingDelete(url, new CompletableFuture<>());
+        server.waiting().add(mine);
+        server.lock().lock();
+        try {
+            if (!mine.left().isDone()) { // not sent with an earlier turn's files
+                List<PendingDelete> batch = new ArrayList<>();
+                for (PendingDelete p; (p = server.waiting().poll()) != null; ) batch.add(p);
+                Map<URI, TransferFailure> failed;
+                try {
+                    failed = mover.delete(batch.stream().map(PendingDelete::url).distinct().toList());
+                } catch (RuntimeException e) {
+                    TransferFailure all = new TransferFailure(TransferFailure.Kind.PROTOCOL, e.toString());
+                    failed = new java.util.HashMap<>();
+                    for (PendingDelete p : batch) failed.put(p.url(), all);
+                }
+                for (PendingDelete p : batch) p.left().complete(failed.get(p.url()));
+            }
+        } finally {
+            server.lock().unlock();
+        }
+        return mine.left().join();
     }
 
     /** As {@link #removePartial} for a cancelled row holding its destination; the hold ends with the delete. */

@@ -77,6 +77,15 @@ class TransferDrainerTest {
             return Outcome.PUT_BACK;
         }
 
+        /** Cancelled rows' partial files: no other transfer to the same place (the database's look). */
+        @Override
+        boolean claimPartialDelete(long id, Duration hold) {
+            return true;
+        }
+
+        @Override
+        void partialDeleted(long id) {}
+
         @Override
         boolean putBack(long id, String owner) {
             ended.put(id, "put back");
@@ -127,9 +136,20 @@ class TransferDrainerTest {
         final List<String> deleted = new CopyOnWriteArrayList<>();
         volatile Map<Long, String> endedRows = Map.of();
 
+        /** The files of each call (each a session with the server). */
+        final List<List<java.net.URI>> deleteCalls = new CopyOnWriteArrayList<>();
+        /** How long a call takes (a session's set-up and its DELEs). */
+        volatile long deleteMillis;
+
         @Override
         public Map<java.net.URI, TransferFailure> delete(java.util.Collection<java.net.URI> urls) {
+            deleteCalls.add(List.copyOf(urls));
             for (java.net.URI u : urls) deleted.add(u + " with rows ended: " + new java.util.TreeSet<>(endedRows.keySet()));
+            try {
+                Thread.sleep(deleteMillis);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
             return Map.of();
         }
 
@@ -238,6 +258,22 @@ class TransferDrainerTest {
         assertThat(mover.deleted).containsExactly("ftp://dtn:2811/d/f1 with rows ended: []");
         assertThat(queue.errors.get(1L)).endsWith("550 INCORRECT_CHECKSUM; no partial file is left at the destination");
         assertThat(queue.errors.get(2L)).isEqualTo("PERMISSION_DENIED: 550 denied");
+    }
+
+    /**
+     * Many transfers to one site cancelled at once: their partial files are deleted together, in a few calls of
+     * the mover (each one session with the server), not one call (and session) per file.
+     */
+    @Test
+    void partialFilesOfManyCancelledTransfersToOneServerAreDeletedTogether() throws Exception {
+        mover.deleteMillis = 100;
+        drainer(Duration.ofMillis(90)).start(); // the rows looked at every poll
+        claimed(20);
+        queue.held = false; // all cancelled by an operator: the drainer drops their files at its next look
+        await(() -> mover.deleted.size() == 20);
+        assertThat(mover.deleteCalls.stream().flatMap(List::stream).map(java.net.URI::toString).sorted().toList())
+                .as("each partial file deleted once").hasSize(20).doesNotHaveDuplicates();
+        assertThat(mover.deleteCalls).as("calls of the mover, each a session").hasSizeLessThanOrEqualTo(3);
     }
 
     @Test
