@@ -246,9 +246,14 @@ public class TransferQueue {
                 Long.class, ids.toArray(Long[]::new), owner);
     }
 
-    /** A row's destination's lock (transaction-scoped), taken shared by whatever makes a row to it live. */
-    private static final String DESTINATION_LOCK_SHARED =
-            "pg_advisory_xact_lock_shared(hashtext('transfer_job.destination'), hashtext(%s))";
+    /**
+     * A row's destination's lock (transaction-scoped), taken shared by whatever makes a row to it live. One of 256
+     * by the destination's hash, not one per destination: an enqueue of 10^5 files in one transaction would take
+     * 10^5 locks, more than PostgreSQL's shared lock table holds (max_locks_per_transaction x connections), and
+     * fail. Two destinations in one bucket only make a delete wait for the other's enqueue to commit.
+     */
+    private static final String DESTINATION_LOCK = "(hashtext('transfer_job.destination'), hashtext(%s) & 255)";
+    private static final String DESTINATION_LOCK_SHARED = "pg_advisory_xact_lock_shared" + DESTINATION_LOCK;
 
     /**
      * Whether the partial file cancelled row {@code id}'s mover left at its destination may be deleted: no live
@@ -263,8 +268,8 @@ public class TransferQueue {
         var tx = new org.springframework.transaction.support.TransactionTemplate(
                 new org.springframework.jdbc.datasource.DataSourceTransactionManager(java.util.Objects.requireNonNull(jdbc.getDataSource())));
         return Boolean.TRUE.equals(tx.execute(t -> {
-            jdbc.query("SELECT pg_advisory_xact_lock(hashtext('transfer_job.destination'), hashtext(destination)) "
-                    + "FROM transfer_job WHERE id = ?", rs -> {}, id);
+            jdbc.query("SELECT pg_advisory_xact_lock" + DESTINATION_LOCK.formatted("destination") + " FROM transfer_job WHERE id = ?",
+                    rs -> {}, id);
             // clock_timestamp(): the lock may have been waited for
             return jdbc.update("""
                     UPDATE transfer_job j SET partial_delete_until = clock_timestamp() + make_interval(secs => ?)
