@@ -601,19 +601,9 @@ class PipelineIT {
     void aFileWhoseTransferFailsItsChecksumOnARottedCachedCopyIsReadFromTapeAgain() throws Exception {
         start(100 * SIZE, 1, transfers);
         HandedOn h = handedOn("rot0");
-        Path copy = cache.lookup(List.of(h.fileId())).get(h.fileId()).path();
-        byte[] bytes = java.nio.file.Files.readAllBytes(copy);
-        bytes[bytes.length / 2] ^= 0x40;
-        java.nio.file.Files.write(copy, bytes);
+        Path copy = rot(h, 2, 0x40);
         transferFailed(h, "CHECKSUM_MISMATCH", "CHECKSUM_MISMATCH: local source " + copy + " read as ADLER32 0badc0de, catalog says 12345678");
-        service.poll();
-        assertThat(states(h.id())).as("queued for tape again, not failed").isEqualTo(Map.of("queued", 1L));
-        assertThat(jdbc.queryForObject("SELECT reason FROM cache_file WHERE file_id = ? AND state = 'corrupt' ORDER BY id DESC LIMIT 1",
-                String.class, h.fileId())).startsWith("a transfer found its copy " + copy + " reads as ADLER32 ");
-
-        pollUntil(() -> !jdbc.queryForList(JOBS, String.class, h.correlation()).isEmpty());
-        assertThat(readsOf(h.name())).as("read again from tape").isEqualTo(2);
-        assertThat(jdbc.queryForList(JOBS, String.class, h.correlation())).containsExactly("queued");
+        assertReadFromTapeAgain(h, copy);
         Path again = cache.lookup(List.of(h.fileId())).get(h.fileId()).path();
         assertThat(dev.stagehand.cache.Checksums.adler32Of(again))
                 .isEqualTo(jdbc.queryForObject("SELECT adler32 FROM file WHERE id = ?", String.class, h.fileId()));
@@ -627,12 +617,23 @@ class PipelineIT {
     void aFileWhoseTransferFindsItsCachedCopyOffItsSumIsReadFromTapeAgain() throws Exception {
         start(100 * SIZE, 1, transfers);
         HandedOn h = handedOn("rot2");
-        Path copy = cache.lookup(List.of(h.fileId())).get(h.fileId()).path();
-        byte[] bytes = java.nio.file.Files.readAllBytes(copy);
-        bytes[bytes.length / 3] ^= 0x08;
-        java.nio.file.Files.write(copy, bytes);
+        Path copy = rot(h, 3, 0x08);
         transferFailed(h, "SOURCE_CHECKSUM_MISMATCH", "SOURCE_CHECKSUM_MISMATCH: local source " + copy
                 + " reads as ADLER32 0badc0de, catalog says 12345678");
+        assertReadFromTapeAgain(h, copy);
+    }
+
+    /** Flips a bit of the file's cached copy at 1/{@code part} of it: rotted on disk, its size unchanged. */
+    Path rot(HandedOn h, int part, int bit) throws java.io.IOException {
+        Path copy = cache.lookup(List.of(h.fileId())).get(h.fileId()).path();
+        byte[] bytes = java.nio.file.Files.readAllBytes(copy);
+        bytes[bytes.length / part] ^= (byte) bit;
+        java.nio.file.Files.write(copy, bytes);
+        return copy;
+    }
+
+    /** After the failed transfer is collected: the copy discarded as corrupt, the file read again, a transfer queued anew. */
+    void assertReadFromTapeAgain(HandedOn h, Path copy) {
         service.poll();
         assertThat(states(h.id())).as("queued for tape again, not failed").isEqualTo(Map.of("queued", 1L));
         assertThat(jdbc.queryForObject("SELECT reason FROM cache_file WHERE file_id = ? AND state = 'corrupt' ORDER BY id DESC LIMIT 1",
