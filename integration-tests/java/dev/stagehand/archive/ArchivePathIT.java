@@ -704,6 +704,42 @@ class ArchivePathIT {
                 e -> assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.CONFLICT));
     }
 
+    /**
+     * A buffer file deleted before it reached tape fails with "register it anew": its producer lands the same bytes
+     * again and registers them, and the file is queued and archived. The registration answered the failed status
+     * without change, and the file waited for an operator's retry.
+     */
+    @Test
+    void aDeletedBufferFileLandedAgainAndRegisteredIsWritten() throws Exception {
+        start(3, 1, 100 * MB, 3, 500 * MB, List.of());
+        Path p = land("again/f0", MB);
+        long id = buffer.register(List.of(entry(p, "ds-again-" + tag, null))).get(0).fileId();
+        Files.delete(p);
+        flushUntil(() -> state(id).equals("failed") && !flusher.busy());
+        assertThat(buffer.file(id).orElseThrow().error()).contains("register it anew");
+
+        assertThat(land("again/f0", MB)).isEqualTo(p); // the same bytes at the same path
+        ArchiveBuffer.ArchiveFileStatus again = buffer.register(List.of(entry(p, "ds-again-" + tag, null))).get(0);
+        assertThat(again.fileId()).isEqualTo(id);
+        assertThat(again.state()).as(this::copies).isEqualTo("queued");
+        flushUntil(() -> archived(List.of(id)) == 1 && !flusher.busy());
+        assertThat(segments(List.of(id))).hasSize(1);
+    }
+
+    /**
+     * A file that failed its tape checksum again and again (the drive, not the buffer file) is not queued again by a
+     * registration of the same bytes: each mismatch closes a volume, and only an operator's retry writes it again.
+     */
+    @Test
+    void aFileThatFailedItsTapeChecksumIsNotQueuedAgainByARegistration() throws Exception {
+        start(3, 1, 100 * MB, 5, 500 * MB, List.of());
+        Path p = land("mmreg/f0", MB);
+        long id = buffer.register(List.of(entry(p, "ds-mmreg-" + tag, null))).get(0).fileId();
+        faults.corruptWrite(buffer.file(id).orElseThrow().name());
+        flushUntil(() -> state(id).equals("failed") && !flusher.busy());
+        assertThat(buffer.register(List.of(entry(p, "ds-mmreg-" + tag, null))).get(0).state()).isEqualTo("failed");
+    }
+
     /** Tape copies that keep failing their checksum (a drive writing bad data) close at most a few volumes. */
     @Test
     void aCopyThatKeepsFailingItsChecksumOnTapeFailsAfterAFewVolumes() throws Exception {

@@ -266,13 +266,16 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
     /** In one transaction under the buffer lock: conflicts, admission, then the catalog and queue rows. */
     private List<Long> admit(List<Checked> files) {
         jdbc.queryForObject("SELECT id FROM archive_buffer WHERE id = 1 FOR UPDATE", Integer.class);
-        record Existing(long id, long size, String adler, String path) {}
+        record Existing(long id, long size, String adler, String path, String state, boolean tapeFault) {}
         Map<String, Existing> byName = new HashMap<>();
         jdbc.query("""
-                SELECT f.name, f.id, f.size_bytes, f.adler32, a.path FROM file f LEFT JOIN archive_file a ON a.file_id = f.id
+                SELECT f.name, f.id, f.size_bytes, f.adler32, a.path, a.state,
+                       EXISTS (SELECT 1 FROM archive_copy c WHERE c.file_id = f.id AND c.mismatches >= ?)
+                  FROM file f LEFT JOIN archive_file a ON a.file_id = f.id
                  WHERE f.name = ANY(?)""", rs -> {
-            byName.put(rs.getString(1), new Existing(rs.getLong(2), rs.getLong(3), trim(rs.getString(4)), rs.getString(5)));
-        }, (Object) files.stream().map(Checked::name).toArray(String[]::new));
+            byName.put(rs.getString(1), new Existing(rs.getLong(2), rs.getLong(3), trim(rs.getString(4)), rs.getString(5),
+                    rs.getString(6), rs.getBoolean(7)));
+        }, ArchiveFlusher.MAX_MISMATCHES, files.stream().map(Checked::name).toArray(String[]::new));
         Map<String, String> nameByPath = new HashMap<>();
         jdbc.query("SELECT a.path, f.name FROM archive_file a JOIN file f ON f.id = a.file_id WHERE a.path = ANY(?)",
                 rs -> { nameByPath.put(rs.getString(1), rs.getString(2)); },
@@ -281,11 +284,20 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         List<Long> ids = new ArrayList<>(files.size());
         List<Checked> fresh = new ArrayList<>();
         List<Integer> freshAt = new ArrayList<>();
+        List<Checked> landedAgain = new ArrayList<>();
+        List<Long> landedAgainIds = new ArrayList<>();
         for (Checked c : files) {
             Existing e = byName.get(c.name);
             if (e != null) {
                 if (c.path.toString().equals(e.path) && e.size == c.size && c.adler32.equals(e.adler)) {
                     ids.add(e.id); // the same registration again: answered, not repeated
+                    // failed because its buffer file was deleted or changed ("register it anew"): the registered bytes
+                    // are back, so it is written again. One whose tape copies kept failing their checksum (the drive's
+                    // fault, each closed a volume) waits for an operator's retry
+                    if ("failed".equals(e.state) && !e.tapeFault) {
+                        landedAgain.add(c);
+                        landedAgainIds.add(e.id);
+                    }
                 } else {
                     errors.add(EntryError.file(c.index, c.given, "a file named " + c.name + " is already in the catalog"
                             + (e.path == null ? " (not from the landing buffer)" : " with other content or another buffer path")));
@@ -302,6 +314,10 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
             fresh.add(c);
         }
         if (!errors.isEmpty()) throw new ArchiveRejected(Kind.CONFLICT, describe(errors), errors);
+        for (int i = 0; i < landedAgain.size(); i++) {
+            if (queueAgain(landedAgainIds.get(i), landedAgain.get(i).modified))
+                log.info("archive: {} landed again with its registered bytes: queued for tape again", landedAgain.get(i).name);
+        }
         if (fresh.isEmpty()) return ids;
         long incoming = fresh.stream().mapToLong(Checked::size).sum();
         long used = usedBytes();
@@ -577,16 +593,26 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
                     List.of(EntryError.file(0, f.name(), "buffer file changed after registration")));
         }
         tx.executeWithoutResult(s -> {
-            List<String> state = jdbc.queryForList("SELECT state FROM archive_file WHERE file_id = ? FOR UPDATE", String.class, fileId);
-            if (state.isEmpty() || !state.get(0).equals("failed")) throw notFailed(file(fileId).orElse(f));
-            jdbc.update("""
-                    UPDATE archive_copy SET state = 'queued', attempts = 0, mismatches = 0, error = NULL,
-                           claimed_by = NULL, lease_until = NULL, volume_id = NULL
-                     WHERE file_id = ? AND state = 'failed'""", fileId);
-            jdbc.update("UPDATE archive_file SET state = 'queued', updated_at = now() WHERE file_id = ?", fileId);
+            if (!queueAgain(fileId, null)) throw notFailed(file(fileId).orElse(f));
         });
         log.info("archive: {} queued for tape again by an operator's retry", f.name());
         return file(fileId).orElseThrow();
+    }
+
+    /**
+     * A failed file's copies not yet on tape are queued again, attempts counted from zero; false when it is not failed.
+     * {@code modified}: the buffer file's modification time now, when it was landed again (eviction checks it).
+     */
+    private boolean queueAgain(long fileId, Instant modified) {
+        List<String> state = jdbc.queryForList("SELECT state FROM archive_file WHERE file_id = ? FOR UPDATE", String.class, fileId);
+        if (state.isEmpty() || !state.get(0).equals("failed")) return false;
+        jdbc.update("""
+                UPDATE archive_copy SET state = 'queued', attempts = 0, mismatches = 0, error = NULL,
+                       claimed_by = NULL, lease_until = NULL, volume_id = NULL
+                 WHERE file_id = ? AND state = 'failed'""", fileId);
+        jdbc.update("UPDATE archive_file SET state = 'queued', modified_at = coalesce(?::timestamptz, modified_at), updated_at = now() WHERE file_id = ?",
+                modified == null ? null : Timestamp.from(modified), fileId);
+        return true;
     }
 
     private static ArchiveRejected notFailed(ArchiveFileStatus f) {
