@@ -740,6 +740,47 @@ class ArchivePathIT {
         assertThat(buffer.register(List.of(entry(p, "ds-mmreg-" + tag, null))).get(0).state()).isEqualTo("failed");
     }
 
+    /**
+     * A buffer path is free again once its file is evicted: a producer that lands each run's files at the same paths
+     * (naming them itself) registers the next file there. The evicted file kept the path for ever and every later
+     * registration of it was refused as "already registered".
+     */
+    @Test
+    void aBufferPathIsRegisteredAgainOnceItsFileWasEvicted() throws Exception {
+        start(3, 1, 100 * MB, 2, 10 * MB, List.of()); // high-water 8 MB, low-water 5 MB
+        List<Path> paths = new ArrayList<>();
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 7; i++) {
+            paths.add(land("slot/s" + i, MB));
+            files.add(new NewArchiveFile(paths.get(i).toString(), MB, null, "ds-slot-" + tag, "it", "/slot-" + tag + "/run1/f" + i, null));
+        }
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(ids) == 7 && !flusher.busy());
+        assertThat(buffer.evict()).isEqualTo(2);
+        int gone = state(ids.get(0)).equals("evicted") ? 0 : 1, kept = 6;
+        assertThat(state(ids.get(gone))).isEqualTo("evicted");
+        assertThat(state(ids.get(kept))).isNotEqualTo("evicted");
+
+        byte[] next = new byte[(int) MB];
+        new Random(11).nextBytes(next);
+        Path slot = paths.get(gone);
+        Files.write(slot, next); // run 2's file at the same path
+        ArchiveBuffer.ArchiveFileStatus run2 = buffer.register(List.of(
+                new NewArchiveFile(slot.toString(), MB, null, "ds-slot-" + tag, "it", "/slot-" + tag + "/run2/f" + gone, null))).get(0);
+        assertThat(run2.state()).isEqualTo("queued");
+        assertThat(run2.fileId()).isNotEqualTo(ids.get(gone));
+        assertThat(buffer.fileByName(slot.toRealPath().toString())).map(ArchiveBuffer.ArchiveFileStatus::fileId).contains(run2.fileId());
+        assertThat(buffer.locate(run2.fileId())).contains(slot.toRealPath());
+        // a path whose file is still in the buffer stays its own
+        assertThatThrownBy(() -> buffer.register(List.of(new NewArchiveFile(paths.get(kept).toString(), MB, null, "ds-slot-" + tag,
+                "it", "/slot-" + tag + "/run2/f" + kept, null)))).isInstanceOfSatisfying(ArchiveRejected.class,
+                e -> assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.CONFLICT));
+
+        flushUntil(() -> archived(List.of(run2.fileId())) == 1 && !flusher.busy());
+        assertThat(Files.readAllBytes(slot)).isEqualTo(next);
+        assertThat(state(ids.get(gone))).isEqualTo("evicted");
+    }
+
     /** Tape copies that keep failing their checksum (a drive writing bad data) close at most a few volumes. */
     @Test
     void aCopyThatKeepsFailingItsChecksumOnTapeFailsAfterAFewVolumes() throws Exception {

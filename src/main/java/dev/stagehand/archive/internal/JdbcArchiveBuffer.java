@@ -277,7 +277,8 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
                     rs.getString(6), rs.getBoolean(7)));
         }, ArchiveFlusher.MAX_MISMATCHES, files.stream().map(Checked::name).toArray(String[]::new));
         Map<String, String> nameByPath = new HashMap<>();
-        jdbc.query("SELECT a.path, f.name FROM archive_file a JOIN file f ON f.id = a.file_id WHERE a.path = ANY(?)",
+        // an evicted file's path is free for the next file landed there (V47)
+        jdbc.query("SELECT a.path, f.name FROM archive_file a JOIN file f ON f.id = a.file_id WHERE a.path = ANY(?) AND a.state <> 'evicted'",
                 rs -> { nameByPath.put(rs.getString(1), rs.getString(2)); },
                 (Object) files.stream().map(c -> c.path.toString()).toArray(String[]::new));
         List<EntryError> errors = new ArrayList<>();
@@ -474,13 +475,18 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         return Optional.ofNullable(s.get(0));
     }
 
-    /** By name, else by path: each along its unique index (an OR over the join read both tables whole: 1.4 s at 10^6 files). */
+    /**
+     * By name, else by path (the file there now, else the last evicted from it): each along its index (an OR over the
+     * join read both tables whole: 1.4 s at 10^6 files).
+     */
     @Override
     public Optional<ArchiveFileStatus> fileByName(String nameOrPath) {
         List<Long> ids = jdbc.queryForList("""
-                SELECT file_id FROM (SELECT a.file_id, 1 AS k FROM file f JOIN archive_file a ON a.file_id = f.id WHERE f.name = ?
+                SELECT file_id FROM (SELECT a.file_id, 1 AS k, false AS gone, a.registered_at FROM file f
+                                       JOIN archive_file a ON a.file_id = f.id WHERE f.name = ?
                                      UNION ALL
-                                     SELECT file_id, 2 FROM archive_file WHERE path = ?) x ORDER BY k LIMIT 1""",
+                                     SELECT file_id, 2, state = 'evicted', registered_at FROM archive_file WHERE path = ?) x
+                 ORDER BY k, gone, registered_at DESC LIMIT 1""",
                 Long.class, nameOrPath, nameOrPath);
         return ids.isEmpty() ? Optional.empty() : file(ids.get(0));
     }
