@@ -781,6 +781,34 @@ class ArchivePathIT {
         assertThat(state(ids.get(gone))).isEqualTo("evicted");
     }
 
+    /**
+     * A write drive that fails with the family's volume in it keeps the volume until it is repaired: the family goes on
+     * on another volume with the other write drive, and back to the first once it is out. The family counted as busy
+     * in that drive and nothing of it was written (the buffer filling behind it) until the drive was repaired.
+     */
+    @Test
+    void aFamilyGoesOnWhileItsVolumeIsStuckInAFailedDrive() throws Exception {
+        start(4, 2, 100 * MB, 3, 500 * MB, List.of());
+        String first = new DriveRoles(2).writeDrives(lib.layout()).get(0); // the drive a round offers work to first
+        String v1 = "A" + tag + "01", v2 = "A" + tag + "02";
+        String family = "ds-stuck-" + tag;
+        faults.failDrive(first);
+        List<Long> ids = List.of(registeredOne("stuck/f0", family));
+        flushUntil(() -> lib.drive(first).state() == DriveState.FAILED && !flusher.busy());
+        assertThat(lib.drive(first).volume()).isEqualTo(v1);
+        assertThat(state(ids.get(0))).isEqualTo("queued");
+
+        flushUntil(() -> archived(ids) == 1 && !flusher.busy());
+        assertThat(segments(ids)).extracting(Seg::volume).containsExactly(v2);
+        assertThat(volumeState(v1)).as("left open for the family").startsWith("available open");
+
+        lib.recover(first);
+        for (int i = 0; i < 100 && lib.drive(first).state() != DriveState.EMPTY; i++) clock.advance(Duration.ofSeconds(20));
+        List<Long> next = List.of(registeredOne("stuck/f1", family));
+        flushUntil(() -> archived(next) == 1 && !flusher.busy());
+        assertThat(segments(next)).extracting(Seg::volume).as("back to the older open volume").containsExactly(v1);
+    }
+
     /** Tape copies that keep failing their checksum (a drive writing bad data) close at most a few volumes. */
     @Test
     void aCopyThatKeepsFailingItsChecksumOnTapeFailsAfterAFewVolumes() throws Exception {

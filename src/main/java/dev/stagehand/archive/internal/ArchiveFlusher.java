@@ -172,7 +172,13 @@ public final class ArchiveFlusher {
         expireLeases();
         renewLeases();
         Map<String, DriveStatus> status = new HashMap<>();
-        for (DriveStatus s : library.drives()) status.put(s.drive(), s);
+        // volumes stuck in a failed or disabled drive (any drive of the library) until it is repaired: their families
+        // go on on another volume meanwhile, and back to them once they are out
+        Set<String> stuck = new HashSet<>();
+        for (DriveStatus s : library.drives()) {
+            status.put(s.drive(), s);
+            if ((s.state() == DriveState.FAILED || s.state() == DriveState.DISABLED) && s.volume() != null) stuck.add(s.volume());
+        }
         for (DriveJob job : jobs.values()) {
             if (job.busy) continue;
             DriveStatus st = status.get(job.drive);
@@ -180,7 +186,7 @@ public final class ArchiveFlusher {
             job.volume = st.volume();
             Claim c;
             try {
-                c = claim(job);
+                c = claim(job, stuck);
             } catch (RuntimeException e) {
                 log.warn("archive: claiming work for drive {} failed; retrying", job.drive, e);
                 continue;
@@ -235,7 +241,7 @@ public final class ArchiveFlusher {
         return Timestamp.from(Instant.now().plus(props.flush().lease()));
     }
 
-    private Claim claim(DriveJob job) {
+    private Claim claim(DriveJob job, Set<String> stuck) {
         String mounted = job.volume;
         // volumes in (or leaving) our other drives cannot be mounted here until they are back in their slot
         Set<String> elsewhere = new HashSet<>();
@@ -248,6 +254,7 @@ public final class ArchiveFlusher {
                     SELECT av.volume_id, v.label, av.family, av.copy_no, av.claimed_by, av.lease_until > now() AS leased
                       FROM archive_volume av JOIN volume v ON v.id = av.volume_id
                      WHERE av.state = 'open' AND v.state = 'available' ORDER BY av.opened_at DESC""", rs -> {
+                if (stuck.contains(rs.getString(2))) return;
                 String key = rs.getString(3) + '\0' + rs.getInt(4);
                 long id = rs.getLong(1);
                 open.put(key, new long[] {id});
@@ -268,7 +275,7 @@ public final class ArchiveFlusher {
             FamilyQueue q = FlushPlanner.choose(worth, here, minBytes);
             if (q == null) return null;
             for (int attempt = 0; attempt < 3; attempt++) {
-                Claim c = claimOn(q);
+                Claim c = claimOn(q, stuck);
                 if (c != CLOSED) return c;
             }
             return null;
@@ -297,10 +304,10 @@ public final class ArchiveFlusher {
 
     /**
      * Claims the head of the family's queue for its open volume (opening a blank one if needed). CLOSED: it was full.
-     * An open volume an operator disabled is not written (nor closed): the family opens another meanwhile, and
-     * goes back to the older one, still open, once it is made available again.
+     * An open volume an operator disabled, or one stuck in a failed drive, is not written (nor closed): the family
+     * opens another meanwhile, and goes back to the older one, still open, once it is available or out again.
      */
-    private Claim claimOn(FamilyQueue q) {
+    private Claim claimOn(FamilyQueue q, Set<String> stuck) {
         record Vol(long id, String label, long eod, String claimedBy, boolean leased) {}
         // one claim of a family's copy at a time (the row the claim's trigger locks anyway, V28, taken first): two
         // instances taking up a new family at once each opened a blank, unseen by the other before its commit
@@ -309,9 +316,10 @@ public final class ArchiveFlusher {
                 SELECT av.volume_id, v.label, av.end_of_data, av.claimed_by, av.lease_until > now()
                   FROM archive_volume av JOIN volume v ON v.id = av.volume_id
                  WHERE av.family = ? AND av.copy_no = ? AND av.state = 'open' AND v.library = ? AND v.state = 'available'
+                   AND v.label <> ALL(?)
                  ORDER BY av.opened_at LIMIT 1 FOR UPDATE OF av""",
                 (rs, i) -> new Vol(rs.getLong(1), rs.getString(2), rs.getLong(3), rs.getString(4), rs.getBoolean(5)),
-                q.family(), q.copy(), library.layout().name());
+                q.family(), q.copy(), library.layout().name(), stuck.toArray(String[]::new));
         Vol vol;
         if (!vols.isEmpty()) {
             vol = vols.get(0);
