@@ -809,6 +809,41 @@ class ArchivePathIT {
         assertThat(segments(next)).extracting(Seg::volume).as("back to the older open volume").containsExactly(v1);
     }
 
+    /**
+     * A producer that registers a file again (its first call's answer was lost) after the file was archived and evicted
+     * is answered its status, as any registration of the same file again: it was refused "no such file", and the
+     * producer took an archived file for one never registered. Another size or checksum is still refused.
+     */
+    @Test
+    void aRegistrationRepeatedAfterTheFileWasEvictedIsAnswered() throws Exception {
+        start(3, 1, 100 * MB, 2, 10 * MB, List.of()); // high-water 8 MB, low-water 5 MB
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 7; i++) files.add(entry(land("rep/f" + i, MB), "ds-rep-" + tag, null));
+        List<ArchiveBuffer.ArchiveFileStatus> st = buffer.register(files);
+        List<Long> ids = st.stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(ids) == 7 && !flusher.busy());
+        assertThat(buffer.evict()).isEqualTo(2);
+        int gone = state(ids.get(0)).equals("evicted") ? 0 : 1;
+        assertThat(Path.of(files.get(gone).path())).doesNotExist();
+
+        NewArchiveFile again = new NewArchiveFile(files.get(gone).path(), MB, st.get(gone).adler32(), "ds-rep-" + tag, "it", null, null);
+        Path fresh = land("rep/g0", MB);
+        List<ArchiveBuffer.ArchiveFileStatus> answer = buffer.register(List.of(again, entry(fresh, "ds-rep-" + tag, null)));
+        assertThat(answer.get(0).fileId()).isEqualTo(ids.get(gone));
+        assertThat(answer.get(0).state()).isEqualTo("evicted");
+        assertThat(answer.get(0).segments()).hasSize(1);
+        assertThat(answer.get(1).state()).isEqualTo("queued");
+
+        for (NewArchiveFile other : List.of(
+                new NewArchiveFile(again.path(), MB + 1, null, "ds-rep-" + tag, "it", null, null),
+                new NewArchiveFile(again.path(), MB, "00000001", "ds-rep-" + tag, "it", null, null),
+                new NewArchiveFile(again.path(), MB, null, "ds-rep-" + tag, "it", "/rep-" + tag + "/other-name", null)))
+            assertThatThrownBy(() -> buffer.register(List.of(other))).as("%s", other).isInstanceOfSatisfying(ArchiveRejected.class, e -> {
+                assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.INVALID);
+                assertThat(e.errors().get(0).reason()).isEqualTo("no such file");
+            });
+    }
+
     /** Tape copies that keep failing their checksum (a drive writing bad data) close at most a few volumes. */
     @Test
     void aCopyThatKeepsFailingItsChecksumOnTapeFailsAfterAFewVolumes() throws Exception {

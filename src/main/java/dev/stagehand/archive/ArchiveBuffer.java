@@ -17,7 +17,8 @@ public interface ArchiveBuffer {
     /**
      * Registers files (all or none): each is checked, checksummed (Adler32, streamed) and entered in the
      * catalog with its dataset, and queued for tape. Registering a file again with the same content
-     * returns its status without change; but a file failed because its buffer file was deleted or changed is
+     * returns its status without change (once it was evicted too: its name, path, size and the checksum when given
+     * are then compared with the registered ones); but a file failed because its buffer file was deleted or changed is
      * queued again once its registered bytes are back (its tape copies failing their checksum need {@link #retry}).
      *
      * @throws ArchiveRejected INVALID or CONFLICT with one error per offending entry; BUFFER_FULL when the

@@ -103,20 +103,25 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         Path landing = landing();
         List<EntryError> errors = new ArrayList<>();
         List<Checked> checked = new ArrayList<>();
+        List<Missing> missing = new ArrayList<>();
         Set<String> names = new HashSet<>(), paths = new HashSet<>();
         for (int i = 0; i < files.size(); i++) {
-            Checked c = check(i, files.get(i), landing, errors);
+            Checked c = check(i, files.get(i), landing, errors, missing);
             if (c == null) continue;
             if (!paths.add(c.path.toString())) errors.add(EntryError.file(i, c.given, "path listed twice in this call"));
             else if (!names.add(c.name)) errors.add(EntryError.file(i, c.given, "file name " + c.name + " listed twice in this call"));
             else checked.add(c);
         }
+        Map<Integer, Long> evicted = evicted(missing, errors);
         if (!errors.isEmpty()) {
             // refused anyway: only the checksums the caller gave are verified, so every error is reported at once
             for (Checked c : checked) if (c.givenSum != null) checksum(c, errors);
             errors.sort(java.util.Comparator.comparing(e -> e.index() == null ? -1 : e.index()));
             throw new ArchiveRejected(Kind.INVALID, describe(errors), errors);
         }
+        Long[] ids = new Long[files.size()];
+        evicted.forEach((i, id) -> ids[i] = id);
+        if (checked.isEmpty()) return statuses(Arrays.asList(ids));
         precheck(checked);
         List<Checked> summed = new ArrayList<>(checked.size());
         for (Checked c : checked) {
@@ -125,15 +130,49 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         }
         if (!errors.isEmpty()) throw new ArchiveRejected(Kind.INVALID, describe(errors), errors);
         try {
-            List<Long> ids = tx.execute(s -> admit(summed));
-            return statuses(ids);
+            List<Long> admitted = tx.execute(s -> admit(summed));
+            for (int k = 0; k < summed.size(); k++) ids[summed.get(k).index] = admitted.get(k);
+            return statuses(Arrays.asList(ids));
         } catch (DuplicateKeyException e) { // a catalog import or another registration took a name meanwhile
             throw new ArchiveRejected(Kind.CONFLICT, "a file name or path was registered concurrently; retry",
                     List.of(EntryError.field("files", String.valueOf(e.getMostSpecificCause().getMessage()))));
         }
     }
 
-    private Checked check(int i, NewArchiveFile f, Path landing, List<EntryError> errors) {
+    /** An entry whose file is not in the landing area: perhaps a file registered before and evicted since. */
+    private record Missing(int index, String given, String name, String path, Long size, String adler32) {}
+
+    /**
+     * The entries of {@code missing} that repeat the registration of a file archived and evicted since (same name,
+     * path and size, and checksum when given), by index: answered with its status, as any registration repeated (a
+     * producer whose first call's answer was lost). The others are "no such file" in {@code errors}.
+     */
+    private Map<Integer, Long> evicted(List<Missing> missing, List<EntryError> errors) {
+        Map<Integer, Long> out = new HashMap<>();
+        if (missing.isEmpty()) return out;
+        record Was(long id, String path, long size, String adler32) {}
+        Map<String, Was> byName = new HashMap<>();
+        jdbc.query("""
+                SELECT f.name, a.file_id, a.path, a.size_bytes, a.adler32 FROM file f JOIN archive_file a ON a.file_id = f.id
+                 WHERE f.name = ANY(?) AND a.state = 'evicted'""",
+                rs -> { byName.put(rs.getString(1), new Was(rs.getLong(2), rs.getString(3), rs.getLong(4), trim(rs.getString(5)))); },
+                (Object) missing.stream().map(Missing::name).toArray(String[]::new));
+        for (Missing m : missing) {
+            Was w = byName.get(m.name);
+            String sum = null;
+            try {
+                sum = m.adler32 == null ? null : Checksums.normalise(m.adler32);
+            } catch (IllegalArgumentException e) {
+                w = null;
+            }
+            if (w != null && w.path.equals(m.path) && m.size != null && w.size == m.size && (sum == null || sum.equals(w.adler32)))
+                out.put(m.index, w.id);
+            else errors.add(new EntryError(m.index, m.given, "path", "no such file"));
+        }
+        return out;
+    }
+
+    private Checked check(int i, NewArchiveFile f, Path landing, List<EntryError> errors, List<Missing> missing) {
         if (f == null) {
             errors.add(EntryError.file(i, null, "expected a file object, got null"));
             return null;
@@ -157,7 +196,10 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
             return null;
         }
         if (!Files.exists(p, LinkOption.NOFOLLOW_LINKS)) {
-            errors.add(new EntryError(i, given, "path", "no such file"));
+            if (p.startsWith(landing) && !p.equals(landing) && !FileNames.hasControl(String.valueOf(f.name())))
+                missing.add(new Missing(i, given, f.name() != null ? f.name() : "/" + landing.relativize(p).toString().replace('\\', '/'),
+                        p.toString(), f.sizeBytes(), f.adler32()));
+            else errors.add(new EntryError(i, given, "path", "no such file"));
             return null;
         }
         Path real;

@@ -43,9 +43,10 @@ class LandingWatcherChunkTest {
         TransactionTemplate tx = mock(TransactionTemplate.class);
         List<Long> registered = new java.util.ArrayList<>();
         when(tx.execute(any())).thenAnswer(i -> {
-            used.addAndGet(40 * (registered.isEmpty() ? 2 : 1)); // the admitted files' bytes (two, then one)
+            int n = registered.isEmpty() ? 2 : 1; // the admitted files (two, then one): their bytes, an id each
+            used.addAndGet(40 * n);
             registered.add(1L);
-            return List.of(1L);
+            return java.util.Collections.nCopies(n, 1L);
         });
         JdbcArchiveBuffer buffer = new JdbcArchiveBuffer(jdbc, tx, props, 1_000_000, List.of());
         Path dir = Files.createDirectories(landing.resolve("exp/ds"));
