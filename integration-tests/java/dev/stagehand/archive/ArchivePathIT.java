@@ -844,6 +844,23 @@ class ArchivePathIT {
             });
     }
 
+    /**
+     * A two-copy file whose first copy is on tape while its second waits (here for a blank volume) is queued, not
+     * writing: it showed 'writing' with nothing being written, for as long as the second copy waited.
+     */
+    @Test
+    void aFileWhoseSecondCopyWaitsIsQueuedNotWriting() throws Exception {
+        start(3, 1, 100 * MB, 1, 500 * MB, List.of()); // one blank: copy 2 has none
+        long id = buffer.register(List.of(entry(land("half/f0", MB), "ds-half-" + tag, "dual"))).get(0).fileId();
+        flushUntil(() -> buffer.file(id).orElseThrow().segments().size() == 1 && !flusher.busy());
+        for (int i = 0; i < 5; i++) {
+            flusher.poll();
+            clock.advance(Duration.ofSeconds(20));
+        }
+        assertThat(buffer.file(id).orElseThrow().segments()).hasSize(1);
+        assertThat(state(id)).as(this::copies).isEqualTo("queued");
+    }
+
     /** Tape copies that keep failing their checksum (a drive writing bad data) close at most a few volumes. */
     @Test
     void aCopyThatKeepsFailingItsChecksumOnTapeFailsAfterAFewVolumes() throws Exception {

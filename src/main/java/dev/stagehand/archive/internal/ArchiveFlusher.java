@@ -505,7 +505,9 @@ public final class ArchiveFlusher {
                    AND (SELECT count(*) FROM archive_copy c WHERE c.file_id = a.file_id AND c.state = 'done') >= a.copies
                 RETURNING a.file_id, f.dataset_id, f.name, a.path, a.size_bytes, a.adler32, a.archived_at""",
                 (rs, i) -> JdbcArchiveBuffer.archived(rs), f.fileId);
-        return done.isEmpty() ? null : done.get(0);
+        if (!done.isEmpty()) return done.get(0);
+        recomputeStates(List.of(f.fileId)); // another copy still to write: 'writing' only while one is
+        return null;
     }
 
     /**
