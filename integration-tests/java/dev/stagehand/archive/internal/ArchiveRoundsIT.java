@@ -510,7 +510,9 @@ class ArchiveRoundsIT {
             insertHistory();
             long before = rowsRead("archive_copy");
             List<ArchiveBuffer.WriteFailure> failures = buffer.failures(50);
-            assertThat(rowsRead("archive_copy") - before).as("archive_copy rows read").isLessThan(1000);
+            // the failed copies' index (1,000 here, with any other test left) walked or read whole, not the 20,000 copies:
+            // with statistics older than the inserts above the planner may take all of them and keep the newest 50
+            assertThat(rowsRead("archive_copy") - before).as("archive_copy rows read").isLessThan(2000);
             assertThat(failures).hasSize(50).allSatisfy(f -> assertThat(f.family()).isEqualTo("h-" + tag));
             assertThat(failures).extracting(ArchiveBuffer.WriteFailure::nextAttempt).isSortedAccordingTo(Comparator.reverseOrder());
             assertThat(failures.get(0).fileId()).isEqualTo(count("SELECT max(file_id) FROM archive_copy WHERE family = ? AND state = 'failed'",
