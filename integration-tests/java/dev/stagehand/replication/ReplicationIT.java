@@ -435,8 +435,14 @@ class ReplicationIT {
         Completeness c = rules.completeness(ds).getFirst();
         assertThat(c.site()).isEqualTo("DEAD-" + tag);
         assertThat(c.filesDone()).isZero();
-        assertThat(c.reason()).contains("no replica done since").containsIgnoringCase("refused");
+        // no replica done since stuck-after, or one failed for good, whichever came first
+        assertThat(c.reason()).containsIgnoringCase("refused");
         await("attempts used up", Duration.ofSeconds(30), () -> rules.replicas(ds, "DEAD-" + tag, "failed", 0, 10).size() == 2);
+        await("counted", Duration.ofSeconds(20), () -> rules.completeness(ds).getFirst().filesFailed() == 2);
+        assertThat(rules.completeness(ds).getFirst()).satisfies(after -> {
+            assertThat(after.state()).isEqualTo("STUCK");
+            assertThat(after.reason()).startsWith("2 replicas failed for good (retry them); last: ").containsIgnoringCase("refused");
+        });
         assertThat(rules.replicas(ds, "DEAD-" + tag, "failed", 0, 10)).allSatisfy(r -> {
             assertThat(r.attempts()).isEqualTo(2);
             assertThat(r.lastError()).containsIgnoringCase("refused");

@@ -534,4 +534,44 @@ class ReplicationPassIT {
         assertThat(row.get("last_error")).as("not taken for deletion").isNull();
         assertThat(row.get("state")).isEqualTo("verified");
     }
+
+    /**
+     * A replica whose attempts are used up is not made again until an operator retries it: its dataset at the
+     * site is STUCK at once, as Rucio's rule is once a lock is stuck, not REPLICATING until stuck-after (an
+     * hour) has passed since the last copy made, however fresh that was.
+     */
+    @Test
+    void aReplicaFailedForGoodMakesItsDatasetStuckAtOnce() throws Exception {
+        site("O-" + tag);
+        site("F-" + tag);
+        String ds = "failed-" + tag;
+        dataset(ds, 2, "O-" + tag);
+        rule(ds, "F-" + tag);
+        assertThat(passUntil(40, () -> inState(ds, "F-" + tag, "transferring") == 2)).isTrue();
+        List<Map<String, Object>> rows = replicas(ds, "F-" + tag);
+        jdbc.update("UPDATE transfer_job SET state = 'done', dest_adler32 = 10, finished_at = now() WHERE id = ?",
+                rows.get(0).get("transfer_job_id"));
+        // its last attempt
+        jdbc.update("UPDATE replica SET attempts = ? WHERE transfer_job_id = ?", props.maxAttempts() - 1, rows.get(1).get("transfer_job_id"));
+        jdbc.update("UPDATE transfer_job SET state = 'failed', last_error = 'permission denied', finished_at = now() WHERE id = ?",
+                rows.get(1).get("transfer_job_id"));
+        engine.sweepAtNextPass();
+        engine.pass();
+        assertThat(replicas(ds, "F-" + tag)).extracting(r -> r.get("state")).containsExactly("verified", "failed");
+        engine.recomputeStatus();
+        assertThat(rules.completeness(ds)).singleElement().satisfies(c -> {
+            assertThat(c.filesDone()).isEqualTo(1);
+            assertThat(c.filesFailed()).isEqualTo(1);
+            assertThat(c.state()).as(c.reason()).isEqualTo("STUCK");
+            assertThat(c.reason()).contains("1 replica failed for good").contains("permission denied");
+        });
+        assertThat(jdbc.queryForObject("SELECT state FROM dataset_site_status WHERE dataset_id = (SELECT id FROM dataset WHERE name = ?)",
+                String.class, ds)).isEqualTo("STUCK");
+
+        // retried by the operator: replicating again
+        assertThat(rules.retryFailed(ds, null)).isEqualTo(1);
+        engine.recomputeStatus();
+        assertThat(rules.completeness(ds)).singleElement().satisfies(c -> assertThat(c.state()).isEqualTo("REPLICATING"));
+    }
+
 }

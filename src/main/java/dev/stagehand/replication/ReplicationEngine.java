@@ -925,7 +925,7 @@ public class ReplicationEngine implements SmartLifecycle {
                 SELECT dataset_id, site_id, total, done, verified, failed, bytes_total, bytes_done,
                        -- the clock starts when the site is first wanted: copies it held before (registered, or
                        -- made for an earlier rule) are no progress of this work, and their age made it STUCK at once
-                       CASE WHEN done = total THEN 'OK' ELSE 'REPLICATING' END, reason, now(), now()
+                       CASE WHEN done = total THEN 'OK' WHEN failed > 0 THEN 'STUCK' ELSE 'REPLICATING' END, reason, now(), now()
                   FROM agg
                 ON CONFLICT (dataset_id, site_id) DO UPDATE SET
                        files_total = EXCLUDED.files_total, files_done = EXCLUDED.files_done,
@@ -939,6 +939,8 @@ public class ReplicationEngine implements SmartLifecycle {
                        -- STUCK only on a clock the CASE above kept (s. is the old row): new work after being
                        -- complete restarted it, and judging the old one stored the work just started STUCK
                        state = CASE WHEN EXCLUDED.files_done >= EXCLUDED.files_total THEN 'OK'
+                                    -- failed for good: made again only when an operator retries them
+                                    WHEN EXCLUDED.files_failed > 0 THEN 'STUCK'
                                     WHEN s.last_progress_at < now() - make_interval(secs => ?)
                                          AND s.files_done < s.files_total
                                          AND EXCLUDED.files_done <= s.files_done THEN 'STUCK'

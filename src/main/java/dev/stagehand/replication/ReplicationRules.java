@@ -38,7 +38,10 @@ public class ReplicationRules {
     public record Rule(long id, String dataset, int copies, String sites, String source, String schedule, String state,
                        String note, String owner, Instant expiresAt, Instant createdAt, List<String> chosenSites) {}
 
-    /** Completeness of a dataset at one site; {@code state} is OK, REPLICATING or STUCK. */
+    /**
+     * Completeness of a dataset at one site; {@code state} is OK, REPLICATING or STUCK (no replica done for
+     * {@code stuck-after}, or one failed for good).
+     */
     public record Completeness(String dataset, String site, long filesTotal, long filesDone, long filesVerified,
                                long filesFailed, long bytesTotal, long bytesDone, String state, String reason,
                                Instant lastProgressAt, Instant updatedAt) {
@@ -172,9 +175,15 @@ public class ReplicationRules {
         String reason = rs.getString("reason");
         // the state is judged on read with this instance's stuck-after, so it is current between passes
         String state;
+        long failed = rs.getLong("files_failed");
         if (done >= total) {
             state = "OK";
             reason = null;
+        } else if (failed > 0) {
+            // nothing makes these again until an operator retries them (Rucio's STUCK lock): no clock to wait for
+            state = "STUCK";
+            reason = failed + (failed == 1 ? " replica" : " replicas") + " failed for good (retry them)"
+                    + (reason == null ? "" : "; last: " + reason);
         } else if (progress.plus(props.stuckAfter()).isBefore(Instant.now())) {
             state = "STUCK";
             reason = "no replica done since " + progress + (reason == null ? "" : "; last: " + reason);
@@ -182,7 +191,7 @@ public class ReplicationRules {
             state = "REPLICATING";
         }
         return new Completeness(rs.getString("dataset"), rs.getString("site"), total, done, rs.getLong("files_verified"),
-                rs.getLong("files_failed"), rs.getLong("bytes_total"), rs.getLong("bytes_done"), state, reason, progress,
+                failed, rs.getLong("bytes_total"), rs.getLong("bytes_done"), state, reason, progress,
                 instant(rs.getTimestamp("updated_at")));
     }
 
