@@ -574,4 +574,37 @@ class ReplicationPassIT {
         assertThat(rules.completeness(ds)).singleElement().satisfies(c -> assertThat(c.state()).isEqualTo("REPLICATING"));
     }
 
+    /**
+     * A file deleted from the catalog leaves its dataset's completeness at once: the replica rows go with the file,
+     * and their triggers, which find the dataset through the file, could not mark it (it waited for the full
+     * recompute, ten minutes, showing the file missing meanwhile).
+     */
+    @Test
+    void aFileDeletedFromTheCatalogLeavesItsDatasetsCompletenessAtOnce() throws Exception {
+        site("O-" + tag);
+        site("G-" + tag);
+        String ds = "gone-" + tag;
+        List<String> files = dataset(ds, 2, "O-" + tag);
+        rule(ds, "G-" + tag);
+        assertThat(passUntil(40, () -> inState(ds, "G-" + tag, "transferring") == 2)).isTrue();
+        List<Map<String, Object>> rows = replicas(ds, "G-" + tag);
+        jdbc.update("UPDATE transfer_job SET state = 'done', dest_adler32 = 10, finished_at = now() WHERE id = ?",
+                rows.get(0).get("transfer_job_id"));
+        engine.sweepAtNextPass();
+        engine.pass();
+        engine.recomputeStatus();
+        assertThat(rules.completeness(ds)).singleElement().satisfies(c -> {
+            assertThat(c.filesDone()).isEqualTo(1);
+            assertThat(c.filesTotal()).isEqualTo(2);
+        });
+
+        jdbc.update("DELETE FROM file WHERE name = ?", files.get(1));
+        engine.recomputeStatus();
+        assertThat(rules.completeness(ds)).singleElement().satisfies(c -> {
+            assertThat(c.filesTotal()).isEqualTo(1);
+            assertThat(c.filesDone()).isEqualTo(1);
+            assertThat(c.state()).isEqualTo("OK");
+        });
+    }
+
 }
