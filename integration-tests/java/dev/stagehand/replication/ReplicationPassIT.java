@@ -607,4 +607,25 @@ class ReplicationPassIT {
         });
     }
 
+    /**
+     * A site deleted (decommissioned) while copies to it are under way: their transfers are cancelled, not left
+     * to write to, and retry against, a site the service no longer knows.
+     */
+    @Test
+    void deletingASiteCancelsTheTransfersToIt() throws Exception {
+        site("O-" + tag);
+        site("X-" + tag);
+        String ds = "decommissioned-" + tag;
+        dataset(ds, 2, "O-" + tag);
+        rule(ds, "X-" + tag);
+        assertThat(passUntil(40, () -> inState(ds, "X-" + tag, "transferring") == 2)).isTrue();
+        Object[] jobs = replicas(ds, "X-" + tag).stream().map(r -> r.get("transfer_job_id")).toArray();
+
+        assertThat(sites.delete("X-" + tag)).isTrue();
+        assertThat(jdbc.queryForList("SELECT state FROM transfer_job WHERE id = ANY (?) ORDER BY id", String.class,
+                (Object) java.util.Arrays.stream(jobs).map(j -> ((Number) j).longValue()).toArray(Long[]::new)))
+                .containsExactly("cancelled", "cancelled");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE state = 'queued'", Long.class)).isZero();
+    }
+
 }

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
+import dev.stagehand.transfer.TransferQueue;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.annotation.Transactional;
@@ -22,9 +23,11 @@ public class Sites {
     private static final Pattern WORD = Pattern.compile("[A-Za-z0-9_.:+-]{1,64}");
 
     private final JdbcTemplate jdbc;
+    private final TransferQueue transfers;
 
-    public Sites(JdbcTemplate jdbc) {
+    public Sites(JdbcTemplate jdbc, TransferQueue transfers) {
         this.jdbc = jdbc;
+        this.transfers = transfers;
     }
 
     /** Creates or replaces the site {@code name}: its attributes and endpoints become exactly these. */
@@ -100,8 +103,17 @@ public class Sites {
         return out;
     }
 
-    /** Deletes a site with its replicas' records (the remote files are not touched). */
+    /**
+     * Deletes a site with its replicas' records (the remote files are not touched). Copies on their way to it are
+     * cancelled: their rows go, and nothing would follow their transfers, which went on writing to the site.
+     */
+    @Transactional
     public boolean delete(String name) {
+        for (long job : jdbc.queryForList("""
+                SELECT r.transfer_job_id FROM replica r JOIN site s ON s.id = r.site_id
+                 WHERE s.name = ? AND r.state = 'transferring' AND r.transfer_job_id IS NOT NULL""", Long.class, name)) {
+            transfers.cancel(job);
+        }
         return jdbc.update("DELETE FROM site WHERE name = ?", name) == 1;
     }
 }
