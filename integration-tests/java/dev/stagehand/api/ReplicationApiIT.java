@@ -74,6 +74,9 @@ class ReplicationApiIT {
         assertThat(created.json().get("owner").asString()).as("the owner is the authenticated account").isEqualTo("admin");
         assertThat(created.json().get("expiresAt").isNull()).isFalse();
         try {
+            // the same rule again (a retried POST): a conflict naming the rule there is
+            assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"copies\": 1, \"sites\": \"NOSUCH-" + tag
+                    + "\", \"schedule\": \"0 0 2 * * ?\"}"), 409, "sites", "rule " + rule + " of admin already asks");
             JsonNode schedules = api.get("/api/v1/replication/schedules").json();
             JsonNode mine = null;
             for (JsonNode n : schedules) if (n.get("ruleId").asLong() == rule) mine = n;

@@ -628,4 +628,26 @@ class ReplicationPassIT {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE state = 'queued'", Long.class)).isZero();
     }
 
+    /**
+     * The same rule asked for twice (a client retrying a POST whose answer it did not get) is refused as a
+     * conflict, as Rucio refuses a duplicate rule: two rules that want the same would both hold the files, and
+     * a scheduled one would run twice a night. One that differs in copies, sites or schedule is a rule of its own.
+     */
+    @Test
+    void theSameRuleTwiceIsAConflict() {
+        siteWithoutEndpoint("D1-" + tag);
+        String ds = "dup-" + tag;
+        dataset(ds, 1, "D1-" + tag);
+        createdRules.add(rules.create(new NewRule(ds, 1, "D1-" + tag, null, null, null, "it")).id());
+        assertThat(org.assertj.core.api.Assertions.catchThrowableOfType(ReplicationRejected.class,
+                () -> rules.create(new NewRule(ds, 1, " D1-" + tag + " ", null, null, null, "it"))))
+                .satisfies(e -> {
+                    assertThat(e.kind()).isEqualTo(ReplicationRejected.Kind.CONFLICT);
+                    assertThat(e.getMessage()).contains("rule " + createdRules.getFirst());
+                });
+        createdRules.add(rules.create(new NewRule(ds, 2, "D1-" + tag, null, null, null, "it")).id());
+        createdRules.add(rules.create(new NewRule(ds, 1, "D1-" + tag, null, null, "0 0 2 * * ?", "it")).id());
+        createdRules.add(rules.create(new NewRule(ds, 1, "D1-" + tag, null, null, null, "someone-else")).id());
+        assertThat(rules.list(ds)).hasSize(4);
+    }
 }

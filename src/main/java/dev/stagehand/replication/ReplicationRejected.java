@@ -22,6 +22,10 @@ public final class ReplicationRejected extends RuntimeException {
         return new ReplicationRejected(Kind.NOT_FOUND, field, message);
     }
 
+    public static ReplicationRejected conflict(String field, String message) {
+        return new ReplicationRejected(Kind.CONFLICT, field, message);
+    }
+
     public Kind kind() {
         return kind;
     }

@@ -89,8 +89,18 @@ public class ReplicationRules {
             throw ReplicationRejected.invalid("lifetime", "must be at most 100 years (P36500D)");
         if (r.schedule() != null) ReplicationSchedules.checkCron(r.schedule());
         String owner = r.owner() == null ? "anonymous" : r.owner();
-        List<Long> dataset = jdbc.queryForList("SELECT id FROM dataset WHERE name = ?", Long.class, r.dataset());
+        // the dataset's row locked (not against its files' inserts): two creates of one rule at once see each other
+        List<Long> dataset = jdbc.queryForList("SELECT id FROM dataset WHERE name = ? FOR NO KEY UPDATE", Long.class, r.dataset());
         if (dataset.isEmpty()) throw ReplicationRejected.notFound("dataset", "no dataset " + r.dataset());
+        // the same rule again (a client retrying a POST whose answer it lost): refused, as Rucio's DuplicateRule
+        List<Long> same = jdbc.queryForList("""
+                SELECT id FROM replication_rule WHERE dataset_id = ? AND state = 'active' AND copies = ? AND site_expression = ?
+                   AND source_expression IS NOT DISTINCT FROM ? AND schedule IS NOT DISTINCT FROM ? AND owner = ? ORDER BY id""",
+                Long.class, dataset.getFirst(), r.copies(), r.sites().strip(), r.source() == null ? null : r.source().strip(),
+                r.schedule() == null ? null : r.schedule().strip(), owner);
+        if (!same.isEmpty())
+            throw ReplicationRejected.conflict("sites", "rule " + same.getFirst() + " of " + owner + " already asks for " + r.copies()
+                    + " copies of " + r.dataset() + " at '" + r.sites().strip() + "'");
         long id = jdbc.queryForObject("""
                 INSERT INTO replication_rule (dataset_id, copies, site_expression, source_expression, schedule, owner, expires_at)
                 VALUES (?, ?, ?, ?, ?, ?, CASE WHEN ?::bigint IS NULL THEN NULL ELSE now() + make_interval(secs => ?::bigint) END)
