@@ -650,4 +650,41 @@ class ReplicationPassIT {
         createdRules.add(rules.create(new NewRule(ds, 1, "D1-" + tag, null, null, null, "someone-else")).id());
         assertThat(rules.list(ds)).hasSize(4);
     }
+
+    /**
+     * Declaring lost a copy that is on its way from tape (staging: its recall request reads the file and sends it)
+     * leaves it to arrive: there is nothing at the site yet, and making it pending had the pass send the file a
+     * second time, from another site, to the same path the recall's transfer writes.
+     */
+    @Test
+    void declaringLostACopyOnItsWayFromTapeLeavesItToArrive() throws Exception {
+        site("O-" + tag);
+        siteWithoutEndpoint("L-" + tag);
+        String ds = "declarestaging-" + tag;
+        String name = dataset(ds, 1, "O-" + tag).getFirst();
+        rule(ds, "L-" + tag);
+        engine.pass();
+        long file = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, name);
+        UUID request = UUID.randomUUID();
+        // as stage() leaves it: the replica staging, its recall request's file queued for tape
+        jdbc.update("INSERT INTO stage_request (id, owner, state, file_count, destination) VALUES (?, 'replication', 'active', 1, 'ftp://x/')",
+                request);
+        jdbc.update("INSERT INTO stage_request_file (request_id, file_id, state, ordinal) VALUES (?, ?, 'queued', 0)", request, file);
+        jdbc.update("""
+                UPDATE replica SET state = 'staging', source = 'tape', stage_request_id = ?, waiting_for = NULL
+                 WHERE site_id = (SELECT id FROM site WHERE name = ?)""", request, "L-" + tag);
+        Path dir = scratch.root.resolve("sites").resolve("L-" + tag);
+        GridFtpServer.openUp(dir);
+        sites.put("L-" + tag, Map.of(), List.of(server.url(dir))); // the site can take a transfer now
+
+        rules.declare("L-" + tag, List.of(name), "disk failure");
+        engine.sweepAtNextPass();
+        engine.pass();
+        engine.pass();
+        assertThat(jdbc.queryForMap("""
+                SELECT r.state, r.stage_request_id FROM replica r JOIN site s ON s.id = r.site_id WHERE s.name = ?""", "L-" + tag))
+                .containsEntry("state", "staging").containsEntry("stage_request_id", request);
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation LIKE 'replica:%'", Long.class))
+                .as("no second copy sent").isZero();
+    }
 }

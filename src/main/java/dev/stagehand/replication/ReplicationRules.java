@@ -248,7 +248,8 @@ public class ReplicationRules {
     /**
      * Declares replicas of {@code files} at {@code site} lost or bad (corrupt): they stop being sources, and
      * each one a rule still wants goes back to pending, so the engine makes it again from another site, the
-     * local copy or tape. A transfer still running for one is cancelled.
+     * local copy or tape. A transfer still running for one is cancelled. One on its way from tape (staging) is
+     * left to arrive: nothing is at the site yet, and made pending it was sent a second time to the same path.
      */
     @Transactional
     public Declared declare(String site, List<String> files, String reason) {
@@ -268,13 +269,13 @@ public class ReplicationRules {
         int recreating = jdbc.update("""
                 UPDATE replica r SET state = 'pending', attempts = 0, last_error = ?, waiting_for = NULL, next_attempt_at = NULL,
                        adler32 = NULL, done_at = NULL, updated_at = now()
-                  FROM file f WHERE f.id = r.file_id AND f.name = ANY (?) AND r.site_id = ?
+                  FROM file f WHERE f.id = r.file_id AND f.name = ANY (?) AND r.site_id = ? AND r.state <> 'staging'
                    AND EXISTS (SELECT 1 FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id
                                 WHERE x.file_id = r.file_id AND x.site_id = r.site_id AND ru.state = 'active')""",
                 why, files.toArray(String[]::new), siteId);
         int dropped = jdbc.update("""
                 UPDATE replica r SET state = 'lost', last_error = ?, waiting_for = NULL, adler32 = NULL, done_at = NULL, updated_at = now()
-                  FROM file f WHERE f.id = r.file_id AND f.name = ANY (?) AND r.site_id = ? AND r.state <> 'pending'""",
+                  FROM file f WHERE f.id = r.file_id AND f.name = ANY (?) AND r.site_id = ? AND r.state NOT IN ('pending', 'staging')""",
                 why, files.toArray(String[]::new), siteId);
         return new Declared(recreating, dropped, unknown);
     }
