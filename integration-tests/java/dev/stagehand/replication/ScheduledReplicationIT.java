@@ -458,4 +458,33 @@ class ScheduledReplicationIT {
         ItDb.writtenFile(jdbc, origin, name, data, dsId);
         return name;
     }
+
+    /**
+     * A scheduled rule past its lifetime loses its schedule when it expires: it kept firing every night, each
+     * run recording "rule expired", and the schedules listed it with its next firing (an expired rule never
+     * becomes active again).
+     */
+    @Test
+    void anExpiredRuleLosesItsSchedule() throws Exception {
+        String ds = "expiring-" + tag;
+        jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
+        long rule = rules.create(new NewRule(ds, 1, "EXP-" + tag, null, Duration.ofDays(1), "0 0 2 * * ?", "it")).id();
+        try {
+            assertThat(schedules.get(rule)).isPresent();
+            jdbc.update("UPDATE replication_rule SET expires_at = now() - interval '1 second' WHERE id = ?", rule);
+            await("the rule expired", Duration.ofSeconds(20), () -> "expired".equals(rules.get(rule).orElseThrow().state()));
+            await("its schedule gone", Duration.ofSeconds(20), () -> schedules.get(rule).isEmpty());
+            assertThat(quartz.checkExists(ReplicationSchedules.jobKey(rule))).isFalse();
+            assertThat(rules.get(rule)).as("the rule itself stays, expired").isPresent();
+
+            // a firing of a rule expired meanwhile records its run and says its job is to go
+            long other = rules.create(new NewRule(ds, 1, "EXP2-" + tag, null, Duration.ofDays(1), "0 0 3 * * ?", "it")).id();
+            jdbc.update("UPDATE replication_rule SET state = 'expired' WHERE id = ?", other);
+            assertThat(engine.runScheduled(other, Instant.now(), "it", true)).isFalse();
+            assertThat(schedules.runs(other, 1)).singleElement().satisfies(r -> assertThat(r.outcome()).isEqualTo("rule expired"));
+            rules.delete(other);
+        } finally {
+            rules.delete(rule);
+        }
+    }
 }

@@ -81,6 +81,8 @@ public class ReplicationEngine implements SmartLifecycle {
     private final Set<String> madeDirectories = ConcurrentHashMap.newKeySet();
     private volatile boolean running;
     private Thread thread;
+    /** Null in an engine built by hand (tests): its expired rules' schedules go at their next firing. */
+    private ObjectProvider<ReplicationSchedules> schedules;
 
     public ReplicationEngine(JdbcTemplate jdbc, TransactionTemplate tx, TransferQueue transfers, StageRequests stageRequests,
                              Mover mover, ObjectProvider<LocalSource> localSource, ReplicationProperties props) {
@@ -91,6 +93,12 @@ public class ReplicationEngine implements SmartLifecycle {
         this.mover = mover;
         this.localSource = localSource;
         this.props = props;
+    }
+
+    /** The rules' Quartz schedules, which an expired rule leaves. */
+    @org.springframework.beans.factory.annotation.Autowired
+    void setSchedules(ObjectProvider<ReplicationSchedules> schedules) {
+        this.schedules = schedules;
     }
 
     @Override
@@ -153,7 +161,7 @@ public class ReplicationEngine implements SmartLifecycle {
         passLock.lock();
         try {
             if (!lead()) return new PassReport(false, 0, 0, 0, 0, 0, 0);
-            jdbc.update("UPDATE replication_rule SET state = 'expired' WHERE state = 'active' AND expires_at < now()");
+            expire();
             int applied = applyContinuousRules();
             int[] tracked = track();
             // the lease is renewed between steps (a pass can outlast it): one that moved to another instance
@@ -164,6 +172,25 @@ public class ReplicationEngine implements SmartLifecycle {
             return new PassReport(true, applied, tracked[0], tracked[1], sent[0], sent[1], sent[2]);
         } finally {
             passLock.unlock();
+        }
+    }
+
+    /**
+     * Expires the rules past their lifetime. A scheduled one loses its schedule (an expired rule never becomes
+     * active again): it fired every night to record "rule expired", and was listed with its next firing.
+     */
+    private void expire() {
+        List<Long> scheduled = jdbc.queryForList("""
+                UPDATE replication_rule SET state = 'expired' WHERE state = 'active' AND expires_at < now()
+                RETURNING CASE WHEN schedule IS NOT NULL THEN id END""", Long.class);
+        ReplicationSchedules s = schedules == null ? null : schedules.getIfAvailable();
+        for (Long rule : scheduled) {
+            if (rule == null || s == null) continue;
+            try {
+                s.unschedule(rule);
+            } catch (RuntimeException e) { // its next firing removes it (runScheduled)
+                log.warn("schedule of expired rule {} not removed: {}", rule, e.toString());
+            }
         }
     }
 
@@ -299,7 +326,7 @@ public class ReplicationEngine implements SmartLifecycle {
      * is settled (done, verified or failed for good) or {@code schedule.max-run-time} passed. Recorded in
      * replication_run. A firing of the rule's schedule ({@code bySchedule}) is skipped, with no run recorded,
      * when the schedule is paused or another instance already runs that firing; an operator's run is not.
-     * Returns false when the rule no longer exists.
+     * Returns false when the rule no longer exists or has expired (its job is then removed).
      */
     public boolean runScheduled(long ruleId, Instant scheduledAt, String instance, boolean bySchedule) {
         return runScheduled(ruleId, scheduledAt, instance, bySchedule, false);
@@ -380,7 +407,8 @@ public class ReplicationEngine implements SmartLifecycle {
             log.warn("scheduled run of rule {}: {}", ruleId, e.toString());
         }
         jdbc.update("UPDATE replication_run SET finished_at = now(), files_added = ?, outcome = ? WHERE id = ?", added, outcome, run);
-        return true;
+        // an expired rule's schedule goes (the pass that expires it removes it; this is for one it could not)
+        return state.getFirst().equals("active");
     }
 
     /** Replicas the rule wants that are not settled yet. */

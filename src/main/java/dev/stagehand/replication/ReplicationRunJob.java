@@ -51,7 +51,7 @@ public class ReplicationRunJob implements Job {
         // the rule's own cron trigger, or an operator's "run now" (a one-off trigger of the same job)
         boolean bySchedule = fired.equals(ReplicationSchedules.triggerKey(rule));
         if (!engine.runScheduled(rule, scheduled, instance, bySchedule, recovering)) {
-            // the rule is gone: its job goes too
+            // the rule is gone, or expired: its job goes too
             try {
                 context.getScheduler().deleteJob(context.getJobDetail().getKey());
             } catch (SchedulerException e) {
