@@ -687,4 +687,42 @@ class ReplicationPassIT {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation LIKE 'replica:%'", Long.class))
                 .as("no second copy sent").isZero();
     }
+
+    /**
+     * Deleting a rule stops the copies only it wanted that are on their way: their transfers are cancelled (an
+     * operator deletes a rule to stop it, and its queue of transfers went on for hours), and the replicas wait,
+     * wanted by no rule. A copy another rule wants too goes on.
+     */
+    @Test
+    void deletingARuleCancelsTheTransfersNoOtherRuleWants() throws Exception {
+        site("O-" + tag);
+        site("W-" + tag);
+        String ds = "ruledeleted-" + tag;
+        dataset(ds, 2, "O-" + tag);
+        long first = rule(ds, "W-" + tag);
+        assertThat(passUntil(40, () -> inState(ds, "W-" + tag, "transferring") == 2)).isTrue();
+        Long[] jobs = replicas(ds, "W-" + tag).stream().map(r -> ((Number) r.get("transfer_job_id")).longValue()).toArray(Long[]::new);
+        String jobStates = "SELECT state FROM transfer_job WHERE id = ANY (?) ORDER BY id";
+        long second = rules.create(new NewRule(ds, 1, "W-" + tag, null, null, null, "someone-else")).id();
+        createdRules.add(second);
+        engine.pass();
+
+        assertThat(rules.delete(first)).isTrue();
+        assertThat(jdbc.queryForList(jobStates, String.class, (Object) jobs)).as("the other rule wants them").containsExactly("queued", "queued");
+        assertThat(inState(ds, "W-" + tag, "transferring")).isEqualTo(2);
+
+        // one ended meanwhile: it is followed to its end, not cancelled
+        jdbc.update("UPDATE transfer_job SET state = 'done', dest_adler32 = 10, finished_at = now() WHERE id = ?", jobs[0]);
+        assertThat(rules.delete(second)).isTrue();
+        assertThat(jdbc.queryForList(jobStates, String.class, (Object) jobs)).containsExactly("done", "cancelled");
+        engine.sweepAtNextPass();
+        engine.pass();
+        engine.pass();
+        assertThat(replicas(ds, "W-" + tag)).extracting(r -> r.get("state"), r -> r.get("waiting_for"))
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("verified", null),
+                        org.assertj.core.groups.Tuple.tuple("pending", ReplicationEngine.UNWANTED));
+        assertThat(jdbc.queryForObject("SELECT attempts FROM replica r JOIN site s ON s.id = r.site_id WHERE s.name = ? AND r.state = 'pending'",
+                Integer.class, "W-" + tag)).as("a cancel is no failed attempt").isZero();
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE state = 'queued'", Long.class)).isZero();
+    }
 }

@@ -148,12 +148,33 @@ public class ReplicationRules {
 
     /**
      * Deletes a rule and its schedule. Its replicas stay (at the sites and in the records) and keep serving
-     * other rules that want them; they just no longer hold files in the buffer for this rule.
+     * other rules that want them; they just no longer hold files in the buffer for this rule. The copies on
+     * their way that no other active rule wants are stopped, as Rucio does: their transfers are cancelled and
+     * they wait, wanted by no rule (an operator deletes a rule to stop it; its queue of transfers went on). A
+     * transfer that ended meanwhile is followed as any other; a copy from tape is the recall side's to finish.
      */
     @Transactional
     public boolean delete(long id) {
         schedules.unschedule(id);
+        record InFlight(long file, long site, long job) {}
+        List<InFlight> stop = jdbc.query("""
+                SELECT r.file_id, r.site_id, r.transfer_job_id FROM replication_rule_replica x
+                  JOIN replica r ON r.file_id = x.file_id AND r.site_id = x.site_id
+                 WHERE x.rule_id = ? AND r.state = 'transferring' AND r.transfer_job_id IS NOT NULL AND r.stage_request_id IS NULL
+                   AND NOT EXISTS (SELECT 1 FROM replication_rule_replica o JOIN replication_rule ru ON ru.id = o.rule_id
+                                    WHERE o.file_id = r.file_id AND o.site_id = r.site_id AND ru.id <> x.rule_id AND ru.state = 'active')
+                   AND NOT EXISTS (SELECT 1 FROM replication_rule ru JOIN replication_rule_site rs ON rs.rule_id = ru.id
+                                     JOIN file w ON w.dataset_id = ru.dataset_id
+                                    WHERE w.id = r.file_id AND rs.site_id = r.site_id AND ru.id <> x.rule_id AND ru.state = 'active')
+                   FOR UPDATE OF r""", (rs, i) -> new InFlight(rs.getLong(1), rs.getLong(2), rs.getLong(3)), id);
         boolean gone = jdbc.update("DELETE FROM replication_rule WHERE id = ?", id) == 1;
+        for (InFlight f : stop) {
+            if (!transfers.cancel(f.job())) continue; // ended: the pass follows it
+            jdbc.update("""
+                    UPDATE replica SET state = 'pending', source = NULL, transfer_job_id = NULL, waiting_for = NULL,
+                           next_attempt_at = NULL, updated_at = now()
+                     WHERE file_id = ? AND site_id = ? AND state = 'transferring' AND transfer_job_id = ?""", f.file(), f.site(), f.job());
+        }
         jdbc.update("""
                 DELETE FROM dataset_site_status s WHERE NOT EXISTS (
                     SELECT 1 FROM replication_rule r JOIN replication_rule_site rs ON rs.rule_id = r.id
