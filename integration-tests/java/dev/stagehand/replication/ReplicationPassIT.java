@@ -725,4 +725,26 @@ class ReplicationPassIT {
                 Integer.class, "W-" + tag)).as("a cancel is no failed attempt").isZero();
         assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE state = 'queued'", Long.class)).isZero();
     }
+
+    /** A rule past its lifetime stops the copies on their way that no other rule wants, as a deleted one does. */
+    @Test
+    void anExpiredRuleCancelsTheTransfersNoOtherRuleWants() throws Exception {
+        site("O-" + tag);
+        site("E-" + tag);
+        String ds = "ruleexpired-" + tag;
+        dataset(ds, 2, "O-" + tag);
+        long rule = rules.create(new NewRule(ds, 1, "E-" + tag, null, java.time.Duration.ofDays(1), null, "it")).id();
+        createdRules.add(rule);
+        assertThat(passUntil(40, () -> inState(ds, "E-" + tag, "transferring") == 2)).isTrue();
+        Long[] jobs = replicas(ds, "E-" + tag).stream().map(r -> ((Number) r.get("transfer_job_id")).longValue()).toArray(Long[]::new);
+
+        jdbc.update("UPDATE replication_rule SET expires_at = now() - interval '1 second' WHERE id = ?", rule);
+        engine.pass();
+        assertThat(rules.get(rule).orElseThrow().state()).isEqualTo("expired");
+        assertThat(jdbc.queryForList("SELECT state FROM transfer_job WHERE id = ANY (?)", String.class, (Object) jobs))
+                .containsExactly("cancelled", "cancelled");
+        engine.pass();
+        assertThat(replicas(ds, "E-" + tag)).extracting(r -> r.get("state"), r -> r.get("waiting_for")).containsOnly(
+                org.assertj.core.groups.Tuple.tuple("pending", ReplicationEngine.UNWANTED));
+    }
 }

@@ -177,15 +177,22 @@ public class ReplicationEngine implements SmartLifecycle {
 
     /**
      * Expires the rules past their lifetime. A scheduled one loses its schedule (an expired rule never becomes
-     * active again): it fired every night to record "rule expired", and was listed with its next firing.
+     * active again): it fired every night to record "rule expired", and was listed with its next firing. The
+     * copies on their way that no active rule wants any more are stopped, as when a rule is deleted.
      */
     private void expire() {
-        List<Long> scheduled = jdbc.queryForList("""
-                UPDATE replication_rule SET state = 'expired' WHERE state = 'active' AND expires_at < now()
-                RETURNING CASE WHEN schedule IS NOT NULL THEN id END""", Long.class);
+        record Expired(long id, boolean scheduled) {}
+        List<Expired> expired = tx.execute(status -> {
+            List<Expired> rules = jdbc.query("""
+                    UPDATE replication_rule SET state = 'expired' WHERE state = 'active' AND expires_at < now()
+                    RETURNING id, schedule IS NOT NULL""", (rs, i) -> new Expired(rs.getLong(1), rs.getBoolean(2)));
+            for (Expired e : rules) ReplicationRules.stop(jdbc, transfers, ReplicationRules.inFlightOnlyFor(jdbc, e.id()));
+            return rules;
+        });
         ReplicationSchedules s = schedules == null ? null : schedules.getIfAvailable();
-        for (Long rule : scheduled) {
-            if (rule == null || s == null) continue;
+        for (Expired x : expired) {
+            if (!x.scheduled() || s == null) continue;
+            long rule = x.id();
             try {
                 s.unschedule(rule);
             } catch (RuntimeException e) { // its next firing removes it (runScheduled)

@@ -156,8 +156,24 @@ public class ReplicationRules {
     @Transactional
     public boolean delete(long id) {
         schedules.unschedule(id);
-        record InFlight(long file, long site, long job) {}
-        List<InFlight> stop = jdbc.query("""
+        List<InFlight> stop = inFlightOnlyFor(jdbc, id);
+        boolean gone = jdbc.update("DELETE FROM replication_rule WHERE id = ?", id) == 1;
+        stop(jdbc, transfers, stop);
+        jdbc.update("""
+                DELETE FROM dataset_site_status s WHERE NOT EXISTS (
+                    SELECT 1 FROM replication_rule r JOIN replication_rule_site rs ON rs.rule_id = r.id
+                     WHERE r.dataset_id = s.dataset_id AND rs.site_id = s.site_id)""");
+        return gone;
+    }
+
+    record InFlight(long file, long site, long job) {}
+
+    /**
+     * The copies rule {@code ruleId} wants that are on their way by a transfer of replication's own (not from
+     * tape: that is the recall side's to finish) and that no other active rule wants; locked.
+     */
+    static List<InFlight> inFlightOnlyFor(JdbcTemplate jdbc, long ruleId) {
+        return jdbc.query("""
                 SELECT r.file_id, r.site_id, r.transfer_job_id FROM replication_rule_replica x
                   JOIN replica r ON r.file_id = x.file_id AND r.site_id = x.site_id
                  WHERE x.rule_id = ? AND r.state = 'transferring' AND r.transfer_job_id IS NOT NULL AND r.stage_request_id IS NULL
@@ -166,20 +182,18 @@ public class ReplicationRules {
                    AND NOT EXISTS (SELECT 1 FROM replication_rule ru JOIN replication_rule_site rs ON rs.rule_id = ru.id
                                      JOIN file w ON w.dataset_id = ru.dataset_id
                                     WHERE w.id = r.file_id AND rs.site_id = r.site_id AND ru.id <> x.rule_id AND ru.state = 'active')
-                   FOR UPDATE OF r""", (rs, i) -> new InFlight(rs.getLong(1), rs.getLong(2), rs.getLong(3)), id);
-        boolean gone = jdbc.update("DELETE FROM replication_rule WHERE id = ?", id) == 1;
-        for (InFlight f : stop) {
+                   FOR UPDATE OF r""", (rs, i) -> new InFlight(rs.getLong(1), rs.getLong(2), rs.getLong(3)), ruleId);
+    }
+
+    /** Cancels the transfers of {@code copies}; each one cancelled waits as pending (a transfer ended meanwhile is followed). */
+    static void stop(JdbcTemplate jdbc, TransferQueue transfers, List<InFlight> copies) {
+        for (InFlight f : copies) {
             if (!transfers.cancel(f.job())) continue; // ended: the pass follows it
             jdbc.update("""
                     UPDATE replica SET state = 'pending', source = NULL, transfer_job_id = NULL, waiting_for = NULL,
                            next_attempt_at = NULL, updated_at = now()
                      WHERE file_id = ? AND site_id = ? AND state = 'transferring' AND transfer_job_id = ?""", f.file(), f.site(), f.job());
         }
-        jdbc.update("""
-                DELETE FROM dataset_site_status s WHERE NOT EXISTS (
-                    SELECT 1 FROM replication_rule r JOIN replication_rule_site rs ON rs.rule_id = r.id
-                     WHERE r.dataset_id = s.dataset_id AND rs.site_id = s.site_id)""");
-        return gone;
     }
 
     /** Completeness of {@code dataset} at every site a rule wants it at, site by name. */
