@@ -421,6 +421,15 @@ class ReplicationPassIT {
         });
     }
 
+    /** A recall request of replication's, with a destination as stage() makes it, holding the file in {@code fileState}. */
+    UUID recallRequest(long file, String fileState) {
+        UUID request = UUID.randomUUID();
+        jdbc.update("INSERT INTO stage_request (id, owner, state, file_count, destination) VALUES (?, 'replication', 'active', 1, 'ftp://x/')",
+                request);
+        jdbc.update("INSERT INTO stage_request_file (request_id, file_id, state, ordinal) VALUES (?, ?, ?, 0)", request, file, fileState);
+        return request;
+    }
+
     /**
      * A replica from tape whose transfer failed because the recall side's cached copy was bad waits for the recall
      * side's verdict rather than counting a failed attempt (and recalling the file once more) at once: the recall
@@ -435,11 +444,8 @@ class ReplicationPassIT {
         rule(ds, "R-" + tag);
         engine.pass();
         long file = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, name);
-        UUID request = UUID.randomUUID();
+        UUID request = recallRequest(file, "transferring");
         // as the recall side leaves them: the request's file handed on, its transfer failed for its source
-        jdbc.update("INSERT INTO stage_request (id, owner, state, file_count, destination) VALUES (?, 'replication', 'active', 1, 'ftp://x/')",
-                request);
-        jdbc.update("INSERT INTO stage_request_file (request_id, file_id, state, ordinal) VALUES (?, ?, 'transferring', 0)", request, file);
         long failed = jdbc.queryForObject("""
                 INSERT INTO transfer_job (correlation, source, destination, size_bytes, state, last_error_class, last_error, finished_at)
                 VALUES (?, 'file:///cache/gone', 'ftp://x/f', 1000, 'failed', 'BAD_REQUEST', 'cannot read local file /cache/gone', now())
@@ -665,11 +671,8 @@ class ReplicationPassIT {
         rule(ds, "L-" + tag);
         engine.pass();
         long file = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, name);
-        UUID request = UUID.randomUUID();
+        UUID request = recallRequest(file, "queued");
         // as stage() leaves it: the replica staging, its recall request's file queued for tape
-        jdbc.update("INSERT INTO stage_request (id, owner, state, file_count, destination) VALUES (?, 'replication', 'active', 1, 'ftp://x/')",
-                request);
-        jdbc.update("INSERT INTO stage_request_file (request_id, file_id, state, ordinal) VALUES (?, ?, 'queued', 0)", request, file);
         jdbc.update("""
                 UPDATE replica SET state = 'staging', source = 'tape', stage_request_id = ?, waiting_for = NULL
                  WHERE site_id = (SELECT id FROM site WHERE name = ?)""", request, "L-" + tag);
