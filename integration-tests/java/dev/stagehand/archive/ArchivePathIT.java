@@ -861,6 +861,29 @@ class ArchivePathIT {
         assertThat(state(id)).as(this::copies).isEqualTo("queued");
     }
 
+    /**
+     * A tape copy a read found bad after its file was archived (a recall's checksum refused it: the segment suspect),
+     * the file still in the buffer: its bytes there are the only good ones, so the copy is written again from them and
+     * the file can then leave the buffer. It stayed evictable for ever (eviction wants every copy's segment ok).
+     */
+    @Test
+    void aTapeCopyFoundBadWhileItsFileIsStillInTheBufferIsWrittenAgain() throws Exception {
+        start(3, 1, 100 * MB, 2, 10 * MB, List.of()); // high-water 8 MB, low-water 5 MB
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 7; i++) files.add(entry(land("rw/f" + i, MB), "ds-rw-" + tag, null));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(ids) == 7 && !flusher.busy());
+        long bad = ids.get(0); // the oldest: the first eviction would take it
+        jdbc.update("UPDATE segment SET state = 'suspect' WHERE file_id = ?", bad);
+
+        assertThat(buffer.evict()).as("7 MB down to 5 MB: two files, not the one whose copy is bad").isEqualTo(2);
+        assertThat(state(bad)).as(this::copies).isEqualTo("queued");
+        assertThat(buffer.file(bad).orElseThrow().error()).contains("was found bad by a read (segment suspect)");
+        flushUntil(() -> state(bad).equals("archived") && !flusher.busy());
+        assertThat(count("SELECT count(*) FROM segment WHERE file_id = ? AND state = 'ok'", bad)).as("written again").isEqualTo(1);
+        assertThat(buffer.locate(bad)).as("its bytes stay until evicted").isPresent();
+    }
+
     /** Tape copies that keep failing their checksum (a drive writing bad data) close at most a few volumes. */
     @Test
     void aCopyThatKeepsFailingItsChecksumOnTapeFailsAfterAFewVolumes() throws Exception {

@@ -700,6 +700,7 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
      */
     public synchronized int evict() {
         foldTotals(jdbc);
+        rewriteBadCopies();
         release();
         long excess = usedBytes() - Math.min(props.lowWaterBytes(), props.highWaterBytes() - waiting);
         int deleted = 0;
@@ -765,6 +766,31 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
     }
 
     private final List<Long> skipped = new ArrayList<>();
+
+    /**
+     * Tape copies a read has since found bad (a recall's checksum refused the segment: suspect, or lost) while their
+     * file is still in the buffer, whose bytes are then the only good ones: queued to be written again from them.
+     * Eviction wants every copy's segment ok, so such a file stayed evictable for ever, holding buffer space, and
+     * nothing made the copy again. Returns how many copies were queued.
+     */
+    int rewriteBadCopies() {
+        return tx.execute(s -> {
+            List<Long> files = jdbc.queryForList("""
+                    UPDATE archive_copy c SET state = 'queued', volume_id = NULL, claimed_by = NULL, lease_until = NULL,
+                           not_before = now(), error = 'its copy on ' || v.label || ' was found bad by a read (segment '
+                                                      || sg.state || '): written again from the buffer'
+                      FROM segment sg JOIN volume v ON v.id = sg.volume_id, archive_file a
+                     WHERE sg.state <> 'ok' AND sg.file_id = c.file_id AND sg.volume_id = c.volume_id AND c.state = 'done'
+                       AND a.file_id = c.file_id AND a.state IN ('archived', 'evictable')
+                    RETURNING c.file_id""", Long.class);
+            if (files.isEmpty()) return 0;
+            jdbc.update("UPDATE archive_file SET state = 'queued', updated_at = now() WHERE file_id = ANY(?) AND state IN ('archived', 'evictable')",
+                    (Object) files.stream().distinct().toArray(Long[]::new));
+            log.warn("archive: {} tape cop{} found bad by a read since written, written again from the buffer", files.size(),
+                    files.size() == 1 ? "y" : "ies");
+            return files.size();
+        });
+    }
 
     private Set<Long> allowed(List<Long> ids) {
         Set<Long> free = new HashSet<>(ids);
