@@ -75,6 +75,16 @@ class TapeLibraryPersistenceIT {
                 LIBRARY)).containsEntry("state", "empty").containsEntry("volume_label", null);
     }
 
+    /** One site script for every verb (its first argument), with the mount limit and the other calls' limit. */
+    static TapeProperties.Script hsmScript(Path tmp, String body, Duration mountLimit, Duration limit) throws java.io.IOException {
+        Path script = tmp.resolve("hsm.sh");
+        Files.writeString(script, body);
+        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
+        return new TapeProperties.Script(List.of(script.toString(), "mount"), List.of(script.toString(), "read"),
+                List.of(script.toString(), "write"), List.of(script.toString(), "dismount"), tmp.resolve("work"),
+                mountLimit, limit, limit, limit, TapeProperties.WriteChecksum.TRUST_SOURCE);
+    }
+
     /**
      * The script driver: a mount that timed out leaves its drive FAILED with the volume (where the cartridge is,
      * nobody knows); the HSM had not moved it and mounts it in another drive. That drive's row holds it now, so
@@ -84,17 +94,11 @@ class TapeLibraryPersistenceIT {
     @Test
     void aVolumeMountedAfterItsMountTimedOutInAnotherDriveIsKnownWhereItIsAfterARestart(@TempDir Path tmp) throws Exception {
         String lib = "it-" + UUID.randomUUID().toString().substring(0, 8);
-        Path script = tmp.resolve("hsm.sh");
-        Files.writeString(script, """
+        TapeProperties.Script cfg = hsmScript(tmp, """
                 #!/bin/sh
                 # verb drive volume: the robot is slow to reach drive d1
                 if [ "$1" = mount ] && [ "$2" = d1 ]; then sleep 10; fi
-                """);
-        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
-        Duration limit = Duration.ofSeconds(30);
-        TapeProperties.Script cfg = new TapeProperties.Script(List.of(script.toString(), "mount"), List.of(script.toString(), "read"),
-                List.of(script.toString(), "write"), List.of(script.toString(), "dismount"), tmp.resolve("work"),
-                Duration.ofSeconds(1), limit, limit, limit, TapeProperties.WriteChecksum.TRUST_SOURCE);
+                """, Duration.ofSeconds(1), Duration.ofSeconds(30));
         ScriptLibrary hsm = new ScriptLibrary(new LibraryLayout(lib, List.of("d1", "d2"), 1), cfg, store, List.of());
 
         assertThatThrownBy(() -> hsm.mount("d1", "S00001").get(30, TimeUnit.SECONDS)).hasRootCauseInstanceOf(TapeFailure.class);
@@ -113,16 +117,10 @@ class TapeLibraryPersistenceIT {
     @Test
     void aDrivePersistedMidMountIsFailedWithItsVolumeAfterARestart(@TempDir Path tmp) throws Exception {
         String lib = "it-" + UUID.randomUUID().toString().substring(0, 8);
-        Path script = tmp.resolve("hsm.sh");
-        Files.writeString(script, """
+        TapeProperties.Script cfg = hsmScript(tmp, """
                 #!/bin/sh
                 if [ "$1" = mount ]; then sleep 30; fi
-                """);
-        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
-        Duration limit = Duration.ofSeconds(60);
-        TapeProperties.Script cfg = new TapeProperties.Script(List.of(script.toString(), "mount"), List.of(script.toString(), "read"),
-                List.of(script.toString(), "write"), List.of(script.toString(), "dismount"), tmp.resolve("work"),
-                limit, limit, limit, limit, TapeProperties.WriteChecksum.TRUST_SOURCE);
+                """, Duration.ofSeconds(60), Duration.ofSeconds(60));
         ScriptLibrary hsm = new ScriptLibrary(new LibraryLayout(lib, List.of("d1"), 1), cfg, store, List.of());
         java.util.concurrent.CompletableFuture<Void> mount = hsm.mount("d1", "S00002");
         assertThat(store.load(lib)).containsExactly(new DriveStatus("d1", DriveState.MOUNTING, "S00002", 0));

@@ -54,6 +54,8 @@ class TwoSchedulersIT {
         public ReadBatch read(String drive, List<SegmentRead> segments) { reads.addAll(segments); return lib.read(drive, segments); }
         public WriteBatch write(String drive, List<FileWrite> files) { return lib.write(drive, files); }
         public CompletableFuture<Void> dismount(String drive) { return lib.dismount(drive); }
+        public void setEnabled(String drive, boolean enabled) { lib.setEnabled(drive, enabled); }
+        public CompletableFuture<Void> recover(String drive) { return lib.recover(drive); }
     }
 
     @Autowired

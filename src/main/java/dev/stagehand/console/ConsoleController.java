@@ -272,7 +272,7 @@ class ConsoleController {
             String done = change.get();
             audit.record(who.getName(), action, name, done, "ok");
             flash.addFlashAttribute("message", "Drive " + name + " " + done + ".");
-        } catch (RuntimeException e) { // not in that state, no such drive, or a driver that cannot do it
+        } catch (RuntimeException e) { // not in that state, or no such drive
             audit.record(who.getName(), action, name, e.getMessage(), "refused");
             flash.addFlashAttribute("error", "Drive " + name + ": " + e.getMessage());
         }

@@ -61,17 +61,14 @@ public interface TapeLibrary {
 
     /**
      * Operator action: takes an empty drive out of service (DISABLED) or puts a disabled one back (EMPTY).
-     * The schedulers follow it at their next round.
+     * The schedulers follow it at their next round. Refused (IllegalStateException) for a drive in another state.
      */
-    default void setEnabled(String drive, boolean enabled) {
-        throw new UnsupportedOperationException("the " + layout().name() + " library's driver cannot switch drives");
-    }
+    void setEnabled(String drive, boolean enabled);
 
     /**
      * Operator action after a repair: a FAILED drive is EMPTY again, its stuck cartridge (if any) back in its
-     * slot. Completes when done; the schedulers use the drive again at their next round.
+     * slot. Completes when done; the schedulers use the drive again at their next round. Refused
+     * (IllegalStateException) for a drive that is not FAILED.
      */
-    default CompletableFuture<Void> recover(String drive) {
-        throw new UnsupportedOperationException("the " + layout().name() + " library's driver cannot recover drives");
-    }
+    CompletableFuture<Void> recover(String drive);
 }

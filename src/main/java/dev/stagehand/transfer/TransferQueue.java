@@ -265,9 +265,8 @@ public class TransferQueue {
      * lost its first bytes to it (or all of them: a put verified by the server before its 226, then deleted).
      */
     boolean claimPartialDelete(long id, Duration hold) {
-        var tx = new org.springframework.transaction.support.TransactionTemplate(
-                new org.springframework.jdbc.datasource.DataSourceTransactionManager(java.util.Objects.requireNonNull(jdbc.getDataSource())));
-        return Boolean.TRUE.equals(tx.execute(t -> {
+        // its own transaction (called from the drainer, past any proxy)
+        return Boolean.TRUE.equals(dev.stagehand.platform.Transactions.on(jdbc).execute(t -> {
             jdbc.query("SELECT pg_advisory_xact_lock" + DESTINATION_LOCK.formatted("destination") + " FROM transfer_job WHERE id = ?",
                     rs -> {}, id);
             // clock_timestamp(): the lock may have been waited for

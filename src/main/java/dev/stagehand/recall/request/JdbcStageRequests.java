@@ -506,18 +506,21 @@ class JdbcStageRequests implements StageRequests {
                 ps.setArray(2, con.createArrayOf("text", files.toArray()));
                 return ps;
             }, (rs, i) -> rs.getObject(1, UUID.class));
+            if (holding.isEmpty()) return 0L;
+            // their named files released in one statement, then each request's pins on them
+            Map<UUID, List<Long>> released = new java.util.LinkedHashMap<>();
+            jdbc.query(con -> {
+                var ps = con.prepareStatement("UPDATE stage_request_file srf SET released = true FROM file f "
+                        + "WHERE f.id = srf.file_id AND srf.request_id = ANY (?) AND f.name = ANY (?) AND NOT srf.released "
+                        + "RETURNING srf.request_id, srf.file_id");
+                ps.setArray(1, con.createArrayOf("uuid", holding.toArray()));
+                ps.setArray(2, con.createArrayOf("text", files.toArray()));
+                return ps;
+            }, rs -> { released.computeIfAbsent(rs.getObject(1, UUID.class), k -> new ArrayList<>()).add(rs.getLong(2)); });
             long changed = 0;
-            for (UUID id : holding) {
-                List<Long> released = jdbc.query(con -> {
-                    var ps = con.prepareStatement("UPDATE stage_request_file srf SET released = true FROM file f "
-                            + "WHERE f.id = srf.file_id AND srf.request_id = ? AND f.name = ANY (?) AND NOT srf.released "
-                            + "RETURNING srf.file_id");
-                    ps.setObject(1, id);
-                    ps.setArray(2, con.createArrayOf("text", files.toArray()));
-                    return ps;
-                }, (rs, i) -> rs.getLong(1));
-                cache.release(released, id.toString());
-                changed += released.size();
+            for (var e : released.entrySet()) {
+                cache.release(e.getValue(), e.getKey().toString());
+                changed += e.getValue().size();
             }
             return changed;
         });

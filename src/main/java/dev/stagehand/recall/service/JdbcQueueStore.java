@@ -1,5 +1,6 @@
 package dev.stagehand.recall.service;
 
+import dev.stagehand.platform.Transactions;
 import dev.stagehand.platform.DatabaseRetry;
 import dev.stagehand.recall.scheduler.FileWork;
 import dev.stagehand.recall.scheduler.QueueStore;

@@ -1,5 +1,6 @@
 package dev.stagehand.recall.service;
 
+import dev.stagehand.platform.Transactions;
 import dev.stagehand.cache.CacheEntry;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.DatabaseRetry;
@@ -607,16 +608,15 @@ public final class RecallService {
      * ends and is forgotten instead.
      */
     private void forgetCancelledFiles(List<String> requests) {
+        if (requests.isEmpty()) return; // the window may stay where it is: it only bounds the look below
         Instant checked = jdbc.queryForObject("SELECT now()", Timestamp.class).toInstant();
-        if (!requests.isEmpty()) {
-            Map<String, Set<Long>> cancelled = new HashMap<>();
-            jdbc.query("""
-                    SELECT request_id::text, file_id FROM stage_request_file
-                     WHERE request_id = ANY(?::uuid[]) AND state = 'cancelled' AND finished_at >= ?""",
-                    rs -> { cancelled.computeIfAbsent(rs.getString(1), k -> new HashSet<>()).add(rs.getLong(2)); },
-                    requests.toArray(String[]::new), Timestamp.from(cancelsCheckedTo));
-            cancelled.forEach(engine::forgetFiles);
-        }
+        Map<String, Set<Long>> cancelled = new HashMap<>();
+        jdbc.query("""
+                SELECT request_id::text, file_id FROM stage_request_file
+                 WHERE request_id = ANY(?::uuid[]) AND state = 'cancelled' AND finished_at >= ?""",
+                rs -> { cancelled.computeIfAbsent(rs.getString(1), k -> new HashSet<>()).add(rs.getLong(2)); },
+                requests.toArray(String[]::new), Timestamp.from(cancelsCheckedTo));
+        cancelled.forEach(engine::forgetFiles);
         // a cancel's time is its transaction's start: one committing later than this is still seen next time
         cancelsCheckedTo = checked.minus(LATE_COMMIT);
     }

@@ -1,5 +1,6 @@
 package dev.stagehand.recall.service;
 
+import dev.stagehand.platform.Transactions;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.recall.request.RecallMetrics;
 import dev.stagehand.recall.request.RequestSettlement;

@@ -155,6 +155,20 @@ final class FakeLibrary implements TapeLibrary {
         throw new UnsupportedOperationException("not needed by recall tests");
     }
 
+    /** Disabled drives are reported DISABLED ({@link #outOfService}); enabling one takes it back. */
+    @Override
+    public void setEnabled(String drive, boolean enabled) {
+        if (enabled) outOfService.remove(drive);
+        else outOfService.add(drive);
+    }
+
+    /** Its drives never fail: a recovery only takes it back into service. */
+    @Override
+    public CompletableFuture<Void> recover(String drive) {
+        outOfService.remove(drive);
+        return CompletableFuture.completedFuture(null);
+    }
+
     @Override
     public CompletableFuture<Void> dismount(String drive) {
         double unloaded = clock.seconds() + TestCosts.unload(moved.get(drive));

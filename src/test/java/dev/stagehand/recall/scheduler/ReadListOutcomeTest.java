@@ -124,6 +124,8 @@ class ReadListOutcomeTest {
         @Override public List<DriveStatus> drives() { return library.drives(); }
         @Override public CompletableFuture<Void> mount(String drive, String volume) { return library.mount(drive, volume); }
         @Override public CompletableFuture<Void> dismount(String drive) { return library.dismount(drive); }
+        @Override public void setEnabled(String drive, boolean enabled) { library.setEnabled(drive, enabled); }
+        @Override public CompletableFuture<Void> recover(String drive) { return library.recover(drive); }
         @Override public WriteBatch write(String drive, List<FileWrite> files) { return library.write(drive, files); }
 
         @Override
