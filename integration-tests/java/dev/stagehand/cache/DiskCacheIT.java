@@ -418,6 +418,26 @@ class DiskCacheIT {
     }
 
     @Test
+    void aDirectoryWhoseDiskHasLessRoomThanItsCapacityReservesNoMoreThanTheDiskHolds() throws Exception {
+        // the real disk under the test's directory: its capacity is set 1 TB beyond what the file system has free
+        // (the same as data outside the cache filling the disk), so only the disk's free space can be reserved
+        Path dir = Files.createDirectories(tmp.resolve("small-disk"));
+        long diskFree = Files.getFileStore(dir).getUsableSpace();
+        DiskCache cache = cache("disk", dir, diskFree + 1_000_000_000_000L);
+        long tooBig = catalogFile(diskFree + 100_000_000_000L, null); // within the capacity, 100 GB more than the disk has
+        long small = catalogFile(1000, null);
+
+        assertThat(cache.reserve(tooBig, diskFree + 100_000_000_000L, "t").outcome())
+                .as("a reservation the disk cannot hold: written, it failed for want of disk, blamed on the tape")
+                .isEqualTo(Outcome.NO_SPACE);
+        assertThat(cache.usage().getFirst().freeBytes()).as("free space is the disk's, not the accounting's")
+                .isLessThan(diskFree + 50_000_000_000L);
+        assertThat(cache.reservableBytes(Long.MAX_VALUE)).isLessThan(diskFree + 50_000_000_000L);
+        assertThat(cache.largestReservable()).isLessThan(diskFree + 50_000_000_000L);
+        assertThat(cache.reserve(small, 1000, "t").outcome()).isEqualTo(Outcome.RESERVED);
+    }
+
+    @Test
     void abortReturnsSpaceAndDeletesThePartialFile() throws Exception {
         DiskCache cache = cache("n", tmp.resolve("c"), 1000);
         long f = catalogFile(1000, null);

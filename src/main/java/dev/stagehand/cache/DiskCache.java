@@ -103,6 +103,15 @@ public class DiskCache {
                 throw new UncheckedIOException("cannot create cache directory " + d.path(), e);
             }
             if (!Files.isWritable(d.path())) throw new IllegalStateException("cache directory not writable: " + d.path());
+            try {
+                long disk = Files.getFileStore(d.path()).getTotalSpace();
+                if (d.capacity().toBytes() > disk) {
+                    log.warn("cache directory {}: capacity {} bytes is larger than its file system ({} bytes); reservations "
+                            + "are limited to the disk's free space", d.path(), d.capacity().toBytes(), disk);
+                }
+            } catch (IOException e) {
+                log.warn("cache directory {}: cannot read its file system's size: {}", d.path(), e.toString());
+            }
             Integer id = db.sql("""
                     INSERT INTO cache_directory (path, capacity_bytes) VALUES (:path, :cap)
                     ON CONFLICT (path) DO UPDATE SET capacity_bytes = EXCLUDED.capacity_bytes, updated_at = now()
@@ -280,10 +289,11 @@ public class DiskCache {
     public long reservableBytes(long wanted) {
         requireStarted();
         Map<Integer, Long> free = new LinkedHashMap<>();
-        db.sql("SELECT id, greatest(0, capacity_bytes - used_bytes - reserved_bytes) FROM cache_directory WHERE id = ANY(:ids) ORDER BY id")
+        db.sql("SELECT id, path, capacity_bytes, used_bytes, reserved_bytes FROM cache_directory WHERE id = ANY(:ids) ORDER BY id")
                 .param("ids", directories.keySet().toArray(Integer[]::new))
                 .query(rs -> {
-                    free.put(rs.getInt(1), rs.getLong(2));
+                    Dir d = new Dir(rs.getInt(1), Path.of(rs.getString(2)), rs.getLong(3), rs.getLong(4), rs.getLong(5));
+                    free.put(d.id, Math.max(0, d.free()));
                 });
         long found = free.values().stream().mapToLong(Long::longValue).sum();
         if (found >= wanted) return found;
@@ -752,8 +762,9 @@ public class DiskCache {
                     long cap = rs.getLong("capacity_bytes");
                     long used = rs.getLong("used_bytes");
                     long reserved = rs.getLong("reserved_bytes");
-                    return new DirectoryUsage(Path.of(rs.getString("path")), cap, used, reserved,
-                            rs.getLong("pinned_bytes"), rs.getLong("evictable_bytes"), Math.max(0, cap - used - reserved),
+                    Path path = Path.of(rs.getString("path"));
+                    return new DirectoryUsage(path, cap, used, reserved, rs.getLong("pinned_bytes"), rs.getLong("evictable_bytes"),
+                            Math.max(0, cap - used - reserved - beyondDisk(path, cap, used)),
                             rs.getLong("cached"), rs.getLong("staging"), rs.getLong("pinned"));
                 })
                 .list();
@@ -853,6 +864,8 @@ public class DiskCache {
         final long capacity;
         long used;
         long reserved;
+        /** Capacity its disk cannot hold ({@link #beyondDisk}); constant while copies are evicted. */
+        final long beyondDisk;
         boolean changed;
 
         Dir(int id, Path path, long capacity, long used, long reserved) {
@@ -861,10 +874,11 @@ public class DiskCache {
             this.capacity = capacity;
             this.used = used;
             this.reserved = reserved;
+            this.beyondDisk = DiskCache.beyondDisk(path, capacity, used);
         }
 
         long free() {
-            return capacity - used - reserved;
+            return capacity - used - reserved - beyondDisk;
         }
     }
 
@@ -894,6 +908,22 @@ public class DiskCache {
                             rs.getLong("capacity_bytes"), rs.getLong("used_bytes"), rs.getLong("reserved_bytes")));
                 });
         return out;
+    }
+
+    /**
+     * Bytes of a directory's capacity that its disk cannot hold now: capacity minus used beyond the file system's
+     * free space (data outside the cache filled the disk, or the capacity is set larger than the disk). Free space
+     * is then {@code min(capacity - used - reserved, disk free - reserved)}: reservations are counted whole although
+     * part of them may be written already, which errs on the safe side. Evicting a copy frees as much on the disk
+     * as in the accounting, so this stays the same while a reservation evicts. 0 when the disk cannot be asked
+     * (the health indicator reports that directory).
+     */
+    static long beyondDisk(Path dir, long capacity, long used) {
+        try {
+            return Math.max(0, capacity - used - Files.getFileStore(dir).getUsableSpace());
+        } catch (IOException | SecurityException e) {
+            return 0;
+        }
     }
 
     /** Locks the directory row of a copy; null if the copy does not exist. */
