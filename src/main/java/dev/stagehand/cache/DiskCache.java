@@ -505,7 +505,8 @@ public class DiskCache {
 
     /**
      * The inventory check, at start-up: verified copies in this instance's directories whose file is gone
-     * (a disk wiped or replaced, files deleted by hand) are discarded and their space freed, so the file is
+     * (a disk wiped or replaced, files deleted by hand) or not the size it was verified at (cut short by a power
+     * cut after its commit) are discarded and their space freed, so the file is
      * read from tape again instead of being answered "cached" and failing at every transfer. The copies are
      * walked along the LRU index a slice at a time, never in one statement over the whole table.
      *
@@ -532,28 +533,38 @@ public class DiskCache {
             OffsetDateTime afterAccess = ts(Instant.EPOCH);
             long afterId = 0;
             while (true) {
-                record Copy(OffsetDateTime lastAccess, long id, long fileId, String path) {}
+                record Copy(OffsetDateTime lastAccess, long id, long fileId, String path, long size) {}
                 List<Copy> slice = db.sql("""
-                        SELECT last_access, id, file_id, path FROM cache_file
+                        SELECT last_access, id, file_id, path, size_bytes FROM cache_file
                          WHERE directory_id = :d AND state = 'verified' AND (last_access, id) > (:after, :afterId)
                          ORDER BY last_access, id LIMIT :lim""")
                         .param("d", dirId).param("after", afterAccess).param("afterId", afterId).param("lim", INVENTORY_SLICE)
-                        .query((rs, n) -> new Copy(rs.getObject(1, OffsetDateTime.class), rs.getLong(2), rs.getLong(3), rs.getString(4)))
+                        .query((rs, n) -> new Copy(rs.getObject(1, OffsetDateTime.class), rs.getLong(2), rs.getLong(3), rs.getString(4),
+                                rs.getLong(5)))
                         .list();
                 List<Long> gone = new ArrayList<>();
+                List<Long> cut = new ArrayList<>();
                 Map<Long, Long> fileOf = new HashMap<>();
                 for (Copy c : slice) {
-                    // notExists, not !exists: a file whose existence cannot be told (an I/O error) is kept
-                    if (Files.notExists(Path.of(c.path()))) {
-                        gone.add(c.id());
-                        fileOf.put(c.id(), c.fileId());
-                    }
+                    long onDisk = sizeOrKeep(Path.of(c.path()));
+                    if (onDisk == -1) gone.add(c.id());
+                    // nothing syncs a copy before its commit: a power cut after it leaves the file empty or short
+                    else if (onDisk >= 0 && onDisk != c.size()) cut.add(c.id());
+                    else continue;
+                    fileOf.put(c.id(), c.fileId());
                 }
-                if (!gone.isEmpty()) {
+                if (!gone.isEmpty() || !cut.isEmpty()) {
                     Map<Long, String> dropped = inTransaction(() -> {
                         lockDirectories(List.of(dirId));
-                        return dropVerified(dirId, gone, "discarded", "file missing on disk (inventory check at start-up)");
+                        Map<Long, String> out = new HashMap<>();
+                        if (!gone.isEmpty()) out.putAll(dropVerified(dirId, gone, "discarded", "file missing on disk (inventory check at start-up)"));
+                        if (!cut.isEmpty()) {
+                            out.putAll(dropVerified(dirId, cut, "discarded", "file on disk is not the size it was verified at "
+                                    + "(inventory check at start-up)"));
+                        }
+                        return out;
                     });
+                    // the files of copies cut short are orphans now: removeOrphans (after this, at start) deletes them
                     for (long c : dropped.keySet()) missingFiles.add(fileOf.get(c));
                 }
                 if (slice.size() < INVENTORY_SLICE) break;
@@ -561,7 +572,7 @@ public class DiskCache {
                 afterId = slice.getLast().id();
             }
             if (!missingFiles.isEmpty()) {
-                log.warn("{} cached copies in {} had no file on disk: discarded, they are read from tape again when asked for",
+                log.warn("{} cached copies in {} had no file on disk, or one of another size: discarded, they are read from tape again when asked for",
                         missingFiles.size(), dir);
                 events.publishEvent(new CacheChanged(CacheChanged.Kind.MISSING, missingFiles));
             }
@@ -583,6 +594,19 @@ public class DiskCache {
         return db.sql("SELECT DISTINCT file_id FROM cache_file WHERE state IN ('discarded', 'corrupt') AND verified_at IS NOT NULL "
                         + "AND ended_at >= :since")
                 .param("since", ts(since)).query(Long.class).list();
+    }
+
+    /**
+     * The file's size; -1 when it is not there; -2 when that cannot be told (an I/O error: the copy is kept).
+     */
+    private static long sizeOrKeep(Path p) {
+        try {
+            return Files.readAttributes(p, java.nio.file.attribute.BasicFileAttributes.class).size();
+        } catch (NoSuchFileException e) {
+            return -1;
+        } catch (IOException | SecurityException e) {
+            return -2;
+        }
     }
 
     /** Whether the directory has any of the copies' fan-out subdirectories (00..ff). */
