@@ -171,6 +171,28 @@ class DiskCacheIT {
     }
 
     @Test
+    void aDirectoryFullerThanItsCapacityCountsAsReservableOnlyWhatEvictionLeavesAboveIt() throws Exception {
+        Path dir = tmp.resolve("shrunk");
+        DiskCache before = cache("shrunk", dir, 2000);
+        long a = staged(before, 400);
+        staged(before, 400);
+        staged(before, 400);
+        before.pin(List.of(a), "req-a", Duration.ofHours(1));
+        // the operator lowers the capacity below what is cached: 1200 bytes used in 1000
+        DiskCache cache = cache("shrunk", dir, 1000);
+        long d = catalogFile(700, null);
+        long e = catalogFile(600, null);
+
+        // evicting both unpinned copies (800) leaves 600 free: the first 200 only bring the directory back to its capacity
+        assertThat(cache.reservableBytes(Long.MAX_VALUE)).as("free (-200) plus evictable (800)").isEqualTo(600)
+                .isEqualTo(cache.reservableBytes()).isEqualTo(cache.largestReservable());
+        assertThat(cache.usage().getFirst().reservableBytes()).isEqualTo(600);
+        assertThat(cache.reservableBytes(700)).as("what the scheduler mounts a volume on").isLessThan(700);
+        assertThat(cache.reserve(d, 700, "recall").outcome()).isEqualTo(Outcome.NO_SPACE);
+        assertThat(cache.reserve(e, 600, "recall").outcome()).isEqualTo(Outcome.RESERVED);
+    }
+
+    @Test
     void theCountOfEvictableCopiesWalksPageAfterPageAndCountsEachCopyOnce() {
         DiskCache cache = cache("n", tmp.resolve("c"), 1_000_000);
         int dir = db.sql("SELECT id FROM cache_directory WHERE path = :p").param("p", tmp.resolve("c").toString())

@@ -11,13 +11,19 @@ import java.nio.file.Path;
  * @param evictableBytes  verified copies without an unexpired pin (freed on demand, least recently used first)
  * @param freeBytes       capacity minus used minus reserved, and no more than its disk's free space minus
  *                        reserved (never negative)
+ * @param beyondDiskBytes capacity its disk cannot hold now (its file system has less free space than the
+ *                        accounting: data outside the cache, or a capacity larger than the disk)
  */
 public record DirectoryUsage(Path path, long capacityBytes, long usedBytes, long reservedBytes, long pinnedBytes,
                              long evictableBytes, long freeBytes, long cachedFiles, long stagingFiles,
-                             long pinnedFiles) {
+                             long pinnedFiles, long beyondDiskBytes) {
 
-    /** Bytes a reservation could get here now: free plus evictable. */
+    /**
+     * Bytes a reservation could get here now: free plus evictable. Free counted as it is, negative when the
+     * directory holds more than its capacity (lowered below what is cached) or its disk allows: evicting first
+     * brings it back within them, which frees nothing for a reservation.
+     */
     public long reservableBytes() {
-        return freeBytes + evictableBytes;
+        return Math.max(0, capacityBytes - usedBytes - reservedBytes - beyondDiskBytes + evictableBytes);
     }
 }

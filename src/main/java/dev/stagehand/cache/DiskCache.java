@@ -288,19 +288,26 @@ public class DiskCache {
      */
     public long reservableBytes(long wanted) {
         requireStarted();
+        // free may be negative (a capacity lowered below what is cached, a disk fuller than the accounting): the
+        // first bytes evicted there only bring the directory back to its capacity and count for nothing
         Map<Integer, Long> free = new LinkedHashMap<>();
         db.sql("SELECT id, path, capacity_bytes, used_bytes, reserved_bytes FROM cache_directory WHERE id = ANY(:ids) ORDER BY id")
                 .param("ids", directories.keySet().toArray(Integer[]::new))
                 .query(rs -> {
                     Dir d = new Dir(rs.getInt(1), Path.of(rs.getString(2)), rs.getLong(3), rs.getLong(4), rs.getLong(5));
-                    free.put(d.id, Math.max(0, d.free()));
+                    free.put(d.id, d.free());
                 });
-        long found = free.values().stream().mapToLong(Long::longValue).sum();
+        long found = free.values().stream().mapToLong(f -> Math.max(0, f)).sum();
         if (found >= wanted) return found;
         Map<Integer, Long> want = new LinkedHashMap<>();
-        for (int dir : free.keySet()) want.put(dir, wanted - found);
-        for (long bytes : evictableUpTo(want, clock.instant()).values()) found += bytes;
-        return found;
+        for (var f : free.entrySet()) {
+            long deficit = Math.max(0, -f.getValue());
+            want.put(f.getKey(), wanted - found > Long.MAX_VALUE - deficit ? Long.MAX_VALUE : wanted - found + deficit);
+        }
+        Map<Integer, Long> evictable = evictableUpTo(want, clock.instant());
+        long room = 0;
+        for (var f : free.entrySet()) room += Math.max(0, f.getValue() + evictable.getOrDefault(f.getKey(), 0L));
+        return room;
     }
 
     /** The largest single file that could be reserved now (files do not span directories). */
@@ -787,9 +794,10 @@ public class DiskCache {
                     long used = rs.getLong("used_bytes");
                     long reserved = rs.getLong("reserved_bytes");
                     Path path = Path.of(rs.getString("path"));
+                    long beyond = beyondDisk(path, cap, used);
                     return new DirectoryUsage(path, cap, used, reserved, rs.getLong("pinned_bytes"), rs.getLong("evictable_bytes"),
-                            Math.max(0, cap - used - reserved - beyondDisk(path, cap, used)),
-                            rs.getLong("cached"), rs.getLong("staging"), rs.getLong("pinned"));
+                            Math.max(0, cap - used - reserved - beyond), rs.getLong("cached"), rs.getLong("staging"),
+                            rs.getLong("pinned"), beyond);
                 })
                 .list();
     }
