@@ -646,6 +646,31 @@ class DiskCacheIT {
     }
 
     @Test
+    void aDirectorySpelledAnotherWayKeepsTheCopiesRecordedUnderItsOtherName() throws Exception {
+        // the same directory reached through a symbolic link (or another mount point of a shared file system, or
+        // a configuration that changed its spelling): the copies' rows name it the first way
+        Path real = tmp.resolve("real");
+        DiskCache first = cache("a", real, 1_000_000);
+        long a = staged(first, 100);
+        long b = staged(first, 200);
+        Map<Long, CacheEntry> copies = first.lookup(List.of(a, b));
+        Path link = Files.createSymbolicLink(tmp.resolve("link"), real);
+        Path stray = Files.createDirectories(real.resolve("ab")).resolve("171.999999");
+        Files.write(stray, bytes(10, 1)); // no row at all: an orphan however the directory is named
+        // a copy's name under another fan-out: not the file its row records (a copy of it made by hand)
+        String otherFan = copies.get(a).path().getParent().getFileName().toString().equals("00") ? "01" : "00";
+        Path duplicate = Files.createDirectories(real.resolve(otherFan)).resolve(copies.get(a).path().getFileName());
+        Files.copy(copies.get(a).path(), duplicate);
+
+        DiskCache second = cache("b", link, 1_000_000); // start() removes orphans under the link
+        assertThat(copies.get(a).path()).as("a live copy's file is no orphan").exists();
+        assertThat(copies.get(b).path()).exists();
+        assertThat(stray).doesNotExist();
+        assertThat(duplicate).doesNotExist();
+        assertThat(second.lookup(List.of(a, b)).values()).allMatch(CacheEntry::cached);
+    }
+
+    @Test
     void copiesWhoseFileIsGoneAreDroppedAtStartAndTheFileIsStagedAgain() throws Exception {
         Path dir = tmp.resolve("wiped");
         DiskCache before = cache("inv", dir, 1_000_000);

@@ -878,12 +878,47 @@ public class DiskCache {
             }
             if (found.isEmpty()) continue;
             // Listed before querying: a copy created after the listing is not in the list, one created
-            // before it has its row committed already (rows are made before files).
-            Set<String> live = new HashSet<>(db.sql("SELECT path FROM cache_file WHERE path = ANY(:p) AND state IN " + LIVE)
-                    .param("p", found.stream().map(Path::toString).toArray(String[]::new)).query(String.class).list());
-            List<Path> orphans = found.stream().filter(p -> !live.contains(p.toString())).toList();
+            // before it has its row committed already (rows are made before files). Looked up by the copy id in
+            // the file's name ("<file>.<copy>"), not by path: the directory may be spelled another way in the rows
+            // (a symbolic link, another mount point of a shared file system, a configuration changed), and by
+            // path every live copy recorded under the other spelling was deleted as an orphan.
+            Map<Path, Long> copyOf = new HashMap<>();
+            for (Path p : found) {
+                String name = p.getFileName().toString();
+                try {
+                    copyOf.put(p, Long.parseLong(name.substring(name.indexOf('.') + 1)));
+                } catch (NumberFormatException e) {
+                    // not a name this cache gives: left alone
+                }
+            }
+            Map<Long, String> live = new HashMap<>();
+            db.sql("SELECT id, path FROM cache_file WHERE id = ANY(:ids) AND state IN " + LIVE)
+                    .param("ids", copyOf.values().stream().distinct().toArray(Long[]::new))
+                    .query(rs -> {
+                        live.put(rs.getLong(1), rs.getString(2));
+                    });
+            List<Path> orphans = new ArrayList<>();
+            for (var c : copyOf.entrySet()) {
+                String recorded = live.get(c.getValue());
+                if (recorded == null || (!recorded.equals(c.getKey().toString()) && anotherFile(c.getKey(), Path.of(recorded)))) {
+                    orphans.add(c.getKey());
+                }
+            }
             if (!orphans.isEmpty()) log.info("removing {} orphaned files from {}", orphans.size(), dir);
             deleteFiles(orphans);
+        }
+    }
+
+    /**
+     * Whether the copy's recorded file is there and is not {@code listed} (a stray duplicate, e.g. a directory
+     * copied by hand). When that cannot be told (the recorded spelling is not reachable from this host) the
+     * listed file is taken for it and kept.
+     */
+    private static boolean anotherFile(Path listed, Path recorded) {
+        try {
+            return !Files.isSameFile(listed, recorded);
+        } catch (IOException | SecurityException e) {
+            return false;
         }
     }
 
