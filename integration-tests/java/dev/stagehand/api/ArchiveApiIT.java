@@ -156,6 +156,62 @@ class ArchiveApiIT {
     }
 
     /**
+     * A file not on tape yet whose bytes changed (it failed, or would) is deleted by its experiment's operator and its new
+     * bytes registered anew under its name and path. There was no way to do so: the failure said "register it anew", and
+     * registering the new bytes was refused for ever as a name already in the catalog with other content.
+     */
+    @Test
+    void aFileNotOnTapeYetIsDeletedAndItsNewBytesRegisteredAnew() throws Exception {
+        String exp = "arch-del-" + tag, ds = "del-" + tag;
+        Path p = land("del", MB);
+        List<Map<String, Object>> entry = List.of(Map.of("path", p.toString(), "size", MB, "dataset", ds, "experiment", exp));
+        Answer r = api.post("/api/v1/archive/files", body(entry));
+        assertThat(r.status()).as(r.body()).isEqualTo(201);
+        long id = r.json().get("files").get(0).get("fileId").asLong();
+        String name = r.json().get("files").get(0).get("name").asString();
+        jdbc.update("UPDATE archive_copy SET state = 'failed', error = 'the buffer file changed after registration' WHERE file_id = ?", id);
+        jdbc.update("UPDATE archive_file SET state = 'failed' WHERE file_id = ?", id);
+        byte[] other = new byte[(int) MB];
+        new Random(99).nextBytes(other);
+        Files.write(p, other); // its producer lands the right bytes
+
+        Answer refused = api.post("/api/v1/archive/files", body(entry));
+        assertThat(refused.status()).as(refused.body()).isEqualTo(409);
+        assertThat(refused.json().get("errors").get(0).get("reason").asString()).contains("delete it (DELETE /api/v1/archive/files/" + id);
+        // only the file's experiment's operators: a viewer may not, another experiment's operator finds no such file
+        ApiClient viewer = ApiClient.as(port, accounts, tokens, "arch-del-viewer-" + tag, ApiRole.VIEWER, exp);
+        assertThat(viewer.delete("/api/v1/archive/files/" + id).status()).isEqualTo(403);
+        ApiClient stranger = ApiClient.as(port, accounts, tokens, "arch-del-other-" + tag, ApiRole.OPERATOR, "other-" + tag);
+        assertThat(stranger.delete("/api/v1/archive/files/" + id).status()).isEqualTo(404);
+        ApiClient operator = ApiClient.as(port, accounts, tokens, "arch-del-op-" + tag, ApiRole.OPERATOR, exp);
+        Answer deleted = operator.delete("/api/v1/archive/files/" + id);
+        assertThat(deleted.status()).as(deleted.body()).isEqualTo(200);
+        assertThat(deleted.json().get("state").asString()).isEqualTo("failed");
+        assertThat(Files.readAllBytes(p)).as("the producer's bytes are left in place").isEqualTo(other);
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM file WHERE id = ? OR name = ?", Long.class, id, name)).isZero();
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM archive_copy WHERE file_id = ?", Long.class, id)).isZero();
+        assertThat(operator.delete("/api/v1/archive/files/" + id).status()).isEqualTo(404);
+        assertThat(operator.delete("/api/v1/archive/files/abc").status()).isEqualTo(400);
+
+        Answer again = operator.post("/api/v1/archive/files", body(entry));
+        assertThat(again.status()).as(again.body()).isEqualTo(201);
+        var file = again.json().get("files").get(0);
+        assertThat(file.get("name").asString()).isEqualTo(name);
+        assertThat(file.get("state").asString()).isEqualTo("queued");
+        assertThat(file.get("adler32").asString()).isEqualTo(Checksums.adler32Of(p));
+        assertBufferFiguresAreTheSums();
+
+        // a file whose every copy is on tape is not cancelled: 409, and it stays
+        long again2 = file.get("fileId").asLong();
+        jdbc.update("UPDATE archive_copy SET state = 'done' WHERE file_id = ?", again2);
+        jdbc.update("UPDATE archive_file SET state = 'archived', archived_at = now() WHERE file_id = ?", again2);
+        Answer archived = operator.delete("/api/v1/archive/files/" + again2);
+        assertThat(archived.status()).as(archived.body()).isEqualTo(409);
+        assertThat(archived.json().get("detail").asString()).contains("is archived");
+        assertThat(operator.get("/api/v1/archive/files/" + again2).status()).isEqualTo(200);
+    }
+
+    /**
      * {@code GET /api/v1/archive/buffer} answers from the kept totals (V29) what summing every file gave: files and
      * bytes per state and the use. Compared once the sums are the same before and after the call (this context's
      * own archive rounds may move files meanwhile).

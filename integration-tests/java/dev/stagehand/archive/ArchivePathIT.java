@@ -727,6 +727,62 @@ class ArchivePathIT {
     }
 
     /**
+     * A file not on tape yet is deleted (cancelled) with everything of it: its queued copies leave their family's queue,
+     * a copy already written leaves the catalog, and its name and path are registered anew with other bytes. A file that
+     * failed because its buffer file changed could not be registered again under its name, for ever. One being written
+     * now, or on tape, is not deleted.
+     */
+    @Test
+    void aFileNotOnTapeYetIsDeletedWithItsCopiesAndItsNameRegisteredAnew() throws Exception {
+        start(3, 1, 100 * MB, 6, 500 * MB, List.of());
+        String ds = "ds-cxl-" + tag;
+        // two copies: the first written, then the buffer file is written over and the second fails for good
+        Path p = land("cxl/f0", MB);
+        long id = buffer.register(List.of(entry(p, ds, "dual"))).get(0).fileId();
+        String name = buffer.file(id).orElseThrow().name();
+        flushUntil(() -> count("SELECT count(*) FROM archive_copy WHERE file_id = ? AND state = 'done'", id) == 1);
+        byte[] other = new byte[(int) MB];
+        new Random(11).nextBytes(other);
+        Files.write(p, other);
+        flushUntil(() -> state(id).equals("failed") && !flusher.busy());
+        assertThat(buffer.file(id).orElseThrow().segments()).as(this::copies).hasSize(1);
+        assertThatThrownBy(() -> buffer.register(List.of(entry(p, ds, "dual")))).isInstanceOfSatisfying(ArchiveRejected.class,
+                e -> assertThat(e.errors().get(0).reason()).contains("not on tape yet (failed): delete it"));
+
+        ArchiveBuffer.ArchiveFileStatus was = buffer.delete(id);
+        assertThat(was.state()).isEqualTo("failed");
+        assertThat(count("SELECT count(*) FROM file WHERE id = ? OR name = ?", id, name)).isZero();
+        assertThat(count("SELECT count(*) FROM segment WHERE file_id = ?", id)).isZero();
+        assertThat(count("SELECT count(*) FROM archive_copy WHERE file_id = ?", id)).isZero();
+        assertThat(p).as("the producer's bytes stay").exists();
+        assertThatThrownBy(() -> buffer.delete(id)).isInstanceOfSatisfying(ArchiveRejected.class,
+                e -> assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.NOT_FOUND));
+        ArchiveBuffer.ArchiveFileStatus anew = buffer.register(List.of(entry(p, ds, "dual"))).get(0);
+        assertThat(anew.name()).isEqualTo(name);
+        assertThat(anew.adler32()).isEqualTo(Checksums.adler32Of(p));
+        flushUntil(() -> archived(List.of(anew.fileId())) == 1 && !flusher.busy());
+        assertThat(segments(List.of(anew.fileId()))).hasSize(2);
+
+        // a queued file leaves its family's queue; the file behind it is written
+        String qs = "ds-cxq-" + tag;
+        long q0 = registeredOne("cxl/q0", qs), q1 = registeredOne("cxl/q1", qs);
+        assertThat(buffer.delete(q0).state()).isEqualTo("queued");
+        assertThat(count("SELECT coalesce(sum(files), 0) FROM archive_family_queue WHERE family = ?", qs)).isEqualTo(1);
+        // being written: refused, then written and archived: refused
+        for (int i = 0; i < 20 && !flusher.busy(); i++) flusher.poll();
+        assertThat(flusher.busy()).isTrue();
+        assertThatThrownBy(() -> buffer.delete(q1)).isInstanceOfSatisfying(ArchiveRejected.class, e -> {
+            assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.CONFLICT);
+            assertThat(e.getMessage()).contains("being written to tape now");
+        });
+        flushUntil(() -> archived(List.of(q1)) == 1 && !flusher.busy());
+        assertThat(count("SELECT count(*) FROM archive_family_queue WHERE family = ?", qs)).isZero();
+        assertThatThrownBy(() -> buffer.delete(q1)).isInstanceOfSatisfying(ArchiveRejected.class,
+                e -> assertThat(e.getMessage()).contains("is archived"));
+        assertThat(state(q1)).isEqualTo("archived");
+    }
+
+    /**
      * A file that failed its tape checksum again and again (the drive, not the buffer file) is not queued again by a
      * registration of the same bytes: each mismatch closes a volume, and only an operator's retry writes it again.
      */

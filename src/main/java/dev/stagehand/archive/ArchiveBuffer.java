@@ -34,9 +34,24 @@ public interface ArchiveBuffer {
      * yet on tape are queued with their attempts counted from zero, in their place in the family's write order.
      *
      * @throws ArchiveRejected NOT_FOUND for an unknown file; CONFLICT when it is not failed, or when its buffer
-     *                         file no longer has the registered bytes (writing it again cannot help: register anew)
+     *                         file no longer has the registered bytes (writing it again cannot help: {@link #delete} it
+     *                         and register it anew)
      */
     ArchiveFileStatus retry(long fileId);
+
+    /**
+     * Takes a registered file that is not on tape yet out of the archive (a producer's or operator's cancel): one that
+     * is queued or failed, none of its copies being written. Its catalog entry, its copies (their places in the family
+     * queue) and any segment of a copy already written go in one commit, so its name and path may be registered anew
+     * with other bytes. Its bytes in the landing area are left where they are: they are the producer's (often the very
+     * bytes it means to register again). A copy already on tape stays there as dead space on its volume.
+     *
+     * @return the file as it was just before it was deleted
+     * @throws ArchiveRejected NOT_FOUND for an unknown file; CONFLICT when a copy is being written now (retry once the
+     *                         write ends), when every copy is on tape (archived, evictable or evicted: not a cancel), or
+     *                         when a stage request names it
+     */
+    ArchiveFileStatus delete(long fileId);
 
     /** A registered file by its logical name or by its path in the buffer. */
     Optional<ArchiveFileStatus> fileByName(String nameOrPath);

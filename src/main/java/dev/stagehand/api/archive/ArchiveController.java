@@ -27,6 +27,7 @@ import java.util.Set;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.DeleteMapping;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -36,8 +37,8 @@ import org.springframework.web.bind.annotation.RestController;
 import tools.jackson.databind.JsonNode;
 
 /**
- * The archive (write) path's API: register landed files (bulk), and read the buffer's usage, one file's
- * state and a file family's volumes. Errors are RFC 9457 problem documents ({@link ArchiveProblemAdvice}).
+ * The archive (write) path's API: register landed files (bulk), retry or delete (cancel) a file not yet on tape, and
+ * read the buffer's usage, one file's state and a file family's volumes. Errors are RFC 9457 problem documents ({@link ArchiveProblemAdvice}).
  */
 @RestController
 @RequestMapping(path = "/api/v1/archive", produces = MediaType.APPLICATION_JSON_VALUE)
@@ -183,11 +184,23 @@ class ArchiveController {
     @Operation(summary = "Write a failed file to tape again (operator)",
             description = "Once the drive or media that failed it is dealt with: its copies not yet on tape are queued again, "
                     + "attempts counted from zero. 409 when the file is not failed, or when its buffer file no longer has the "
-                    + "registered bytes (register it anew).")
+                    + "registered bytes (delete it and register it anew).")
     ArchiveFileStatus retry(@PathVariable String id) {
         long fileId = fileId(id);
         readable(buffer.file(fileId), "no archived file with id " + fileId); // another experiment's file: 404
         return buffer.retry(fileId);
+    }
+
+    @DeleteMapping("/files/{id}")
+    @Operation(summary = "Delete a file not yet on tape (operator): cancel its archival",
+            description = "For a queued or failed file, none of its copies being written: its catalog entry, queued copies and "
+                    + "any copy already written go in one commit, and its name and path may be registered anew (with other "
+                    + "bytes). Its bytes in the landing area are left in place. Answers the file as it was. 409 when a copy is "
+                    + "being written now, when it is archived (every copy on tape), or when a stage request names it.")
+    ArchiveFileStatus delete(@PathVariable String id) {
+        long fileId = fileId(id);
+        readable(buffer.file(fileId), "no archived file with id " + fileId); // another experiment's file: 404
+        return buffer.delete(fileId);
     }
 
     @GetMapping("/files")

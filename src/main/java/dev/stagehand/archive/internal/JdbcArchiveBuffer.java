@@ -343,7 +343,9 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
                     }
                 } else {
                     errors.add(EntryError.file(c.index, c.given, "a file named " + c.name + " is already in the catalog"
-                            + (e.path == null ? " (not from the landing buffer)" : " with other content or another buffer path")));
+                            + (e.path == null ? " (not from the landing buffer)" : " with other content or another buffer path")
+                            + ("failed".equals(e.state) || "queued".equals(e.state) ? "; it is not on tape yet (" + e.state
+                            + "): delete it (DELETE /api/v1/archive/files/" + e.id + ") to register it anew" : "")));
                 }
                 continue;
             }
@@ -637,7 +639,8 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         }
         if (!now.equals(f.adler32())) {
             throw new ArchiveRejected(Kind.CONFLICT, f.name() + ": the buffer file no longer has the registered bytes (Adler32 now "
-                    + now + ", registered " + f.adler32() + "); writing it again cannot help: register it anew",
+                    + now + ", registered " + f.adler32() + "); writing it again cannot help: delete it (DELETE /api/v1/archive/files/"
+                    + fileId + ") and register it anew",
                     List.of(EntryError.file(0, f.name(), "buffer file changed after registration")));
         }
         tx.executeWithoutResult(s -> {
@@ -661,6 +664,59 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         jdbc.update("UPDATE archive_file SET state = 'queued', modified_at = coalesce(?::timestamptz, modified_at), updated_at = now() WHERE file_id = ?",
                 modified == null ? null : Timestamp.from(modified), fileId);
         return true;
+    }
+
+    /**
+     * The copies are locked first, then the file, as the flusher's claims, requeues and records take them: a claim that
+     * took a copy first is waited for and then seen ('writing': refused), one that comes later skips the locked copies.
+     */
+    @Override
+    public ArchiveFileStatus delete(long fileId) {
+        ArchiveFileStatus f = file(fileId).orElseThrow(() -> noSuchFile(fileId));
+        List<String> gone;
+        ArchiveFileStatus[] was = {f};
+        try {
+            gone = tx.execute(s -> {
+                List<String> copies = jdbc.queryForList("SELECT state FROM archive_copy WHERE file_id = ? ORDER BY copy_no FOR UPDATE",
+                        String.class, fileId);
+                List<String> state = jdbc.queryForList("SELECT state FROM archive_file WHERE file_id = ? FOR UPDATE", String.class, fileId);
+                if (state.isEmpty()) throw noSuchFile(fileId);
+                ArchiveFileStatus now = was[0] = file(fileId).orElse(f);
+                if (copies.contains("writing") || state.get(0).equals("writing"))
+                    throw new ArchiveRejected(Kind.CONFLICT, f.name() + " is being written to tape now; delete it once the write "
+                            + "has ended (it is then archived, queued again or failed)", List.of(EntryError.field("state", "writing")));
+                if (!state.get(0).equals("queued") && !state.get(0).equals("failed"))
+                    throw new ArchiveRejected(Kind.CONFLICT, f.name() + " is " + state.get(0) + ": every tape copy is written; only a "
+                            + "file not yet on tape (queued or failed) can be deleted from the archive buffer",
+                            List.of(EntryError.field("state", state.get(0))));
+                List<String> requests = jdbc.queryForList("SELECT request_id::text FROM stage_request_file WHERE file_id = ? LIMIT 1",
+                        String.class, fileId);
+                if (!requests.isEmpty())
+                    throw new ArchiveRejected(Kind.CONFLICT, f.name() + " is named by stage request " + requests.get(0)
+                            + ": not deleted (delete the request first)", List.of(EntryError.field("id", "named by a stage request")));
+                List<String> onTape = jdbc.queryForList("""
+                        SELECT v.label FROM segment s JOIN volume v ON v.id = s.volume_id WHERE s.file_id = ? ORDER BY v.label""",
+                        String.class, fileId);
+                // the queue rows first (their trigger keeps the family totals), then the file's: nothing of it is left
+                jdbc.update("DELETE FROM archive_copy WHERE file_id = ?", fileId);
+                jdbc.update("DELETE FROM archive_file WHERE file_id = ?", fileId);
+                jdbc.update("DELETE FROM file WHERE id = ?", fileId);
+                return onTape.isEmpty() ? List.of(now.state()) : java.util.stream.Stream.concat(java.util.stream.Stream.of(now.state()),
+                        onTape.stream()).toList();
+            });
+        } catch (org.springframework.dao.DataIntegrityViolationException e) { // something else in the catalog still refers to it
+            throw new ArchiveRejected(Kind.CONFLICT, f.name() + " is still referred to in the catalog: not deleted ("
+                    + e.getMostSpecificCause().getMessage() + ")", List.of(EntryError.field("id", "still referred to")));
+        }
+        log.info("archive: {} ({}, {} bytes) deleted from the archive buffer before it was on tape{}; its buffer file {} is left in place",
+                f.name(), gone.get(0), f.sizeBytes(), gone.size() > 1 ? " (its copy on " + gone.subList(1, gone.size())
+                        + " is dead space there now)" : "", f.path());
+        return was[0];
+    }
+
+    private static ArchiveRejected noSuchFile(long fileId) {
+        return new ArchiveRejected(Kind.NOT_FOUND, "no archived file with id " + fileId,
+                List.of(EntryError.field("id", "no archived file with id " + fileId)));
     }
 
     private static ArchiveRejected notFailed(ArchiveFileStatus f) {
