@@ -494,6 +494,39 @@ class ArchivePathIT {
         }
     }
 
+    /**
+     * A write that lands after its claim lapsed and was taken over (this instance stalled past its lease) is discarded: the
+     * copy keeps its new holder's claim and gets no segment beside the holder's, and the file is not archived by it. It
+     * was recorded under the holder's feet ('done', the file archived while the holder still wrote or failed, then a
+     * second segment). The file is not lost: written again once the holder lets go, numbered after the discarded bytes.
+     */
+    @Test
+    void aWriteLandingAfterItsClaimWasTakenOverIsDiscarded() throws Exception {
+        start(3, 1, 100 * MB, 3, 500 * MB, List.of());
+        long first = registeredOne("late/f0", "ds-late-" + tag);
+        flushUntil(() -> archived(List.of(first)) == 1 && !flusher.busy());
+        long id = registeredOne("late/f1", "ds-late-" + tag);
+        String claim = "SELECT state || ' ' || coalesce(claimed_by, '-') FROM archive_copy WHERE file_id = ?";
+        for (int i = 0; i < 20 && !flusher.busy(); i++) flusher.poll(); // claimed, its mount under way on the virtual clock
+        assertThat(flusher.busy()).isTrue();
+        jdbc.update("UPDATE archive_copy SET claimed_by = 'it-taken-over', lease_until = now() + interval '1 hour' WHERE file_id = ?", id);
+        for (int i = 0; i < 100 && flusher.busy(); i++) clock.advance(Duration.ofSeconds(20));
+        assertThat(flusher.busy()).as("the late list is done with").isFalse();
+        assertThat(jdbc.queryForObject(claim, String.class, id)).isEqualTo("writing it-taken-over");
+        assertThat(count("SELECT count(*) FROM segment WHERE file_id = ?", id)).isZero();
+        assertThat(state(id)).isEqualTo("writing");
+        assertThat(events).noneMatch(e -> e instanceof FileArchived a && a.fileId() == id);
+
+        // the holder lets go (its own write failed): the copy is written again, after the discarded bytes
+        jdbc.update("UPDATE archive_copy SET state = 'queued', claimed_by = NULL, lease_until = NULL, volume_id = NULL WHERE file_id = ?", id);
+        flushUntil(() -> archived(List.of(id)) == 1 && !flusher.busy());
+        assertThat(buffer.file(id).orElseThrow().segments()).singleElement().satisfies(w -> {
+            assertThat(w.volume()).isEqualTo(segments(List.of(first)).get(0).volume());
+            assertThat(w.offsetBytes()).isEqualTo(2 * MB);
+            assertThat(w.fseq()).as("the third tape file on its volume").isEqualTo(3);
+        });
+    }
+
     /** A mount failure whose requeue fails still frees the drive; the claims lapse and the files are written. */
     @Test
     void aMountFailureWhoseRequeueFailsStillFreesTheDrive() throws Exception {

@@ -485,8 +485,27 @@ public final class ArchiveFlusher {
         }
     }
 
-    /** The segment, the copy, the volume's end of data and (when every copy is written) the file, in one commit. */
+    /**
+     * The segment, the copy, the volume's end of data and (when every copy is written) the file, in one commit; only
+     * while the copy's claim is still this instance's. One that lapsed (this instance stalled past its lease) and was
+     * taken over is the new holder's: recording this write beside it gave the copy a second segment, and the file could
+     * count as archived while the holder's write was still under way (or failing). The late write is discarded: its
+     * bytes stay on the volume as dead space, and the file is archived by the holder's write (or queued again).
+     */
     private FileArchived recordWritten(Claim c, Item f, WrittenSegment seg) {
+        // the copy first, as every claim, requeue and delete locks it: the claim cannot lapse or move under this record
+        boolean held = !jdbc.queryForList("""
+                SELECT 1 FROM archive_copy WHERE file_id = ? AND copy_no = ? AND state = 'writing' AND claimed_by = ? AND volume_id = ?
+                   FOR UPDATE""", Integer.class, f.fileId, c.copy, instance, c.volumeId).isEmpty();
+        if (!held) {
+            // its bytes are on the volume all the same: the next file goes after them (its end of data, its tape file number)
+            jdbc.update("UPDATE archive_volume SET end_of_data = greatest(end_of_data, ?), next_fseq = next_fseq + 1 WHERE volume_id = ?",
+                    seg.offsetBytes() + f.size, c.volumeId);
+            log.warn("archive: the write of {} (copy {}) to {} at offset {} is discarded: its claim lapsed and was taken over "
+                    + "(or the file was queued again, failed or deleted) meanwhile; its bytes stay there as dead space",
+                    f.name, c.copy, c.label, seg.offsetBytes());
+            return null;
+        }
         jdbc.update("""
                 INSERT INTO segment (file_id, volume_id, offset_bytes, fseq)
                 VALUES (?, ?, ?, (SELECT next_fseq FROM archive_volume WHERE volume_id = ?))
