@@ -527,6 +527,35 @@ class ArchivePathIT {
         });
     }
 
+    /**
+     * A write on tape whose record never reached the catalog (a crash, or the record failing, in between) leaves a file
+     * on the volume the catalog does not count: the next file's tape file number was one short, and every later one on
+     * that volume. The next write finds the library's offset past the catalog's end of data: from there on the volume's
+     * segments are recorded without a number (unknown) rather than a wrong one, and the family goes on writing it.
+     */
+    @Test
+    void aWriteNotRecordedLeavesNoWrongFileSequenceNumbers() throws Exception {
+        lease = Duration.ofSeconds(2);
+        start(3, 1, 100 * MB, 2, 500 * MB, List.of());
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 3; i++) files.add(entry(land("fseq/f" + i, MB), "ds-fseq-" + tag, null));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        refuse("INSERT", "segment", "NEW.file_id = " + ids.get(1));
+        flushUntil(() -> archived(List.of(ids.get(0), ids.get(2))) == 2 && !flusher.busy());
+        ArchiveBuffer.WrittenCopy third = buffer.file(ids.get(2)).orElseThrow().segments().get(0);
+        assertThat(third.offsetBytes()).as("the third tape file: the second's bytes are before it").isEqualTo(2 * MB);
+        assertThat(third.fseq()).as("not numbered as the second").isNull();
+        jdbc.execute("DROP TRIGGER it_fault ON segment");
+
+        flushUntilWallClock(() -> archived(ids) == 3 && !flusher.busy());
+        ArchiveBuffer.WrittenCopy second = buffer.file(ids.get(1)).orElseThrow().segments().get(0);
+        assertThat(second.volume()).isEqualTo(third.volume());
+        assertThat(second.offsetBytes()).isEqualTo(3 * MB);
+        assertThat(second.fseq()).isNull();
+        assertThat(buffer.file(ids.get(0)).orElseThrow().segments().get(0).fseq()).isEqualTo(1);
+        assertThat(buffer.volumes("ds-fseq-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("open");
+    }
+
     /** A mount failure whose requeue fails still frees the drive; the claims lapse and the files are written. */
     @Test
     void aMountFailureWhoseRequeueFailsStillFreesTheDrive() throws Exception {

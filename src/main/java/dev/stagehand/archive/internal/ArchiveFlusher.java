@@ -497,10 +497,8 @@ public final class ArchiveFlusher {
         boolean held = !jdbc.queryForList("""
                 SELECT 1 FROM archive_copy WHERE file_id = ? AND copy_no = ? AND state = 'writing' AND claimed_by = ? AND volume_id = ?
                    FOR UPDATE""", Integer.class, f.fileId, c.copy, instance, c.volumeId).isEmpty();
+        Long[] volume = volumeEnd(c, f, seg);
         if (!held) {
-            // its bytes are on the volume all the same: the next file goes after them (its end of data, its tape file number)
-            jdbc.update("UPDATE archive_volume SET end_of_data = greatest(end_of_data, ?), next_fseq = next_fseq + 1 WHERE volume_id = ?",
-                    seg.offsetBytes() + f.size, c.volumeId);
             log.warn("archive: the write of {} (copy {}) to {} at offset {} is discarded: its claim lapsed and was taken over "
                     + "(or the file was queued again, failed or deleted) meanwhile; its bytes stay there as dead space",
                     f.name, c.copy, c.label, seg.offsetBytes());
@@ -508,12 +506,10 @@ public final class ArchiveFlusher {
         }
         jdbc.update("""
                 INSERT INTO segment (file_id, volume_id, offset_bytes, fseq)
-                VALUES (?, ?, ?, (SELECT next_fseq FROM archive_volume WHERE volume_id = ?))
+                VALUES (?, ?, ?, ?)
                 ON CONFLICT (file_id, volume_id) DO UPDATE SET offset_bytes = excluded.offset_bytes, fseq = excluded.fseq, state = 'ok'""",
-                f.fileId, c.volumeId, seg.offsetBytes(), c.volumeId);
-        jdbc.update("""
-                UPDATE archive_volume SET end_of_data = greatest(end_of_data, ?), files = files + 1, next_fseq = next_fseq + 1
-                 WHERE volume_id = ?""", seg.offsetBytes() + f.size, c.volumeId);
+                f.fileId, c.volumeId, seg.offsetBytes(), volume[0] == null ? null : volume[0].intValue());
+        jdbc.update("UPDATE archive_volume SET files = files + 1 WHERE volume_id = ?", c.volumeId);
         jdbc.update("""
                 UPDATE archive_copy SET state = 'done', volume_id = ?, claimed_by = NULL, lease_until = NULL
                  WHERE file_id = ? AND copy_no = ?""", c.volumeId, f.fileId, c.copy);
@@ -530,6 +526,40 @@ public final class ArchiveFlusher {
     }
 
     /**
+     * Moves the volume's end of data past a file the library wrote there (recorded or not: its bytes are on the volume) and
+     * returns the file's tape file number (null: unknown). The library appends at the volume's end, so a file beyond the
+     * catalog's end of data means the volume holds a write the catalog has no record of (a crash, or a failed record,
+     * between a write and its record): the numbers from there on are unknown. The volume's counter becomes NULL, so each
+     * later segment there has none, rather than one off by the files not recorded (recalls go by offset). A file before
+     * the catalog's end of data means the library's volume is not the one the catalog knows (written over, or another
+     * cartridge): its segments recorded beyond that point may be gone; the volume is closed for writing besides.
+     */
+    private Long[] volumeEnd(Claim c, Item f, WrittenSegment seg) {
+        Map<String, Object> v = jdbc.queryForMap("SELECT end_of_data, next_fseq FROM archive_volume WHERE volume_id = ? FOR UPDATE", c.volumeId);
+        long eod = ((Number) v.get("end_of_data")).longValue();
+        Long fseq = v.get("next_fseq") == null ? null : ((Number) v.get("next_fseq")).longValue();
+        if (seg.offsetBytes() > eod) {
+            if (fseq != null)
+                log.error("archive: {} was written to {} at offset {}, past the catalog's end of data there ({}): the volume holds "
+                        + "a write the catalog has no record of (a crash or a failed record between the write and its record). "
+                        + "Its file sequence numbers from here on are unknown and not recorded", f.name, c.label, seg.offsetBytes(), eod);
+            fseq = null;
+            jdbc.update("UPDATE archive_volume SET next_fseq = NULL WHERE volume_id = ?", c.volumeId);
+        } else if (seg.offsetBytes() < eod) {
+            log.error("archive: {} was written to {} at offset {}, before the catalog's end of data there ({}): the volume in the "
+                    + "library is not the one the catalog knows (written over?); segments recorded beyond that offset may be gone. "
+                    + "Closed for writing; family {} continues on another", f.name, c.label, seg.offsetBytes(), eod, c.family);
+            fseq = null;
+            jdbc.update("""
+                    UPDATE archive_volume SET next_fseq = NULL, state = CASE WHEN state = 'open' THEN 'full' ELSE state END,
+                           closed_at = coalesce(closed_at, now()) WHERE volume_id = ?""", c.volumeId);
+        }
+        jdbc.update("UPDATE archive_volume SET end_of_data = greatest(end_of_data, ?), next_fseq = next_fseq + 1 WHERE volume_id = ?",
+                seg.offsetBytes() + f.size, c.volumeId);
+        return new Long[] {fseq};
+    }
+
+    /**
      * A tape copy that does not match the registered checksum. When the buffer file itself no longer has the
      * registered bytes, writing it again cannot help: the file fails for good and the volume, which wrote what
      * it was given, stays open. Otherwise the spot on tape is suspect: the volume is closed and the copy
@@ -542,11 +572,11 @@ public final class ArchiveFlusher {
         } catch (java.io.IOException e) {
             now = "unreadable (" + e.getMessage() + ")";
         }
+        // its bytes are on the volume all the same: the next file goes after them (its end of data, its tape file number).
+        // A copy whose bytes on tape do not match was not counted, and the files its list still wrote there were numbered
+        // one short
+        if (seg.volume().equals(c.label)) tx.executeWithoutResult(s -> volumeEnd(c, f, seg));
         if (!now.equals(f.adler32)) {
-            // its bytes are on the volume all the same: the next file goes after them (its end of data, its tape file number)
-            if (seg.volume().equals(c.label))
-                jdbc.update("UPDATE archive_volume SET end_of_data = greatest(end_of_data, ?), next_fseq = next_fseq + 1 WHERE volume_id = ?",
-                        seg.offsetBytes() + f.size, c.volumeId);
             failForGood(c, f, "the buffer file changed after registration (Adler32 now " + now + ", registered " + f.adler32
                     + "): not written to tape");
             return;
