@@ -14,8 +14,8 @@ import org.springframework.web.bind.annotation.RestControllerAdvice;
 /**
  * RFC 9457 problem documents for the archive API, with the native API's {@code errors} array: 400 bad
  * input (checksum or size mismatch, path outside the landing area, ...), 404 unknown file, 409 a name
- * already in the catalog with other content, 413 too many files, 503 with Retry-After when the buffer is
- * at its high-water mark.
+ * already in the catalog with other content (or a retry or delete the file's state does not allow), 413 too many
+ * files, 503 with Retry-After when the buffer is at its high-water mark.
  */
 @RestControllerAdvice(assignableTypes = ArchiveController.class)
 class ArchiveProblemAdvice {
