@@ -1002,6 +1002,41 @@ class ArchivePathIT {
         assertThat(buffer.locate(bad)).as("its bytes stay until evicted").isPresent();
     }
 
+    /**
+     * A tape copy a read found bad after its file left the buffer, the file's other copy good: the bytes are read back
+     * from the good copy into the landing area, the bad copy is written again, and the file leaves the buffer again. It
+     * was never made again: the file was left with one good copy for ever.
+     */
+    @Test
+    void aTapeCopyFoundBadAfterItsFileWasEvictedIsMadeAgainFromTheOtherCopy() throws Exception {
+        start(3, 1, 100 * MB, 4, 10 * MB, List.of()); // high-water 8 MB, low-water 5 MB
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 7; i++) files.add(entry(land("rb/f" + i, MB), "ds-rb-" + tag, "dual"));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(ids) == 7 && !flusher.busy());
+        assertThat(buffer.evict()).isEqualTo(2);
+        long bad = ids.get(0);
+        assertThat(state(bad)).isEqualTo("evicted");
+        String sum = buffer.file(bad).orElseThrow().adler32();
+        String badVolume = jdbc.queryForObject("""
+                SELECT v.label FROM archive_copy c JOIN volume v ON v.id = c.volume_id WHERE c.file_id = ? AND c.copy_no = 1""", String.class, bad);
+        jdbc.update("UPDATE segment SET state = 'suspect' WHERE file_id = ? AND volume_id = (SELECT id FROM volume WHERE label = ?)", bad, badVolume);
+
+        flushUntil(() -> state(bad).equals("archived") && !flusher.busy());
+        ArchiveBuffer.ArchiveFileStatus again = buffer.file(bad).orElseThrow();
+        assertThat(again.error()).contains("read back from");
+        assertThat(count("SELECT count(*) FROM archive_copy c JOIN segment s ON s.file_id = c.file_id AND s.volume_id = c.volume_id "
+                + "WHERE c.file_id = ? AND c.state = 'done' AND s.state = 'ok'", bad)).as(this::copies).isEqualTo(2);
+        Path back = Path.of(again.path());
+        assertThat(back).exists();
+        assertThat(Checksums.adler32Of(back)).isEqualTo(sum);
+        // and it leaves the buffer again like any archived file
+        jdbc.update("UPDATE archive_file SET archived_at = now() - interval '1 day' WHERE file_id = ?", bad);
+        buffer.evict();
+        assertThat(state(bad)).isEqualTo("evicted");
+        assertThat(back).doesNotExist();
+    }
+
     /** Tape copies that keep failing their checksum (a drive writing bad data) close at most a few volumes. */
     @Test
     void aCopyThatKeepsFailingItsChecksumOnTapeFailsAfterAFewVolumes() throws Exception {

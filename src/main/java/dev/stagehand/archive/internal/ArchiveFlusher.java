@@ -192,6 +192,17 @@ public final class ArchiveFlusher {
                 continue;
             }
             if (c == null) {
+                Restore r = null;
+                try {
+                    r = claimRestore(job, stuck);
+                } catch (RuntimeException e) {
+                    log.warn("archive: looking for a copy to read back on drive {} failed; retrying", job.drive, e);
+                }
+                if (r != null) {
+                    job.idleSince = null;
+                    restore(job, r);
+                    continue;
+                }
                 // nothing for it: an idle drive keeps its volume a while (its family may go on) and then lets
                 // it go, so recalls of fresh files find the volume in its slot
                 if (job.volume != null) {
@@ -383,6 +394,149 @@ public final class ArchiveFlusher {
 
     private long usedBytes() {
         return JdbcArchiveBuffer.usedBytes(jdbc);
+    }
+
+    // ------------------------------------------------------------------ copies made again from another copy
+
+    /**
+     * A tape copy a read found bad (segment suspect or lost) after its file left the buffer, and the file's good copy
+     * its bytes are read back from into {@code target}, in the landing area.
+     */
+    private record Restore(long fileId, int copy, String name, long size, String adler32, String badVolume, String badState,
+                           long goodVolumeId, String goodLabel, long offset, Path target) {}
+
+    /**
+     * The oldest evicted file with a copy a read found bad and another copy still good on an available volume of this
+     * library, while the buffer has room for it: its bad copy is claimed (the claim of a 'done' copy, leased, means its
+     * bytes are being read back) and so is the good volume when it is an archive volume, as for a write. Such a copy
+     * was never made again: the file was left with one copy for ever.
+     */
+    private Restore claimRestore(DriveJob job, Set<String> stuck) {
+        long room = props.highWaterBytes() - usedBytes();
+        if (room <= 0) return null;
+        Set<String> elsewhere = new HashSet<>(stuck);
+        for (DriveJob o : jobs.values()) if (o != job && o.volume != null) elsewhere.add(o.volume);
+        Path dir = props.landing().toAbsolutePath().normalize().resolve(RESTORED);
+        return tx.execute(s -> {
+            // from the segments that are not ok (V50's index), not through every copy
+            List<Restore> found = jdbc.query("""
+                    SELECT c.file_id, c.copy_no, f.name, a.size_bytes, a.adler32, bv.label, bs.state, gv.id, gv.label, gs.offset_bytes
+                      FROM segment bs JOIN volume bv ON bv.id = bs.volume_id
+                      JOIN archive_copy c ON c.file_id = bs.file_id AND c.volume_id = bs.volume_id AND c.state = 'done'
+                      JOIN archive_file a ON a.file_id = c.file_id AND a.state = 'evicted' AND a.size_bytes <= ?
+                      JOIN file f ON f.id = c.file_id
+                      JOIN archive_copy g ON g.file_id = c.file_id AND g.copy_no <> c.copy_no AND g.state = 'done'
+                      JOIN segment gs ON gs.file_id = g.file_id AND gs.volume_id = g.volume_id AND gs.state = 'ok'
+                      JOIN volume gv ON gv.id = gs.volume_id AND gv.state = 'available' AND gv.library = ?
+                      LEFT JOIN archive_volume gav ON gav.volume_id = gv.id
+                     WHERE bs.state <> 'ok' AND (c.lease_until IS NULL OR c.lease_until < now()) AND gv.label <> ALL(?)
+                       AND (gav.claimed_by IS NULL OR gav.claimed_by = ? OR gav.lease_until < now())
+                     ORDER BY (gv.label = ?) DESC, a.evicted_at, c.file_id LIMIT 1 FOR UPDATE OF c SKIP LOCKED""",
+                    (rs, i) -> new Restore(rs.getLong(1), rs.getInt(2), rs.getString(3), rs.getLong(4), rs.getString(5).trim(),
+                            rs.getString(6), rs.getString(7), rs.getLong(8), rs.getString(9), rs.getLong(10),
+                            dir.resolve(Long.toString(rs.getLong(1)))),
+                    room, library.layout().name(), elsewhere.toArray(String[]::new), instance, String.valueOf(job.volume));
+            if (found.isEmpty()) return null;
+            Restore r = found.get(0);
+            Timestamp until = leaseUntil();
+            jdbc.update("UPDATE archive_copy SET claimed_by = ?, lease_until = ? WHERE file_id = ? AND copy_no = ?",
+                    instance, until, r.fileId, r.copy);
+            jdbc.update("UPDATE archive_volume SET claimed_by = ?, lease_until = ? WHERE volume_id = ?", instance, until, r.goodVolumeId);
+            return r;
+        });
+    }
+
+    /** Under the landing area: where evicted files' bytes are read back to (the watcher only takes marked files). */
+    static final String RESTORED = ".restored";
+
+    private void restore(DriveJob job, Restore r) {
+        job.busy = true;
+        log.warn("archive: copy {} of {} on {} was found bad by a read (segment {}) after the file left the buffer: reading it "
+                + "back from {} to write it again", r.copy, r.name, r.badVolume, r.badState, r.goodLabel);
+        CompletableFuture<Void> ready;
+        try {
+            java.nio.file.Files.createDirectories(r.target.getParent());
+            java.nio.file.Files.deleteIfExists(r.target);
+            if (r.goodLabel.equals(job.volume)) ready = CompletableFuture.completedFuture(null);
+            else if (job.volume != null) {
+                String out = job.volume;
+                ready = library.dismount(job.drive).thenRun(() -> unclaim(out)).thenCompose(v -> library.mount(job.drive, r.goodLabel));
+            } else ready = library.mount(job.drive, r.goodLabel);
+        } catch (java.io.IOException | RuntimeException e) {
+            ready = CompletableFuture.failedFuture(e);
+        }
+        ready.whenComplete((v, e) -> {
+            if (e != null) restored(job, r, e);
+            else readBack(job, r);
+        });
+    }
+
+    private synchronized void readBack(DriveJob job, Restore r) {
+        job.volume = r.goodLabel;
+        dev.stagehand.tape.SegmentRead seg = new dev.stagehand.tape.SegmentRead(r.fileId, r.name, r.goodLabel, r.offset, r.size, r.target);
+        dev.stagehand.tape.ReadBatch batch;
+        try {
+            batch = library.read(job.drive, List.of(seg));
+        } catch (RuntimeException e) {
+            restored(job, r, e);
+            return;
+        }
+        CompletableFuture<dev.stagehand.tape.ReadResult> result = batch.result(seg);
+        batch.done().whenComplete((v, e) -> result.whenComplete((x, err) -> restored(job, r, err)));
+    }
+
+    /**
+     * The bytes read back: when they have the registered checksum, the file is in the buffer again at its new path (its
+     * bad copy queued, written to a volume of its copy number, and the file evicted again once archived), in one commit
+     * and only while the claim is still this instance's. Otherwise the claim is kept for the retry backoff.
+     */
+    private synchronized void restored(DriveJob job, Restore r, Throwable failure) {
+        try {
+            String why = failure == null ? null : cause(failure).toString();
+            if (why == null) {
+                String sum = dev.stagehand.cache.Checksums.adler32Of(r.target);
+                if (!sum.equals(r.adler32)) why = "read back with Adler32 " + sum + ", registered " + r.adler32;
+            }
+            if (why != null) {
+                java.nio.file.Files.deleteIfExists(r.target);
+                log.warn("archive: reading back {} from {} failed ({}); tried again after the retry backoff", r.name, r.goodLabel, why);
+                jdbc.update("UPDATE archive_copy SET lease_until = ? WHERE file_id = ? AND copy_no = ? AND state = 'done' AND claimed_by = ?",
+                        Timestamp.from(Instant.now().plus(props.flush().retryBackoff())), r.fileId, r.copy, instance);
+                return;
+            }
+            Instant modified = JdbcArchiveBuffer.modified(r.target);
+            boolean back = Boolean.TRUE.equals(tx.execute(s -> {
+                int copy = jdbc.update("""
+                        UPDATE archive_copy SET state = 'queued', volume_id = NULL, claimed_by = NULL, lease_until = NULL, not_before = now(),
+                               error = ? WHERE file_id = ? AND copy_no = ? AND state = 'done' AND claimed_by = ?""",
+                        "its copy on " + r.badVolume + " was found bad by a read (segment " + r.badState + ") after the file left the "
+                                + "buffer: read back from " + r.goodLabel + " and written again", r.fileId, r.copy, instance);
+                int file = jdbc.update("""
+                        UPDATE archive_file SET state = 'queued', path = ?, modified_at = ?, evicted_at = NULL, updated_at = now()
+                         WHERE file_id = ? AND state = 'evicted'""", r.target.toString(), Timestamp.from(modified), r.fileId);
+                if (copy == 1 && file == 1) return true;
+                s.setRollbackOnly();
+                return false;
+            }));
+            if (!back) {
+                java.nio.file.Files.deleteIfExists(r.target);
+                log.warn("archive: {} read back from {} is discarded: its claim lapsed or the file changed meanwhile", r.name, r.goodLabel);
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            log.error("archive: recording {} read back from {} failed; its claim lapses and it is read again", r.name, r.goodLabel, e);
+        } finally {
+            job.busy = false;
+            DriveStatus st = library.drives().stream().filter(x -> x.drive().equals(job.drive)).findFirst().orElse(null);
+            job.volume = st == null ? null : st.volume();
+            if (st != null && (st.state() == DriveState.FAILED || st.state() == DriveState.DISABLED)) releaseVolume(r.goodVolumeId);
+            if (!polling) {
+                try {
+                    poll();
+                } catch (RuntimeException e) {
+                    log.warn("archive: flush round failed; retrying at the next poll", e);
+                }
+            }
+        }
     }
 
     // ------------------------------------------------------------------ drive work
