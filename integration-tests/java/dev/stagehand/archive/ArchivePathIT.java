@@ -556,6 +556,29 @@ class ArchivePathIT {
         assertThat(buffer.volumes("ds-fseq-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("open");
     }
 
+    /**
+     * A write landing before the catalog's end of data (the volume written over, or a site script whose HSM reports no
+     * byte positions, 0 for every file) leaves the numbers unknown but the volume open: closing it would have closed
+     * every volume of such a script after its first file.
+     */
+    @Test
+    void aWriteBeforeTheCatalogsEndOfDataLeavesTheVolumeOpenWithoutNumbers() throws Exception {
+        start(3, 1, 100 * MB, 2, 500 * MB, List.of());
+        long first = buffer.register(List.of(entry(land("behind/f0", MB), "ds-behind-" + tag, null))).get(0).fileId();
+        flushUntil(() -> archived(List.of(first)) == 1 && !flusher.busy());
+        assertThat(buffer.file(first).orElseThrow().segments().get(0).fseq()).isEqualTo(1);
+        jdbc.update("""
+                UPDATE archive_volume SET end_of_data = end_of_data + 10000000
+                 WHERE volume_id = (SELECT volume_id FROM segment WHERE file_id = ?)""", first);
+        long second = buffer.register(List.of(entry(land("behind/f1", MB), "ds-behind-" + tag, null))).get(0).fileId();
+        flushUntil(() -> archived(List.of(second)) == 1 && !flusher.busy());
+        ArchiveBuffer.WrittenCopy w = buffer.file(second).orElseThrow().segments().get(0);
+        assertThat(w.volume()).isEqualTo(buffer.file(first).orElseThrow().segments().get(0).volume());
+        assertThat(w.offsetBytes()).isEqualTo(MB);
+        assertThat(w.fseq()).as("numbers unknown from here on").isNull();
+        assertThat(buffer.volumes("ds-behind-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("open");
+    }
+
     /** A mount failure whose requeue fails still frees the drive; the claims lapse and the files are written. */
     @Test
     void aMountFailureWhoseRequeueFailsStillFreesTheDrive() throws Exception {

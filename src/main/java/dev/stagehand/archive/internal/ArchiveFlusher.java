@@ -685,8 +685,8 @@ public final class ArchiveFlusher {
      * catalog's end of data means the volume holds a write the catalog has no record of (a crash, or a failed record,
      * between a write and its record): the numbers from there on are unknown. The volume's counter becomes NULL, so each
      * later segment there has none, rather than one off by the files not recorded (recalls go by offset). A file before
-     * the catalog's end of data means the library's volume is not the one the catalog knows (written over, or another
-     * cartridge): its segments recorded beyond that point may be gone; the volume is closed for writing besides.
+     * the catalog's end of data (the volume written over, or a script whose HSM reports no byte positions) leaves the
+     * numbers unknown too. Both are logged once per volume; neither closes it (numbers are informative only).
      */
     private Long[] volumeEnd(Claim c, Item f, WrittenSegment seg) {
         Map<String, Object> v = jdbc.queryForMap("SELECT end_of_data, next_fseq FROM archive_volume WHERE volume_id = ? FOR UPDATE", c.volumeId);
@@ -696,17 +696,20 @@ public final class ArchiveFlusher {
             if (fseq != null)
                 log.error("archive: {} was written to {} at offset {}, past the catalog's end of data there ({}): the volume holds "
                         + "a write the catalog has no record of (a crash or a failed record between the write and its record). "
-                        + "Its file sequence numbers from here on are unknown and not recorded", f.name, c.label, seg.offsetBytes(), eod);
+                        + "(Or the script reports positions with gaps between files.) Its file sequence numbers from here on are "
+                        + "unknown and not recorded", f.name, c.label, seg.offsetBytes(), eod);
             fseq = null;
             jdbc.update("UPDATE archive_volume SET next_fseq = NULL WHERE volume_id = ?", c.volumeId);
         } else if (seg.offsetBytes() < eod) {
-            log.error("archive: {} was written to {} at offset {}, before the catalog's end of data there ({}): the volume in the "
-                    + "library is not the one the catalog knows (written over?); segments recorded beyond that offset may be gone. "
-                    + "Closed for writing; family {} continues on another", f.name, c.label, seg.offsetBytes(), eod, c.family);
+            // Not closed for writing: a site script whose HSM has no byte positions (TSM behind ENDIT reports none, a
+            // script may answer 0 for every file) would otherwise close each volume after its first file
+            if (fseq != null)
+                log.error("archive: {} was written to {} at offset {}, before the catalog's end of data there ({}): the library's "
+                        + "offsets do not follow the catalog's (its volume written over, or a script that reports no byte "
+                        + "positions). Its file sequence numbers from here on are unknown and not recorded",
+                        f.name, c.label, seg.offsetBytes(), eod);
             fseq = null;
-            jdbc.update("""
-                    UPDATE archive_volume SET next_fseq = NULL, state = CASE WHEN state = 'open' THEN 'full' ELSE state END,
-                           closed_at = coalesce(closed_at, now()) WHERE volume_id = ?""", c.volumeId);
+            jdbc.update("UPDATE archive_volume SET next_fseq = NULL WHERE volume_id = ?", c.volumeId);
         }
         jdbc.update("UPDATE archive_volume SET end_of_data = greatest(end_of_data, ?), next_fseq = next_fseq + 1 WHERE volume_id = ?",
                 seg.offsetBytes() + f.size, c.volumeId);
