@@ -134,6 +134,90 @@ class TransferCancelIT {
     }
 
     /**
+     * A transfer failing for good (its put may have begun: a checksum mismatch) has its partial file deleted
+     * while its row still holds it; a transfer queued to the same place while that delete runs is not claimed
+     * until the delete is over. Before, only the cancelled path held the destination: the new transfer was
+     * claimed at once and the failed one's delete removed its bytes.
+     */
+    @Test
+    void aTransferQueuedToTheSamePlaceWhileAFailedFilesPartialFileIsDeletedWaitsForTheDelete() throws Exception {
+        String destination = "ftp://127.0.0.1:1/x/failed-" + System.nanoTime();
+        TransferQueue queue = new TransferQueue(jdbc);
+        List<String> duringDelete = new java.util.concurrent.CopyOnWriteArrayList<>();
+        long[] next = new long[1];
+        HeldMover mover = new HeldMover();
+        mover.deleting = () -> {
+            next[0] = queue.enqueue(List.of(new TransferQueue.Request("cancel-it-next", java.net.URI.create("file:///nonexistent/next"),
+                    java.net.URI.create(destination), 1, null))).getFirst();
+            duringDelete.add(probeClaim(queue).contains(next[0]) ? "claimed" : queue.job(next[0]).state());
+        };
+        try {
+            failWhileMoving(destination, mover, id -> {});
+            assertThat(mover.deleted).containsExactly(java.net.URI.create(destination));
+            assertThat(duringDelete).as("the transfer queued meanwhile, while the delete ran").containsExactly("queued");
+            // the delete over, it goes (claimed here, or by another test context's drainer)
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            boolean claimed = false;
+            while (!claimed && System.nanoTime() < deadline) {
+                claimed = probeClaim(queue).contains(next[0]) || !queue.job(next[0]).state().equals("queued");
+                if (!claimed) Thread.sleep(50);
+            }
+            assertThat(claimed).as("claimed once the delete is over").isTrue();
+        } finally {
+            if (next[0] > 0) queue.cancel(next[0]);
+        }
+    }
+
+    /** Another transfer to the same place is queued (an operator's second submission): its file is left alone. */
+    @Test
+    void aFailedFilesPartialFileStaysWhenAnotherTransferIsQueuedToTheSamePlace() throws Exception {
+        String destination = "ftp://127.0.0.1:1/x/failed-" + System.nanoTime();
+        long[] other = new long[1];
+        HeldMover mover = new HeldMover();
+        try {
+            failWhileMoving(destination, mover, id -> other[0] = jdbc.queryForObject("""
+                    INSERT INTO transfer_job (correlation, source, destination, size_bytes, not_before)
+                    VALUES ('cancel-it', 'file:///nonexistent/other', ?, 1, 'infinity') RETURNING id""", Long.class, destination));
+            assertThat(mover.deleted).as("the partial file left for the transfer queued there").isEmpty();
+        } finally {
+            if (other[0] > 0) new TransferQueue(jdbc).cancel(other[0]);
+        }
+    }
+
+    /**
+     * Runs a drainer over one row to {@code destination}, runs {@code before} once its file moves, then fails it
+     * for good (a checksum mismatch) and waits until the drainer recorded the row failed.
+     */
+    void failWhileMoving(String destination, HeldMover mover, Cancel before) throws Exception {
+        long id = jdbc.queryForObject("""
+                INSERT INTO transfer_job (correlation, source, destination, size_bytes, not_before)
+                VALUES ('cancel-it', 'file:///nonexistent/held', ?, 1, 'infinity') RETURNING id""", Long.class, destination);
+        var settings = new TransferProperties.Queue(true, Duration.ofMillis(100), 200, 2000, Duration.ofMinutes(30), "",
+                properties.queue().outage(), 5);
+        CountDownLatch recorded = new CountDownLatch(1);
+        TransferObserver seen = new TransferObserver(registry, movers) {
+            @Override
+            void finished(TransferJob job, FileCopy copy, java.time.Instant claimedAt, CopyResult result, TransferFailure failure) {
+                recorded.countDown();
+            }
+        };
+        TransferDrainer drainer = new TransferDrainer(new OneRowQueue(jdbc, id), mover,
+                new TransferProperties(properties.mover(), settings), seen);
+        drainer.start();
+        try {
+            assertThat(mover.moving.await(30, TimeUnit.SECONDS)).as("the drainer took the row").isTrue();
+            before.cancel(id);
+            mover.fail(new TransferFailure(TransferFailure.Kind.CHECKSUM_MISMATCH, "550 INCORRECT_CHECKSUM", 3, null));
+            assertThat(recorded.await(30, TimeUnit.SECONDS)).as("the drainer recorded its end").isTrue();
+            assertThat(new TransferQueue(jdbc).job(id).state()).isEqualTo("failed");
+        } finally {
+            drainer.stop();
+            jdbc.update("UPDATE transfer_job SET state = 'cancelled', finished_at = now(), lease_owner = NULL, lease_until = NULL "
+                    + "WHERE id = ? AND state <> 'cancelled'", id);
+        }
+    }
+
+    /**
      * Claims what is ready as the drainers do, and puts back at once what it took (other test contexts' rows
      * among them); returns the ids it took.
      */
@@ -232,6 +316,11 @@ class TransferCancelIT {
         }
 
         private final Map<String, CompletableFuture<CopyResult>> results = new ConcurrentHashMap<>();
+
+        /** Ends every file it moves with {@code f}. */
+        void fail(TransferFailure f) {
+            results.values().forEach(r -> r.completeExceptionally(f));
+        }
 
         @Override
         public CopyBatch submit(List<FileCopy> copies) {

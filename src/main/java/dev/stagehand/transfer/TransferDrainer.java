@@ -183,14 +183,17 @@ class TransferDrainer implements SmartLifecycle {
                             } else if (f.kind().unreachable()) {
                                 // an outage is waited out in the queue, not counted against the file
                                 TransferFailure last = LEAVES_PARTIAL.contains(f.kind()) && DatabaseRetry.call("transfer "
-                                        + id + " outage", () -> queue.outageOver(id, owner, settings.outage())) ? removePartial(c, f) : f;
+                                        + id + " outage", () -> queue.outageOver(id, owner, settings.outage())
+                                        && queue.holdPartialDelete(id, owner, settings.lease())) ? removeHeldPartial(id, c, f) : f;
                                 TransferQueue.Outcome o = DatabaseRetry.call("transfer " + id + " put back",
                                         () -> queue.putBackOrFail(id, owner, last, settings.outage()));
                                 if (o == TransferQueue.Outcome.FAILED) observe(job, c, claimedAt, null, last);
                                 else if (o == TransferQueue.Outcome.PUT_BACK) observer.putBack(c, f);
                             } else {
+                                // still ours, and no other transfer to the same place: it is held from
+                                // being claimed until the delete is over
                                 TransferFailure last = LEAVES_PARTIAL.contains(f.kind()) && DatabaseRetry.call("transfer "
-                                        + id + " held", () -> queue.holds(id, owner)) ? removePartial(c, f)
+                                        + id + " held", () -> queue.holdPartialDelete(id, owner, settings.lease())) ? removeHeldPartial(id, c, f)
                                         // cancelled while moving (not taken over by another instance, which
                                         // still writes there): the row has ended, so only with no other
                                         // transfer to the same place queued meanwhile, none claimed till it is done
@@ -225,9 +228,9 @@ class TransferDrainer implements SmartLifecycle {
      * A transfer that ends failed leaves no partial file at its destination, as FTS3 cleans up after a failed
      * transfer: a reader there would take it for the file. It is removed while the row is still ours, before it
      * ends, so a transfer queued to the same place once it has ended (replication's next attempt) is not hit.
-     * A cancelled row ended at its cancel: its partial copy goes only when no transfer to the same place is
-     * queued or moving, and one queued after that look is not claimed until the delete is over
-     * ({@link TransferQueue#claimPartialDelete}).
+     * A failing row's partial copy (and a cancelled row's, which ended at its cancel) goes only when no other
+     * transfer to the same place is queued or moving, and one queued after that look is not claimed until the
+     * delete is over ({@link TransferQueue#holdPartialDelete}, {@link TransferQueue#claimPartialDelete}).
      */
     private TransferFailure removePartial(FileCopy c, TransferFailure f) {
         if (!FileUrls.isGridFtp(c.destination())) return f;
@@ -277,7 +280,7 @@ class TransferDrainer implements SmartLifecycle {
         return mine.left().join();
     }
 
-    /** As {@link #removePartial} for a cancelled row holding its destination; the hold ends with the delete. */
+    /** As {@link #removePartial} for a row holding its destination; the hold ends with the delete. */
     private TransferFailure removeHeldPartial(long id, FileCopy c, TransferFailure f) {
         try {
             return removePartial(c, f);

@@ -265,6 +265,24 @@ public class TransferQueue {
      * lost its first bytes to it (or all of them: a put verified by the server before its 226, then deleted).
      */
     boolean claimPartialDelete(long id, Duration hold) {
+        return holdDestination(id, hold, "j.state = 'cancelled'");
+    }
+
+    /**
+     * As {@link #claimPartialDelete}, for a row {@code owner} still holds that is failing for good: its partial
+     * file may be deleted when no other live row goes to its destination, and a row queued there meanwhile is
+     * not claimed until the delete is over. Before, the failed row's delete took no hold: a transfer queued to
+     * the same place while it ran was claimed at once, and the delete removed the bytes it had written.
+     */
+    boolean holdPartialDelete(long id, String owner, Duration hold) {
+        return holdDestination(id, hold, "j.state = 'active' AND j.lease_owner = ?", owner);
+    }
+
+    private boolean holdDestination(long id, Duration hold, String mine, Object... mineArgs) {
+        Object[] args = new Object[2 + mineArgs.length];
+        args[0] = seconds(hold);
+        args[1] = id;
+        System.arraycopy(mineArgs, 0, args, 2, mineArgs.length);
         // its own transaction (called from the drainer, past any proxy)
         return Boolean.TRUE.equals(dev.stagehand.platform.Transactions.on(jdbc).execute(t -> {
             jdbc.query("SELECT pg_advisory_xact_lock" + DESTINATION_LOCK.formatted("destination") + " FROM transfer_job WHERE id = ?",
@@ -272,9 +290,10 @@ public class TransferQueue {
             // clock_timestamp(): the lock may have been waited for
             return jdbc.update("""
                     UPDATE transfer_job j SET partial_delete_until = clock_timestamp() + make_interval(secs => ?)
-                     WHERE j.id = ? AND j.state = 'cancelled' AND NOT EXISTS (
-                           SELECT 1 FROM transfer_job o WHERE o.destination = j.destination AND o.state IN ('queued', 'active'))""",
-                    seconds(hold), id) == 1;
+                     WHERE j.id = ? AND %s AND NOT EXISTS (
+                           SELECT 1 FROM transfer_job o WHERE o.destination = j.destination AND o.id <> j.id
+                                                          AND o.state IN ('queued', 'active'))""".formatted(mine),
+                    args) == 1;
         }));
     }
 

@@ -77,6 +77,12 @@ class TransferDrainerTest {
             return Outcome.PUT_BACK;
         }
 
+        /** A failing row's partial file: still ours, no other transfer to the same place (the database's look). */
+        @Override
+        boolean holdPartialDelete(long id, String owner, Duration hold) {
+            return held;
+        }
+
         /** Cancelled rows' partial files: no other transfer to the same place (the database's look). */
         @Override
         boolean claimPartialDelete(long id, Duration hold) {
