@@ -302,6 +302,54 @@ class AnonymousMoverIT {
         }
     }
 
+    /**
+     * File names with spaces, '#', '%' and '+' (percent-encoded in their URL, as {@link FileUrls#under} makes it)
+     * arrive under exactly that name: whole, as byte ranges, and copied server to server. A name with non-ASCII
+     * characters fails at once as a bad request and touches nothing: the server's clear-text control channel
+     * drops those bytes (globus_xio_telnet.c), and before, "déjà vu.bin" was stored as "dj vu.bin", over the
+     * file of that name, and reported done (its CKSM asked of the same wrong file).
+     */
+    @Test
+    void awkwardNamesArriveUnderTheirOwnNameAndNonAsciiOnesAreRefusedOverClearTextFtp() throws Exception {
+        String big = "a b #1 100%+x.bin";
+        String small = "small #2 50%25 + plus.txt";
+        Path srcDir = root.resolve("src-names");
+        Path src = file(srcDir, big, 24 << 20, 41);
+        Path smallSrc = file(srcDir, small, 1000, 42);
+        Path dst = destDir("dst-names");
+        Path dst2 = destDir("dst-names-b");
+        MoverSettings s = fast().withChunking(64L << 20, 8L << 20, 0); // the big one as byte ranges (ESTO)
+        try (Mover mover = Movers.gridFtp(s, null)) {
+            for (Path f : List.of(src, smallSrc)) {
+                String name = f.getFileName().toString();
+                FileCopy put = new FileCopy(name, f.toUri(), FileUrls.under(a.url(dst), name), Files.size(f), adler(f));
+                assertThat(mover.submit(List.of(put)).result(put).get(60, TimeUnit.SECONDS).adler32()).isEqualTo(adler(f));
+                assertThat(Files.mismatch(f, dst.resolve(name))).as(name).isEqualTo(-1L);
+                FileCopy third = new FileCopy(name + "-tp", FileUrls.under(a.url(dst), name), FileUrls.under(b.url(dst2), name),
+                        Files.size(f), null);
+                assertThat(mover.submit(List.of(third)).result(third).get(60, TimeUnit.SECONDS).adler32()).isEqualTo(adler(f));
+                assertThat(Files.mismatch(f, dst2.resolve(name))).as(name + " copied server to server").isEqualTo(-1L);
+            }
+            try (var names = Files.list(dst)) {
+                assertThat(names.map(p -> p.getFileName().toString())).containsExactlyInAnyOrder(big, small);
+            }
+
+            Path accented = file(srcDir, "déjà vu.bin", 4096, 43);
+            Path decoy = dst.resolve("dj vu.bin"); // what the server makes of the name
+            Files.writeString(decoy, "someone else's file");
+            Files.setPosixFilePermissions(decoy, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+            FileCopy c = new FileCopy("accented", accented.toUri(), FileUrls.under(a.url(dst), "déjà vu.bin"), 4096, adler(accented));
+            assertThatThrownBy(() -> mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class)
+                    .cause().isInstanceOfSatisfying(TransferFailure.class, f -> {
+                        assertThat(f.kind()).isEqualTo(TransferFailure.Kind.BAD_REQUEST);
+                        assertThat(f.getMessage()).contains("non-ASCII", "gsiftp://");
+                    });
+            assertThat(Files.readString(decoy)).isEqualTo("someone else's file");
+            assertThat(dst.resolve("déjà vu.bin")).doesNotExist();
+        }
+    }
+
     static void assertFailure(CopyBatch batch, FileCopy c, TransferFailure.Kind kind) throws Exception {
         try {
             batch.result(c).get(20, TimeUnit.SECONDS);

@@ -81,6 +81,36 @@ class GsiMoverIT {
         }
     }
 
+    /**
+     * A name with non-ASCII characters, spaces, '#', '%' and '+' arrives under exactly that name over gsiftp://,
+     * put (Stagehand's own sender, and jglobus's with DCAU) and copied server to server, checksum-verified: the
+     * wrapped (MIC) control channel carries the name's UTF-8 bytes, which a clear-text one would drop.
+     */
+    @Test
+    void aNonAsciiNameWithSpacesHashPercentAndPlusArrivesUnderItsOwnName() throws Exception {
+        String name = "déjà vu #1 100%+ü 日本.bin";
+        Path srcDir = root.resolve("src-names");
+        Path f = file(srcDir, name, 3 << 20, 51);
+        for (String dcau : List.of("NONE", "SELF")) {
+            Path dst = root.resolve("dst-names-" + dcau);
+            GridFtpServer.openUp(dst);
+            FileCopy put = new FileCopy("put-" + dcau, f.toUri(), FileUrls.under(url(a, dst), name), Files.size(f), adler(f));
+            try (Mover mover = Movers.gridFtp(settings(userProxy, dcau), null)) {
+                assertThat(mover.submit(List.of(put)).result(put).get(60, TimeUnit.SECONDS).adler32()).isEqualTo(adler(f));
+                Path third = root.resolve("dst-names-tp-" + dcau);
+                GridFtpServer.openUp(third);
+                FileCopy tp = new FileCopy("tp-" + dcau, FileUrls.under(url(a, dst), name), FileUrls.under(url(b, third), name),
+                        Files.size(f), null);
+                assertThat(mover.submit(List.of(tp)).result(tp).get(60, TimeUnit.SECONDS).adler32()).isEqualTo(adler(f));
+                assertThat(Files.mismatch(f, third.resolve(name))).as("copied server to server").isEqualTo(-1L);
+            }
+            assertThat(Files.mismatch(f, dst.resolve(name))).as("put with DCAU " + dcau).isEqualTo(-1L);
+            try (var names = Files.list(dst)) {
+                assertThat(names.map(p -> p.getFileName().toString())).containsExactly(name);
+            }
+        }
+    }
+
     @Test
     void thirdPartyCopyBetweenTwoServersIsVerified() throws Exception {
         Path srcDir = root.resolve("tp-src");

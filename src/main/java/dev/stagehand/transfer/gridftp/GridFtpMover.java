@@ -91,7 +91,11 @@ public final class GridFtpMover implements Mover {
         }
         if (destination.gsi()) Gsi.prepare(settings);
         if (FileUrls.isGridFtp(copy.source())) {
-            return new Job(copy, destination, Endpoint.parse(copy.source()), null);
+            try {
+                return new Job(copy, destination, Endpoint.parse(copy.source()), null);
+            } catch (IllegalArgumentException e) {
+                throw new TransferFailure(Kind.BAD_REQUEST, "bad source: " + e.getMessage());
+            }
         }
         if (!"file".equalsIgnoreCase(copy.source().getScheme()))
             throw new TransferFailure(Kind.BAD_REQUEST, "unsupported source " + copy.source());
