@@ -171,6 +171,35 @@ class MoverFaultsIT {
         }
     }
 
+    /**
+     * A destination's host list with its first host down: directories are made through the other host. Before,
+     * they were made on the first host only and failed (replication counted a failed attempt per file at a site
+     * whose other door was up).
+     */
+    @Test
+    void directoriesAreMadeThroughAnotherHostWhenTheFirstIsDown() throws Exception {
+        String hosts = "127.0.0.1:" + a.port + ",127.0.0.1:" + b.port;
+        a.kill();
+        Path made = root.resolve("dst").resolve("made/deeper");
+        try (Mover mover = Movers.gridFtp(settings(Duration.ofSeconds(5)), recorder)) {
+            mover.makeDirectories(URI.create("ftp://" + hosts + made));
+            assertThat(made).isDirectory();
+        }
+    }
+
+    /** As above for deletes (partial files, unwanted replicas): before, they failed and the files stayed. */
+    @Test
+    void filesAreDeletedThroughAnotherHostWhenTheFirstIsDown() throws Exception {
+        String hosts = "127.0.0.1:" + a.port + ",127.0.0.1:" + b.port;
+        a.kill();
+        Path doomed = root.resolve("dst").resolve("doomed.bin");
+        Files.write(doomed, new byte[1000]);
+        try (Mover mover = Movers.gridFtp(settings(Duration.ofSeconds(5)), recorder)) {
+            assertThat(mover.delete(List.of(URI.create("ftp://" + hosts + doomed)))).isEmpty();
+            assertThat(doomed).doesNotExist();
+        }
+    }
+
     @Test
     void deadSingleHostIsRetriedThenFailsAsConnectionTrouble() throws Exception {
         String only = "127.0.0.1:" + a.port;

@@ -137,7 +137,7 @@ public final class GridFtpMover implements Mover {
             throw new TransferFailure(Kind.BAD_REQUEST, "bad directory URL: " + e.getMessage());
         }
         if (dir.gsi()) Gsi.prepare(settings);
-        try (GridFtpSession s = GridFtpSession.open(dir.hosts().getFirst(), dir.gsi(), dir.gsi() ? credential() : null, settings)) {
+        try (GridFtpSession s = openAny(dir)) {
             s.replyTimeout(settings.stallTimeout());
             // MKD each ancestor from the top: one that exists answers 550, which is fine; a real refusal
             // shows at the last one, which must exist (or be made) in the end
@@ -173,7 +173,7 @@ public final class GridFtpMover implements Mover {
         for (java.net.URI u : urls) {
             try {
                 Endpoint e = Endpoint.parse(u);
-                byServer.computeIfAbsent(e.scheme() + "://" + e.hosts().getFirst(), k -> new ArrayList<>()).add(u);
+                byServer.computeIfAbsent(e.link(), k -> new ArrayList<>()).add(u);
             } catch (IllegalArgumentException e) {
                 failed.put(u, new TransferFailure(Kind.BAD_REQUEST, "bad file URL: " + e.getMessage()));
             }
@@ -182,8 +182,7 @@ public final class GridFtpMover implements Mover {
             Endpoint first = Endpoint.parse(group.getFirst());
             try {
                 if (first.gsi()) Gsi.prepare(settings);
-                try (GridFtpSession s = GridFtpSession.open(first.hosts().getFirst(), first.gsi(),
-                        first.gsi() ? credential() : null, settings)) {
+                try (GridFtpSession s = openAny(first)) {
                     s.replyTimeout(settings.stallTimeout());
                     for (int i = 0; i < group.size(); i++) {
                         java.net.URI u = group.get(i);
@@ -213,6 +212,31 @@ public final class GridFtpMover implements Mover {
             }
         }
         return failed;
+    }
+
+    /**
+     * A session with one of {@code e}'s hosts, those the link has not taken out of rotation first; the next is
+     * tried when one cannot be reached. A host list is one site's doors onto one file system: before, a mkdir or
+     * delete went to the first host only, and with it down failed though the others were up (replication
+     * counted a failed attempt per file, partial files and unwanted replicas stayed).
+     */
+    private GridFtpSession openAny(Endpoint e) throws Exception {
+        Link link = links.get(e.link());
+        java.util.Set<String> out = link == null ? java.util.Set.of() : java.util.Set.copyOf(link.status().hostsOut());
+        List<Endpoint.HostPort> hosts = new ArrayList<>(e.hosts());
+        hosts.sort(Comparator.comparing((Endpoint.HostPort h) -> out.contains(h.toString())));
+        Exception unreachable = null;
+        for (Endpoint.HostPort h : hosts) {
+            try {
+                return GridFtpSession.open(h, e.gsi(), e.gsi() ? credential() : null, settings);
+            } catch (Exception x) {
+                Kind kind = Failures.classify(x);
+                if (kind != Kind.CONNECTION && kind != Kind.TIMEOUT) throw x; // refused by the site: so would the others
+                if (unreachable == null) unreachable = x;
+                else unreachable.addSuppressed(x);
+            }
+        }
+        throw unreachable;
     }
 
     @Override
