@@ -200,6 +200,37 @@ class MoverFaultsIT {
         }
     }
 
+    /**
+     * Server-to-server copies whose source is a host list with hosts down (three of four here): every file
+     * comes from the host that is up, at its first attempt. Before, each worker used one source host of its
+     * own: a worker on a host that was down failed every file it took (and put the failure on the destination
+     * host, naming it in the error).
+     */
+    @Test
+    void thirdPartyCopiesFromAHostListWithHostsDownComeFromTheHostThatIsUp() throws Exception {
+        Path srcDir = root.resolve("tp-src");
+        GridFtpServer.openUp(srcDir);
+        String sources = "127.0.0.1:" + GridFtpServer.freePort() + ",127.0.0.1:" + GridFtpServer.freePort() + ",127.0.0.1:"
+                + GridFtpServer.freePort() + ",127.0.0.1:" + a.port;
+        List<FileCopy> copies = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            Path f = file(srcDir, "tp" + i, 1 << 20, 70 + i);
+            copies.add(new FileCopy("tp" + i, URI.create("ftp://" + sources + f),
+                    URI.create("ftp://127.0.0.1:" + b.port + root.resolve("dst") + "/tp" + i), Files.size(f), adler(f)));
+        }
+        MoverSettings s = MoverSettings.defaults().withStreams(2, 8, false) // eight workers, one file each
+                .withRetry(Duration.ofSeconds(5), 1, Duration.ofMillis(100), Duration.ofSeconds(60));
+        try (Mover mover = Movers.gridFtp(s, recorder)) {
+            CopyBatch batch = mover.submit(copies);
+            batch.done().get(60, TimeUnit.SECONDS);
+            for (FileCopy c : copies) {
+                assertThat(batch.result(c)).as(c.id()).succeedsWithin(Duration.ZERO)
+                        .satisfies(r -> assertThat(r.adler32()).isEqualTo(c.adler32()));
+                assertThat(Files.mismatch(Path.of(c.source().getPath()), root.resolve("dst").resolve(c.id()))).isEqualTo(-1L);
+            }
+        }
+    }
+
     @Test
     void deadSingleHostIsRetriedThenFailsAsConnectionTrouble() throws Exception {
         String only = "127.0.0.1:" + a.port;

@@ -260,11 +260,30 @@ final class Link {
             return session;
         }
 
+        /**
+         * This worker's session with the source's servers: its own host of the list first (workers spread over
+         * them), the next ones in turn when it cannot be reached. Before, a worker whose host was down failed
+         * every attempt it made though the source's other hosts were up, and the failure was put on the
+         * destination host (taken out of rotation, and named in the error).
+         */
         private GridFtpSession sourceSession(Endpoint src, Watchdog.Attempt a) throws Exception {
             GridFtpSession s = sources.get(src.link());
             if (s == null || s.isClosed()) {
-                Endpoint.HostPort host = src.hosts().get(Math.floorMod(System.identityHashCode(this), src.hosts().size()));
-                s = GridFtpSession.open(host, src.gsi(), src.gsi() ? credentials.get() : null, settings);
+                s = null;
+                List<Endpoint.HostPort> hosts = src.hosts();
+                int first = Math.floorMod(System.identityHashCode(this), hosts.size());
+                SourceException unreachable = null;
+                for (int i = 0; i < hosts.size() && s == null; i++) {
+                    Endpoint.HostPort host = hosts.get((first + i) % hosts.size());
+                    try {
+                        s = GridFtpSession.open(host, src.gsi(), src.gsi() ? credentials.get() : null, settings);
+                    } catch (Exception e) {
+                        Kind kind = Failures.classify(e);
+                        if (kind != Kind.CONNECTION && kind != Kind.TIMEOUT) throw new SourceException(host, e);
+                        if (unreachable == null) unreachable = new SourceException(host, e);
+                    }
+                }
+                if (s == null) throw unreachable;
                 sources.put(src.link(), s);
             }
             a.add(s);
@@ -405,14 +424,17 @@ final class Link {
                 sources.values().forEach(GridFtpSession::close);
                 sources.clear();
                 if (e instanceof HostException he) host = he.host;
-                Throwable cause = e instanceof HostException he ? he.getCause() : e;
+                // the source's host could not be reached: not the destination host's fault
+                String at = e instanceof SourceException se ? "source " + se.host : String.valueOf(host);
+                if (e instanceof SourceException) host = null;
+                Throwable cause = e instanceof HostException || e instanceof SourceException ? e.getCause() : e;
                 TransferFailure f;
                 if (cause instanceof TransferFailure tf) f = tf;
                 else if (cause instanceof ChecksumMismatch) f = new TransferFailure(Kind.CHECKSUM_MISMATCH, cause.getMessage(), p.attempts, cause);
                 else if (a.stalled) f = new TransferFailure(Kind.STALL, "no progress for " + settings.stallTimeout()
-                        + " on " + host, p.attempts, cause);
+                        + " on " + at, p.attempts, cause);
                 else if (job.cancelled) f = new TransferFailure(Kind.CANCELLED, "cancelled", p.attempts, cause);
-                else f = new TransferFailure(Failures.classify(cause), Failures.message(cause) + " (" + host + ")", p.attempts, cause);
+                else f = new TransferFailure(Failures.classify(cause), Failures.message(cause) + " (" + at + ")", p.attempts, cause);
                 if (f.kind() == Kind.CONNECTION || f.kind() == Kind.STALL || f.kind() == Kind.TIMEOUT) quarantine(host);
                 windowFailed.incrementAndGet();
                 failed(p, f, verifying);
@@ -635,6 +657,16 @@ final class Link {
         final Endpoint.HostPort host;
 
         HostException(Endpoint.HostPort host, Exception cause) {
+            super(cause);
+            this.host = host;
+        }
+    }
+
+    /** No session with the source of a server-to-server copy could be opened on {@code host}. */
+    private static final class SourceException extends Exception {
+        final Endpoint.HostPort host;
+
+        SourceException(Endpoint.HostPort host, Exception cause) {
             super(cause);
             this.host = host;
         }
