@@ -247,6 +247,28 @@ class MalformedRequestsIT {
         assertThat(snapshot()).isEqualTo(before);
     }
 
+    /**
+     * A name the movers cannot send to an ftp:// destination (non-ASCII: a GridFTP server's clear-text control
+     * channel drops those bytes) is refused at once, named by its entry; the same name to a gsiftp:// one is only
+     * looked up. Before, the request was taken, its files read from tape, and each failed at its transfer.
+     */
+    @Test
+    void aNonAsciiNameForAnFtpDestinationIsRefusedAtOnce() {
+        List<Long> before = snapshot();
+        Answer a = admin.post("/api/v1/requests", fill("{\"files\": [\"K0\", \"/it/déjà vu\"], \"destination\": \"ftp://h:2811/x\"}"));
+        assertThat(a.status()).isEqualTo(400);
+        List<String> named = new ArrayList<>();
+        a.json().get("errors").forEach(e -> named.add(e.get("index").intValue() + "=" + e.get("path").stringValue() + ": "
+                + e.get("reason").stringValue()));
+        assertThat(named).singleElement().asString().startsWith("1=/it/déjà vu: ").contains("ftp://", "use gsiftp://");
+        Answer dir = admin.post("/api/v1/requests", fill("{\"files\": [\"K0\"], \"destination\": \"ftp://h:2811/données\"}"));
+        assertThat(dir.status()).isEqualTo(400);
+        assertThat(dir.json().get("errors").get(0).get("field").stringValue()).isEqualTo("destination");
+        Answer gsi = admin.post("/api/v1/requests", fill("{\"files\": [\"K0\", \"/it/déjà vu\"], \"destination\": \"gsiftp://h:2811/x\"}"));
+        assertThat(gsi.json().get("errors").get(0).get("reason").stringValue()).doesNotContain("ftp://");
+        assertThat(snapshot()).isEqualTo(before);
+    }
+
     /** Every number a refused call might have changed. */
     private List<Long> snapshot() {
         return jdbc.queryForList("""

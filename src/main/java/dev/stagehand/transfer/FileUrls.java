@@ -49,6 +49,19 @@ public final class FileUrls {
     }
 
     /**
+     * Why a file named {@code name} cannot be sent to a URL of {@code scheme}, or null. Globus GridFTP servers read
+     * a clear-text (ftp://) control channel through their telnet filter, which drops every byte outside printable
+     * ASCII (GCT globus_xio_telnet.c): "STOR /d/déjà.txt" stores /d/dj.txt, over any file of that name, and its
+     * CKSM and DELE hit that file too. gsiftp:// wraps each command (MIC/ENC, base64), so its UTF-8 bytes get
+     * through.
+     */
+    public static String nameProblem(String scheme, String name) {
+        if (!"ftp".equalsIgnoreCase(scheme) || name == null || name.chars().allMatch(c -> c < 0x80)) return null;
+        return "non-ASCII characters in the name cannot go to an ftp:// destination: a GridFTP server's clear-text "
+                + "control channel drops them and would act on another file; use gsiftp://";
+    }
+
+    /**
      * The directory URL {@code base} plus the file's logical name, percent-encoded so that the URL's decoded path
      * is exactly that name: a space would not parse, and a {@code #} or {@code ?} would cut the name short and
      * send two files to one path. The base is kept as given (a host list {@code a:2811,b:2811} included).

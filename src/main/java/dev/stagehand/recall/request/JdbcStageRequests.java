@@ -76,7 +76,10 @@ class JdbcStageRequests implements StageRequests {
     public List<EntryError> check(String owner, NewStageRequest req) {
         List<EntryError> errors = new ArrayList<>();
         checkFields(owner, req, errors);
-        if (req.files() != null && req.files().size() <= MAX_FILES) checkNames(req.files(), errors);
+        if (req.files() != null && req.files().size() <= MAX_FILES) {
+            checkNames(req.files(), errors);
+            checkSendable(req.destination(), req.files(), errors);
+        }
         return errors;
     }
 
@@ -104,6 +107,7 @@ class JdbcStageRequests implements StageRequests {
                     + files.size(), List.of(EntryError.field("files", files.size() + " files; at most " + MAX_FILES)));
         } else {
             checkNames(files, errors);
+            checkSendable(req.destination(), files, errors);
         }
         if (!errors.isEmpty()) throw invalid(errors);
         String fingerprint = fingerprint(req);
@@ -233,10 +237,25 @@ class JdbcStageRequests implements StageRequests {
                 return "expected a gsiftp:// or ftp:// URL (the movers speak GridFTP), got " + uri.getScheme() + "://";
             // the movers send the decoded path: an encoded line break would end their command line
             if (FileNames.hasControl(uri.getPath())) return "no control characters in the path, encoded or not";
+            String clearText = FileUrls.nameProblem(uri.getScheme(), uri.getPath());
+            if (clearText != null) return clearText;
             if (uri.getPort() == 0 || uri.getPort() > 65535) return "port " + uri.getPort() + " out of range 1-65535";
             return FileUrls.hostsProblem(uri.getRawAuthority());
         } catch (URISyntaxException e) {
             return "not a URL: " + e.getReason();
+        }
+    }
+
+    /**
+     * Names the movers cannot send to {@code destination} (non-ASCII over ftp://, {@link FileUrls#nameProblem}):
+     * refused now. Before, such a request was taken, its files read from tape, and each failed at its transfer.
+     */
+    private static void checkSendable(String destination, List<String> files, List<EntryError> errors) {
+        if (destination == null || destination.indexOf(':') < 0) return;
+        String scheme = destination.substring(0, destination.indexOf(':'));
+        for (int i = 0; i < files.size(); i++) {
+            String why = FileUrls.nameProblem(scheme, files.get(i));
+            if (why != null) errors.add(EntryError.file(i, files.get(i), why));
         }
     }
 

@@ -35,13 +35,8 @@ record Endpoint(String scheme, List<HostPort> hosts, String path) {
         if (FileNames.hasControl(path))
             throw new IllegalArgumentException("control character in the path of " + uri);
         String scheme = uri.getScheme().toLowerCase(java.util.Locale.ROOT);
-        // Globus GridFTP servers read a clear-text control channel through their telnet filter, which drops every
-        // byte outside printable ASCII (GCT globus_xio_telnet.c): "STOR /d/déjà.txt" stores /d/dj.txt, and a
-        // DELE of a partial file deletes another one. gsiftp:// wraps each command (MIC/ENC, base64), so its
-        // UTF-8 bytes get through.
-        if (scheme.equals("ftp") && !path.chars().allMatch(c -> c < 0x80))
-            throw new IllegalArgumentException("non-ASCII characters in the path of " + uri + ": a GridFTP server's "
-                    + "clear-text (ftp://) control channel drops them and would act on another file; use gsiftp://");
+        String clearText = FileUrls.nameProblem(scheme, path);
+        if (clearText != null) throw new IllegalArgumentException(clearText + " (" + uri + ")");
         return new Endpoint(scheme, List.copyOf(hosts), path);
     }
 
