@@ -750,4 +750,87 @@ class ReplicationPassIT {
         assertThat(replicas(ds, "E-" + tag)).extracting(r -> r.get("state"), r -> r.get("waiting_for")).containsOnly(
                 org.assertj.core.groups.Tuple.tuple("pending", ReplicationEngine.UNWANTED));
     }
+    /** A dataset of {@code n} catalog files on one tape volume only (no site holds them): they are replicated from tape. */
+    List<Long> onTapeOnly(String dataset, int n) {
+        long ds = jdbc.queryForObject("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix') RETURNING id", Long.class, dataset);
+        long volume = jdbc.queryForObject("INSERT INTO volume (label) VALUES (?) RETURNING id", Long.class, "T" + tag.substring(0, 5).toUpperCase());
+        List<Long> ids = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            long id = jdbc.queryForObject("""
+                    INSERT INTO file (name, size_bytes, adler32, dataset_id, experiment) VALUES (?, 1000, '0000000a', ?, 'phenix')
+                    RETURNING id""", Long.class, "/pass/" + dataset + "/f" + i, ds);
+            jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, ?)", id, volume, (i + 1) * 1_000_000L);
+            ids.add(id);
+        }
+        return ids;
+    }
+
+    /** The states of the recall files of {@code files}, by file. */
+    List<String> recallFiles(List<Long> files) {
+        return jdbc.queryForList("SELECT state FROM stage_request_file WHERE file_id = ANY (?) ORDER BY file_id", String.class,
+                (Object) files.toArray(Long[]::new));
+    }
+
+    /**
+     * Deleting a rule stops the copies from tape only it wanted: their files in the recall request made for them
+     * are cancelled (they were read from tape and sent to the site all the same), and the replicas wait, wanted by
+     * no rule. While another rule wants them they go on.
+     */
+    @Test
+    void deletingARuleCancelsTheRecallsNoOtherRuleWants() throws Exception {
+        site("T-" + tag);
+        String ds = "ruledeletedtape-" + tag;
+        List<Long> files = onTapeOnly(ds, 2);
+        long first = rule(ds, "T-" + tag);
+        assertThat(passUntil(10, () -> inState(ds, "T-" + tag, "staging") == 2)).isTrue();
+        assertThat(recallFiles(files)).containsExactly("queued", "queued");
+        long second = rules.create(new NewRule(ds, 1, "T-" + tag, null, null, null, "someone-else")).id();
+        createdRules.add(second);
+        engine.pass();
+
+        assertThat(rules.delete(first)).isTrue();
+        assertThat(recallFiles(files)).as("the other rule wants them").containsExactly("queued", "queued");
+        assertThat(rules.delete(second)).isTrue();
+        assertThat(recallFiles(files)).containsExactly("cancelled", "cancelled");
+        assertThat(jdbc.queryForList("SELECT DISTINCT x.request_id FROM stage_request_file x WHERE x.file_id = ANY (?)", UUID.class,
+                (Object) files.toArray(Long[]::new))).singleElement().satisfies(request ->
+                assertThat(stageRequests.summary(request).orElseThrow().state().dbName()).isEqualTo("cancelled"));
+        engine.sweepAtNextPass();
+        engine.pass();
+        engine.pass();
+        assertThat(replicas(ds, "T-" + tag)).extracting(r -> r.get("state"), r -> r.get("waiting_for")).containsOnly(
+                org.assertj.core.groups.Tuple.tuple("pending", ReplicationEngine.UNWANTED));
+        assertThat(jdbc.queryForList("SELECT attempts FROM replica r JOIN site s ON s.id = r.site_id WHERE s.name = ?", Integer.class,
+                "T-" + tag)).as("a cancel is no failed attempt").containsOnly(0);
+    }
+
+    /** A rule past its lifetime stops the copies from tape no other rule wants, as a deleted one does. */
+    @Test
+    void anExpiredRuleCancelsTheRecallsNoOtherRuleWants() throws Exception {
+        site("U-" + tag);
+        String ds = "ruleexpiredtape-" + tag;
+        List<Long> files = onTapeOnly(ds, 2);
+        long rule = rules.create(new NewRule(ds, 1, "U-" + tag, null, java.time.Duration.ofDays(1), null, "it")).id();
+        createdRules.add(rule);
+        assertThat(passUntil(10, () -> inState(ds, "U-" + tag, "staging") == 2)).isTrue();
+
+        jdbc.update("UPDATE replication_rule SET expires_at = now() - interval '1 second' WHERE id = ?", rule);
+        engine.pass();
+        assertThat(rules.get(rule).orElseThrow().state()).isEqualTo("expired");
+        assertThat(recallFiles(files)).containsExactly("cancelled", "cancelled");
+        assertThat(inState(ds, "U-" + tag, "pending")).isEqualTo(2);
+    }
+
+    /** A site deleted while copies from tape are on their way to it: their recall files are cancelled. */
+    @Test
+    void deletingASiteCancelsTheRecallsToIt() throws Exception {
+        site("V-" + tag);
+        String ds = "decommissionedtape-" + tag;
+        List<Long> files = onTapeOnly(ds, 2);
+        rule(ds, "V-" + tag);
+        assertThat(passUntil(10, () -> inState(ds, "V-" + tag, "staging") == 2)).isTrue();
+
+        assertThat(sites.delete("V-" + tag)).isTrue();
+        assertThat(recallFiles(files)).containsExactly("cancelled", "cancelled");
+    }
 }

@@ -186,7 +186,7 @@ public class ReplicationEngine implements SmartLifecycle {
             List<Expired> rules = jdbc.query("""
                     UPDATE replication_rule SET state = 'expired' WHERE state = 'active' AND expires_at < now()
                     RETURNING id, schedule IS NOT NULL""", (rs, i) -> new Expired(rs.getLong(1), rs.getBoolean(2)));
-            for (Expired e : rules) ReplicationRules.stop(jdbc, transfers, ReplicationRules.inFlightOnlyFor(jdbc, e.id()));
+            for (Expired e : rules) ReplicationRules.stop(jdbc, transfers, stageRequests, ReplicationRules.inFlightOnlyFor(jdbc, e.id()));
             return rules;
         });
         ReplicationSchedules s = schedules == null ? null : schedules.getIfAvailable();

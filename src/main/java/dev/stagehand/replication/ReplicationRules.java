@@ -6,9 +6,17 @@ import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import dev.stagehand.recall.StageRequests;
+import dev.stagehand.recall.StageRequests.FileChange;
+import dev.stagehand.recall.StageRequests.RequestState;
 import dev.stagehand.transfer.TransferQueue;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
@@ -66,13 +74,15 @@ public class ReplicationRules {
     private final ReplicationSchedules schedules;
     private final ReplicationProperties props;
     private final TransferQueue transfers;
+    private final StageRequests recalls;
 
     public ReplicationRules(JdbcTemplate jdbc, ReplicationSchedules schedules, ReplicationProperties props,
-                            TransferQueue transfers) {
+                            TransferQueue transfers, StageRequests recalls) {
         this.jdbc = jdbc;
         this.schedules = schedules;
         this.props = props;
         this.transfers = transfers;
+        this.recalls = recalls;
     }
 
     /** Creates a rule; a scheduled one gets its Quartz job (created in the same transaction). */
@@ -149,16 +159,17 @@ public class ReplicationRules {
     /**
      * Deletes a rule and its schedule. Its replicas stay (at the sites and in the records) and keep serving
      * other rules that want them; they just no longer hold files in the buffer for this rule. The copies on
-     * their way that no other active rule wants are stopped, as Rucio does: their transfers are cancelled and
-     * they wait, wanted by no rule (an operator deletes a rule to stop it; its queue of transfers went on). A
-     * transfer that ended meanwhile is followed as any other; a copy from tape is the recall side's to finish.
+     * their way that no other active rule wants are stopped, as Rucio does: their transfers are cancelled, and
+     * so are their files in the recall requests made for them (a copy from tape), and they wait, wanted by no
+     * rule (an operator deletes a rule to stop it; its queue of transfers and its recalls went on). A transfer
+     * or recall that ended meanwhile is followed as any other.
      */
     @Transactional
     public boolean delete(long id) {
         schedules.unschedule(id);
         List<InFlight> stop = inFlightOnlyFor(jdbc, id);
         boolean gone = jdbc.update("DELETE FROM replication_rule WHERE id = ?", id) == 1;
-        stop(jdbc, transfers, stop);
+        stop(jdbc, transfers, recalls, stop);
         jdbc.update("""
                 DELETE FROM dataset_site_status s WHERE NOT EXISTS (
                     SELECT 1 FROM replication_rule r JOIN replication_rule_site rs ON rs.rule_id = r.id
@@ -166,34 +177,85 @@ public class ReplicationRules {
         return gone;
     }
 
-    record InFlight(long file, long site, long job) {}
-
     /**
-     * The copies rule {@code ruleId} wants that are on their way by a transfer of replication's own (not from
-     * tape: that is the recall side's to finish) and that no other active rule wants; locked.
+     * A copy on its way: by a transfer of replication's own ({@code recall} null), or from tape by the recall
+     * request {@code recall} (staging, or its transfer handed on by the recall side).
      */
+    record InFlight(long file, long site, Long job, UUID recall, String name) {}
+
+    private static final org.springframework.jdbc.core.RowMapper<InFlight> IN_FLIGHT = (rs, i) -> new InFlight(rs.getLong(1),
+            rs.getLong(2), rs.getObject(3) == null ? null : rs.getLong(3), rs.getObject(4, UUID.class), rs.getString(5));
+
+    /** The columns of {@link InFlight} from replica r and file f, for the copies on their way. */
+    static final String IN_FLIGHT_COLUMNS = "r.file_id, r.site_id, r.transfer_job_id, r.stage_request_id, f.name";
+    static final String IN_FLIGHT_STATE = """
+            ((r.state = 'transferring' AND r.transfer_job_id IS NOT NULL AND r.stage_request_id IS NULL)
+             OR (r.state IN ('staging', 'transferring') AND r.stage_request_id IS NOT NULL))""";
+
+    /** The copies rule {@code ruleId} wants that are on their way and that no other active rule wants; locked. */
     static List<InFlight> inFlightOnlyFor(JdbcTemplate jdbc, long ruleId) {
         return jdbc.query("""
-                SELECT r.file_id, r.site_id, r.transfer_job_id FROM replication_rule_replica x
-                  JOIN replica r ON r.file_id = x.file_id AND r.site_id = x.site_id
-                 WHERE x.rule_id = ? AND r.state = 'transferring' AND r.transfer_job_id IS NOT NULL AND r.stage_request_id IS NULL
+                SELECT %s FROM replication_rule_replica x
+                  JOIN replica r ON r.file_id = x.file_id AND r.site_id = x.site_id JOIN file f ON f.id = r.file_id
+                 WHERE x.rule_id = ? AND %s
                    AND NOT EXISTS (SELECT 1 FROM replication_rule_replica o JOIN replication_rule ru ON ru.id = o.rule_id
                                     WHERE o.file_id = r.file_id AND o.site_id = r.site_id AND ru.id <> x.rule_id AND ru.state = 'active')
                    AND NOT EXISTS (SELECT 1 FROM replication_rule ru JOIN replication_rule_site rs ON rs.rule_id = ru.id
                                      JOIN file w ON w.dataset_id = ru.dataset_id
                                     WHERE w.id = r.file_id AND rs.site_id = r.site_id AND ru.id <> x.rule_id AND ru.state = 'active')
-                   FOR UPDATE OF r""", (rs, i) -> new InFlight(rs.getLong(1), rs.getLong(2), rs.getLong(3)), ruleId);
+                   FOR UPDATE OF r""".formatted(IN_FLIGHT_COLUMNS, IN_FLIGHT_STATE), IN_FLIGHT, ruleId);
     }
 
-    /** Cancels the transfers of {@code copies}; each one cancelled waits as pending (a transfer ended meanwhile is followed). */
-    static void stop(JdbcTemplate jdbc, TransferQueue transfers, List<InFlight> copies) {
+    /** The copies on their way to site {@code siteId}; locked. */
+    static List<InFlight> inFlightTo(JdbcTemplate jdbc, long siteId) {
+        return jdbc.query("SELECT " + IN_FLIGHT_COLUMNS + " FROM replica r JOIN file f ON f.id = r.file_id WHERE r.site_id = ? AND "
+                + IN_FLIGHT_STATE + " FOR UPDATE OF r", IN_FLIGHT, siteId);
+    }
+
+    /**
+     * Stops {@code copies}: their transfers are cancelled, their recall files too; each one stopped waits as
+     * pending (a transfer or recall ended meanwhile is followed).
+     */
+    static void stop(JdbcTemplate jdbc, TransferQueue transfers, StageRequests recalls, List<InFlight> copies) {
         for (InFlight f : copies) {
+            if (f.recall() != null) continue;
             if (!transfers.cancel(f.job())) continue; // ended: the pass follows it
             jdbc.update("""
                     UPDATE replica SET state = 'pending', source = NULL, transfer_job_id = NULL, waiting_for = NULL,
                            next_attempt_at = NULL, updated_at = now()
                      WHERE file_id = ? AND site_id = ? AND state = 'transferring' AND transfer_job_id = ?""", f.file(), f.site(), f.job());
         }
+        for (InFlight f : cancelRecalls(jdbc, recalls, copies)) {
+            jdbc.update("""
+                    UPDATE replica SET state = 'pending', source = NULL, transfer_job_id = NULL, stage_request_id = NULL,
+                           waiting_for = NULL, next_attempt_at = NULL, updated_at = now()
+                     WHERE file_id = ? AND site_id = ? AND stage_request_id = ?""", f.file(), f.site(), f.recall());
+        }
+    }
+
+    /**
+     * Cancels the files of the recall requests that {@code copies} wait for (those with a recall); the recall
+     * side then cancels a transfer it handed on for one. Returns those cancelled: not one whose recall ended
+     * meanwhile (the pass follows it), nor one of a request already finished or gone.
+     */
+    static List<InFlight> cancelRecalls(JdbcTemplate jdbc, StageRequests recalls, List<InFlight> copies) {
+        Map<UUID, List<InFlight>> byRequest = new LinkedHashMap<>();
+        for (InFlight f : copies) if (f.recall() != null) byRequest.computeIfAbsent(f.recall(), k -> new ArrayList<>()).add(f);
+        List<InFlight> cancelled = new ArrayList<>();
+        for (var e : byRequest.entrySet()) {
+            // locked first, and only an open request's own files named: the cancel cannot refuse (its refusal
+            // would roll back the caller's whole transaction)
+            List<String> state = jdbc.queryForList("SELECT state FROM stage_request WHERE id = ? FOR UPDATE", String.class, e.getKey());
+            if (state.isEmpty() || RequestState.ofDb(state.getFirst()).finished()) continue;
+            Set<Long> held = Set.copyOf(jdbc.queryForList("SELECT file_id FROM stage_request_file WHERE request_id = ? AND file_id = ANY (?)",
+                    Long.class, e.getKey(), e.getValue().stream().map(InFlight::file).toArray(Long[]::new)));
+            List<InFlight> named = e.getValue().stream().filter(f -> held.contains(f.file())).toList();
+            if (named.isEmpty()) continue;
+            FileChange change = recalls.cancel(e.getKey(), named.stream().map(InFlight::name).toList());
+            Set<String> ended = change.unchanged().stream().map(StageRequests.Unchanged::path).collect(Collectors.toSet());
+            named.stream().filter(f -> !ended.contains(f.name())).forEach(cancelled::add);
+        }
+        return cancelled;
     }
 
     /** Completeness of {@code dataset} at every site a rule wants it at, site by name. */

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
+import dev.stagehand.recall.StageRequests;
 import dev.stagehand.transfer.TransferQueue;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
@@ -24,10 +25,12 @@ public class Sites {
 
     private final JdbcTemplate jdbc;
     private final TransferQueue transfers;
+    private final StageRequests recalls;
 
-    public Sites(JdbcTemplate jdbc, TransferQueue transfers) {
+    public Sites(JdbcTemplate jdbc, TransferQueue transfers, StageRequests recalls) {
         this.jdbc = jdbc;
         this.transfers = transfers;
+        this.recalls = recalls;
     }
 
     /** Creates or replaces the site {@code name}: its attributes and endpoints become exactly these. */
@@ -105,15 +108,16 @@ public class Sites {
 
     /**
      * Deletes a site with its replicas' records (the remote files are not touched). Copies on their way to it are
-     * cancelled: their rows go, and nothing would follow their transfers, which went on writing to the site.
+     * cancelled: their transfers, and their files in the recall requests made for them (copies from tape), which
+     * went on writing to the site once their rows were gone and nothing followed them.
      */
     @Transactional
     public boolean delete(String name) {
-        for (long job : jdbc.queryForList("""
-                SELECT r.transfer_job_id FROM replica r JOIN site s ON s.id = r.site_id
-                 WHERE s.name = ? AND r.state = 'transferring' AND r.transfer_job_id IS NOT NULL""", Long.class, name)) {
-            transfers.cancel(job);
-        }
-        return jdbc.update("DELETE FROM site WHERE name = ?", name) == 1;
+        List<Long> id = jdbc.queryForList("SELECT id FROM site WHERE name = ? FOR UPDATE", Long.class, name);
+        if (id.isEmpty()) return false;
+        List<ReplicationRules.InFlight> under = ReplicationRules.inFlightTo(jdbc, id.getFirst());
+        for (ReplicationRules.InFlight f : under) if (f.job() != null) transfers.cancel(f.job());
+        ReplicationRules.cancelRecalls(jdbc, recalls, under);
+        return jdbc.update("DELETE FROM site WHERE id = ?", id.getFirst()) == 1;
     }
 }
