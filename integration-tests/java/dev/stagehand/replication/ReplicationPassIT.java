@@ -833,4 +833,26 @@ class ReplicationPassIT {
         assertThat(sites.delete("V-" + tag)).isTrue();
         assertThat(recallFiles(files)).containsExactly("cancelled", "cancelled");
     }
+    /**
+     * A file deleted from the catalog (by hand: the service never deletes one) while its copies are on their way:
+     * their transfers are cancelled at the next pass. Its replica rows went with it, and nothing followed their
+     * transfers, which went on writing a file the catalog no longer has to the site (and retrying it). The
+     * other files' transfers go on.
+     */
+    @Test
+    void deletingAFileFromTheCatalogCancelsItsTransfers() throws Exception {
+        site("O-" + tag);
+        site("K-" + tag);
+        String ds = "filedeleted-" + tag;
+        List<String> files = dataset(ds, 2, "O-" + tag);
+        rule(ds, "K-" + tag);
+        assertThat(passUntil(40, () -> inState(ds, "K-" + tag, "transferring") == 2)).isTrue();
+        Long[] jobs = replicas(ds, "K-" + tag).stream().map(r -> ((Number) r.get("transfer_job_id")).longValue()).toArray(Long[]::new);
+
+        jdbc.update("DELETE FROM file WHERE name = ?", files.get(1));
+        engine.pass();
+        assertThat(jdbc.queryForList("SELECT state FROM transfer_job WHERE id = ANY (?) ORDER BY id", String.class, (Object) jobs))
+                .containsExactly("queued", "cancelled");
+        assertThat(inState(ds, "K-" + tag, "transferring")).isEqualTo(1);
+    }
 }

@@ -40,7 +40,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  * Makes the replicas the rules ask for. One pass (every {@code pass-interval}, on one instance at a time
  * thanks to a lease row):
  * <ol>
- *   <li>expires rules past their lifetime;</li>
+ *   <li>expires rules past their lifetime, and cancels the transfers whose replica went (its file deleted);</li>
  *   <li>applies each continuous rule: chooses its N sites among those matching (sites already holding most
  *       of the dataset first, then by name; fixed once chosen) and adds a wanted replica for every file
  *       of the dataset at each (cron rules do this only when their schedule runs them);</li>
@@ -162,6 +162,7 @@ public class ReplicationEngine implements SmartLifecycle {
         try {
             if (!lead()) return new PassReport(false, 0, 0, 0, 0, 0, 0);
             expire();
+            cancelOrphans();
             int applied = applyContinuousRules();
             int[] tracked = track();
             // the lease is renewed between steps (a pass can outlast it): one that moved to another instance
@@ -199,6 +200,19 @@ public class ReplicationEngine implements SmartLifecycle {
                 log.warn("schedule of expired rule {} not removed: {}", rule, e.toString());
             }
         }
+    }
+
+    /**
+     * Cancels the transfers whose replica went while they were queued or running (a file deleted from the
+     * catalog takes its replicas with it; a trigger records their transfers): nothing follows them, and they
+     * went on writing to the site a file the catalog no longer has. One ended meanwhile is left as it is.
+     */
+    private void cancelOrphans() {
+        tx.executeWithoutResult(status -> {
+            for (long job : jdbc.queryForList("DELETE FROM replication_orphan_transfer RETURNING job_id", Long.class)) {
+                if (transfers.cancel(job)) log.info("transfer {} cancelled: the replica it made is gone", job);
+            }
+        });
     }
 
     /** A full application of every continuous rule now and then: a safety net, as for completeness. */
