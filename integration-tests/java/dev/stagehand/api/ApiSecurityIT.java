@@ -85,6 +85,8 @@ class ApiSecurityIT {
     void replicationRulesAndReplicasAreScopedToTheAccountsExperiments() {
         ApiClient operatorA = user("repl-a", ApiRole.OPERATOR, expA);
         String dsA = catalogA.dataset(), dsB = catalogB.dataset();
+        // a site the rules can choose (no endpoint: nothing is sent); a rule no site matches is refused
+        assertThat(admin.put("/api/v1/sites/NONE-" + tag, "{\"attributes\": {\"tier\": \"none-" + tag + "\"}}").status()).isEqualTo(200);
         String rule = "{\"dataset\": \"%s\", \"sites\": \"tier=none-" + tag + "\"}";
         Answer mine = operatorA.post("/api/v1/replication/rules", rule.formatted(dsA));
         assertThat(mine.status()).as(mine.body()).isEqualTo(201);
@@ -110,6 +112,7 @@ class ApiSecurityIT {
         } finally {
             admin.delete("/api/v1/replication/rules/" + theirsId);
             admin.delete("/api/v1/replication/rules/" + mineId);
+            admin.delete("/api/v1/sites/NONE-" + tag);
         }
     }
 

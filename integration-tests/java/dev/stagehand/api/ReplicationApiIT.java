@@ -66,7 +66,15 @@ class ReplicationApiIT {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM replication_rule r JOIN dataset d ON d.id = r.dataset_id WHERE d.name = ?",
                 Long.class, ds)).as("refused calls store nothing").isZero();
 
-        var created = api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"copies\": 1, \"sites\": \"NOSUCH-" + tag
+        // a rule no site can serve (a typo in its expression), or short of sites, is refused as Rucio refuses it
+        assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"copies\": 1, \"sites\": \"NOSUCH-" + tag + "\"}"),
+                400, "sites", "site expression 'NOSUCH-" + tag + "' matches 0 sites; the rule asks for 1 copy");
+        assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"copies\": 2, \"sites\": \"" + site + "\"}"),
+                400, "sites", "site expression '" + site + "' matches 1 site; the rule asks for 2 copies");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM replication_rule r JOIN dataset d ON d.id = r.dataset_id WHERE d.name = ?",
+                Long.class, ds)).as("refused calls store nothing").isZero();
+
+        var created = api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"copies\": 1, \"sites\": \"" + site
                 + "\", \"lifetime\": \"P30D\", \"schedule\": \"0 0 2 * * ?\"}");
         assertThat(created.status()).as(created.body()).isEqualTo(201);
         long rule = created.json().get("id").asLong();
@@ -75,7 +83,7 @@ class ReplicationApiIT {
         assertThat(created.json().get("expiresAt").isNull()).isFalse();
         try {
             // the same rule again (a retried POST): a conflict naming the rule there is
-            assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"copies\": 1, \"sites\": \"NOSUCH-" + tag
+            assertFieldProblem(api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"copies\": 1, \"sites\": \"" + site
                     + "\", \"schedule\": \"0 0 2 * * ?\"}"), 409, "sites", "rule " + rule + " of admin already asks");
             JsonNode schedules = api.get("/api/v1/replication/schedules").json();
             JsonNode mine = null;
@@ -88,7 +96,7 @@ class ReplicationApiIT {
             assertThat(api.post("/api/v1/replication/schedules/" + rule + "/resume", null).status()).isEqualTo(204);
             assertThat(api.get("/api/v1/replication/schedules/" + rule).json().get("schedule").get("state").asString()).isEqualTo("NORMAL");
             assertThat(api.post("/api/v1/replication/schedules/" + rule + "/trigger", null).status()).isEqualTo(202);
-            // the triggered run applies the rule: no site matches, which the rule says
+            // the triggered run applies the rule: it chooses the site
             long deadline = System.nanoTime() + 30_000_000_000L;
             JsonNode runs;
             do {
@@ -96,8 +104,7 @@ class ReplicationApiIT {
                 runs = api.get("/api/v1/replication/schedules/" + rule).json().get("runs");
             } while ((runs.isEmpty() || runs.get(0).get("finishedAt").isNull()) && System.nanoTime() < deadline);
             assertThat(runs.get(0).get("outcome").asString()).isEqualTo("settled");
-            assertThat(api.get("/api/v1/replication/rules/" + rule).json().get("rule").get("note").asString())
-                    .isEqualTo("only 0 of 1 sites match 'NOSUCH-" + tag + "'");
+            assertThat(api.get("/api/v1/replication/rules/" + rule).json().get("rule").get("chosenSites").get(0).asString()).isEqualTo(site);
             assertThat(api.get("/api/v1/replication/rules?dataset=" + ds).json()).hasSize(1);
             assertThat(api.get("/api/v1/datasets/" + ds + "/completeness").status()).isEqualTo(200);
             assertFieldProblem(api.get("/api/v1/datasets/nosuch-" + tag + "/completeness"), 404, "dataset", "no dataset");

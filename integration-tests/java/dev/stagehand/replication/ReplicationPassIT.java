@@ -215,24 +215,38 @@ class ReplicationPassIT {
                 .containsExactly("/race/" + tag + "/a", "/race/" + tag + "/b", "/race/" + tag + "/c");
     }
 
+    /**
+     * A rule made short of sites (a site it chose deleted) says so, and takes a site that appears with its copies.
+     * A rule short of sites from the start is refused: fewer sites match than copies it asks for.
+     */
     @Test
     void aRuleShortOfSitesTakesOneThatAppearsWithItsCopies() throws Exception {
         site("O-" + tag);
-        jdbc.update("INSERT INTO site (name, attributes) VALUES (?, ?::jsonb)", "S1-" + tag, "{\"grp\":\"" + tag + "\"}");
+        for (String s : List.of("S1-", "S2-"))
+            jdbc.update("INSERT INTO site (name, attributes) VALUES (?, ?::jsonb)", s + tag, "{\"grp\":\"" + tag + "\"}");
         String ds = "short-" + tag;
         dataset(ds, 2, "O-" + tag);
+        assertThat(org.assertj.core.api.Assertions.catchThrowableOfType(ReplicationRejected.class,
+                () -> rules.create(new NewRule(ds, 3, "grp=" + tag, null, null, null, "it"))))
+                .satisfies(e -> {
+                    assertThat(e.kind()).isEqualTo(ReplicationRejected.Kind.INVALID);
+                    assertThat(e.getMessage()).isEqualTo("site expression 'grp=" + tag + "' matches 2 sites; the rule asks for 3 copies,"
+                            + " each at a site of its own");
+                });
         long rule = rules.create(new NewRule(ds, 2, "grp=" + tag, null, null, null, "it")).id();
         createdRules.add(rule);
+        engine.pass();
+        assertThat(sites.delete("S2-" + tag)).isTrue();
         engine.pass();
         engine.pass();
         assertThat(jdbc.queryForObject("SELECT note FROM replication_rule WHERE id = ?", String.class, rule))
                 .isEqualTo("only 1 of 2 sites match 'grp=" + tag + "'");
         assertThat(replicas(ds, "S1-" + tag)).hasSize(2);
 
-        jdbc.update("INSERT INTO site (name, attributes) VALUES (?, ?::jsonb)", "S2-" + tag, "{\"grp\":\"" + tag + "\"}");
+        jdbc.update("INSERT INTO site (name, attributes) VALUES (?, ?::jsonb)", "S3-" + tag, "{\"grp\":\"" + tag + "\"}");
         engine.pass();
         assertThat(jdbc.queryForObject("SELECT note FROM replication_rule WHERE id = ?", String.class, rule)).isNull();
-        assertThat(replicas(ds, "S2-" + tag)).as("the new site's copies are wanted").hasSize(2);
+        assertThat(replicas(ds, "S3-" + tag)).as("the new site's copies are wanted").hasSize(2);
         assertThat(jdbc.queryForObject("SELECT count(*) FROM replication_rule_replica WHERE rule_id = ?", Long.class, rule)).isEqualTo(4);
     }
 
@@ -642,18 +656,20 @@ class ReplicationPassIT {
     @Test
     void theSameRuleTwiceIsAConflict() {
         siteWithoutEndpoint("D1-" + tag);
+        siteWithoutEndpoint("D2-" + tag);
         String ds = "dup-" + tag;
         dataset(ds, 1, "D1-" + tag);
-        createdRules.add(rules.create(new NewRule(ds, 1, "D1-" + tag, null, null, null, "it")).id());
+        String both = "D1-" + tag + "|D2-" + tag;
+        createdRules.add(rules.create(new NewRule(ds, 1, both, null, null, null, "it")).id());
         assertThat(org.assertj.core.api.Assertions.catchThrowableOfType(ReplicationRejected.class,
-                () -> rules.create(new NewRule(ds, 1, " D1-" + tag + " ", null, null, null, "it"))))
+                () -> rules.create(new NewRule(ds, 1, " " + both + " ", null, null, null, "it"))))
                 .satisfies(e -> {
                     assertThat(e.kind()).isEqualTo(ReplicationRejected.Kind.CONFLICT);
                     assertThat(e.getMessage()).contains("rule " + createdRules.getFirst());
                 });
-        createdRules.add(rules.create(new NewRule(ds, 2, "D1-" + tag, null, null, null, "it")).id());
-        createdRules.add(rules.create(new NewRule(ds, 1, "D1-" + tag, null, null, "0 0 2 * * ?", "it")).id());
-        createdRules.add(rules.create(new NewRule(ds, 1, "D1-" + tag, null, null, null, "someone-else")).id());
+        createdRules.add(rules.create(new NewRule(ds, 2, both, null, null, null, "it")).id());
+        createdRules.add(rules.create(new NewRule(ds, 1, both, null, null, "0 0 2 * * ?", "it")).id());
+        createdRules.add(rules.create(new NewRule(ds, 1, both, null, null, null, "someone-else")).id());
         assertThat(rules.list(ds)).hasSize(4);
     }
 

@@ -212,7 +212,9 @@ class ScheduledReplicationIT {
     void aFiringRunsOnceOnOneNodeAndNotAtAllWhenPaused() {
         String ds = "guard-" + tag;
         jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
-        long rule = rules.create(new NewRule(ds, 1, "nosuch=" + tag, null, null, "0 0 3 1 1 ? 2099", "it")).id();
+        // a site without endpoint for the rule to choose (a rule no site matches is refused); the dataset has no files
+        jdbc.update("INSERT INTO site (name) VALUES (?) ON CONFLICT DO NOTHING", "IDLE-" + tag);
+        long rule = rules.create(new NewRule(ds, 1, "IDLE-" + tag, null, null, "0 0 3 1 1 ? 2099", "it")).id();
         try {
             Instant night = Instant.parse("2099-01-01T03:00:00Z");
             assertThat(engine.runScheduled(rule, night, "node-a", true)).isTrue();
@@ -243,7 +245,9 @@ class ScheduledReplicationIT {
     void aRecoveredFiringFinishesTheLostRunAndRunsAtMostOnce() throws Exception {
         String ds = "recover-" + tag;
         jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
-        long rule = rules.create(new NewRule(ds, 1, "nosuch=" + tag, null, null, "0 0 3 1 1 ? 2099", "it")).id();
+        // a site without endpoint for the rule to choose (a rule no site matches is refused); the dataset has no files
+        jdbc.update("INSERT INTO site (name) VALUES (?) ON CONFLICT DO NOTHING", "IDLE-" + tag);
+        long rule = rules.create(new NewRule(ds, 1, "IDLE-" + tag, null, null, "0 0 3 1 1 ? 2099", "it")).id();
         String lostRun = "INSERT INTO replication_run (rule_id, instance, scheduled_at, fired_by) VALUES (?, 'node-a', ?, ?)";
         try {
             Instant night = Instant.parse("2099-01-01T03:00:00Z");
@@ -468,6 +472,8 @@ class ScheduledReplicationIT {
     void anExpiredRuleLosesItsSchedule() throws Exception {
         String ds = "expiring-" + tag;
         jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
+        // sites without endpoint for the rules to choose (a rule no site matches is refused); the dataset has no files
+        for (String site : List.of("EXP-" + tag, "EXP2-" + tag)) jdbc.update("INSERT INTO site (name) VALUES (?)", site);
         long rule = rules.create(new NewRule(ds, 1, "EXP-" + tag, null, Duration.ofDays(1), "0 0 2 * * ?", "it")).id();
         try {
             assertThat(schedules.get(rule)).isPresent();

@@ -1003,6 +1003,11 @@ public class ReplicationEngine implements SmartLifecycle {
     }
 
     private Map<Long, SiteRef> sites() {
+        return sites(jdbc);
+    }
+
+    /** Every site with its attributes, by id. */
+    static Map<Long, SiteRef> sites(JdbcTemplate jdbc) {
         Map<Long, String> names = new LinkedHashMap<>();
         jdbc.query("SELECT id, name FROM site", rs -> {
             names.put(rs.getLong(1), rs.getString(2));

@@ -90,7 +90,7 @@ public class ReplicationRules {
     public Rule create(NewRule r) {
         if (r.dataset() == null || r.dataset().isBlank()) throw ReplicationRejected.invalid("dataset", "required");
         if (r.copies() < 1 || r.copies() > 100) throw ReplicationRejected.invalid("copies", "must be between 1 and 100, got " + r.copies());
-        parse("sites", r.sites());
+        SiteExpression sites = parse("sites", r.sites());
         if (r.source() != null) parse("source", r.source());
         if (r.lifetime() != null && (r.lifetime().isNegative() || r.lifetime().isZero()))
             throw ReplicationRejected.invalid("lifetime", "must be positive");
@@ -102,6 +102,14 @@ public class ReplicationRules {
         // the dataset's row locked (not against its files' inserts): two creates of one rule at once see each other
         List<Long> dataset = jdbc.queryForList("SELECT id FROM dataset WHERE name = ? FOR NO KEY UPDATE", Long.class, r.dataset());
         if (dataset.isEmpty()) throw ReplicationRejected.notFound("dataset", "no dataset " + r.dataset());
+        // as Rucio (InvalidRSEExpression, InsufficientTargetRSEs): a rule no site can serve, most often a typo in
+        // its expression, was accepted with a note nobody read. A rule made short later (a chosen site deleted)
+        // still takes a site that appears
+        long matching = ReplicationEngine.sites(jdbc).values().stream().filter(sites::matches).count();
+        if (matching < r.copies())
+            throw ReplicationRejected.invalid("sites", "site expression '" + r.sites().strip() + "' matches " + matching
+                    + (matching == 1 ? " site" : " sites") + "; the rule asks for " + r.copies() + (r.copies() == 1 ? " copy" : " copies")
+                    + ", each at a site of its own");
         // the same rule again (a client retrying a POST whose answer it lost): refused, as Rucio's DuplicateRule
         List<Long> same = jdbc.queryForList("""
                 SELECT id FROM replication_rule WHERE dataset_id = ? AND state = 'active' AND copies = ? AND site_expression = ?

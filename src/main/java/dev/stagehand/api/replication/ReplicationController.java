@@ -102,6 +102,7 @@ public class ReplicationController {
     /**
      * {@code {"dataset", "copies", "sites", "source", "lifetime": "P30D", "schedule": "0 0 2 * * ?"}}: 201 with
      * {@code Location}. {@code sites} and {@code source} are site expressions; {@code lifetime} an ISO-8601 duration.
+     * 400 when fewer sites match {@code sites} than {@code copies} asks for (none, say: a typo), as Rucio refuses it.
      * 409 when the account has the same rule (dataset, copies, sites, source, schedule) active already.
      */
     @PostMapping(path = "/replication/rules", consumes = MediaType.ALL_VALUE)
