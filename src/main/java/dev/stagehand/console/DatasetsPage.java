@@ -20,6 +20,9 @@ import org.springframework.web.bind.annotation.RequestMapping;
 @RequestMapping("/console/datasets")
 class DatasetsPage {
 
+    /** Rows of the completeness matrix shown at most (the page refreshes every 2 s). */
+    static final int MATRIX_ROWS = 5000;
+
     private final ReplicationRules rules;
     private final ReplicationSchedules schedules;
 
@@ -37,7 +40,10 @@ class DatasetsPage {
                 || seen.computeIfAbsent(dataset, d -> rules.experimentOf(d).map(user::sees).orElse(false));
         List<ReplicationRules.Rule> ruleList = rules.list(null).stream().filter(r -> visible.test(r.dataset())).toList();
         Set<Long> ruleIds = ruleList.stream().map(ReplicationRules.Rule::id).collect(Collectors.toSet());
-        model.addAttribute("matrix", rules.completenessAll().stream().filter(c -> visible.test(c.dataset())).toList());
+        ReplicationRules.Matrix matrix = rules.completenessAll(user.scope(), MATRIX_ROWS);
+        model.addAttribute("matrix", matrix.rows());
+        model.addAttribute("matrixTruncated", matrix.truncated());
+        model.addAttribute("matrixRows", MATRIX_ROWS);
         model.addAttribute("rules", ruleList);
         model.addAttribute("schedules", schedules.list().stream().filter(s -> ruleIds.contains(s.ruleId())).toList());
         return LivePart.view("console/datasets", http);

@@ -275,12 +275,23 @@ public class ReplicationRules {
                  WHERE d.name = ? ORDER BY s.name""", this::completenessRow, dataset);
     }
 
-    /** Completeness of every dataset at every site a rule wants it at (the console's replication matrix). */
-    public List<Completeness> completenessAll() {
-        return jdbc.query("""
+    /** The first rows of the completeness matrix; {@code truncated}: more rows follow them. */
+    public record Matrix(List<Completeness> rows, boolean truncated) {}
+
+    /**
+     * Completeness of every dataset at every site a rule wants it at (the console's replication matrix), by
+     * dataset and site, at most {@code limit} rows; of the datasets of {@code experiments} only (null: all).
+     * The experiments are filtered here, before the limit: filtered after it, a user's rows beyond the first
+     * {@code limit} of all experiments were never shown.
+     */
+    public Matrix completenessAll(java.util.Collection<String> experiments, int limit) {
+        String[] of = experiments == null ? null : experiments.toArray(String[]::new);
+        List<Completeness> rows = jdbc.query("""
                 SELECT d.name AS dataset, s.name AS site, c.* FROM dataset_site_status c
                   JOIN dataset d ON d.id = c.dataset_id JOIN site s ON s.id = c.site_id
-                 ORDER BY d.name, s.name LIMIT 5000""", this::completenessRow);
+                 WHERE ?::text[] IS NULL OR d.experiment = ANY (?::text[])
+                 ORDER BY d.name, s.name LIMIT ?""", this::completenessRow, of, of, limit + 1);
+        return rows.size() > limit ? new Matrix(List.copyOf(rows.subList(0, limit)), true) : new Matrix(rows, false);
     }
 
     private Completeness completenessRow(ResultSet rs, int i) throws SQLException {
