@@ -806,15 +806,22 @@ class ReplicationPassIT {
 
         assertThat(rules.delete(first)).isTrue();
         assertThat(recallFiles(files)).as("the other rule wants them").containsExactly("queued", "queued");
+        // the first file was staged and handed on, and its transfer is done (the recall side has not seen it yet)
+        UUID request = jdbc.queryForObject("SELECT DISTINCT request_id FROM stage_request_file WHERE file_id = ANY (?)", UUID.class,
+                (Object) files.toArray(Long[]::new));
+        long arrived = jdbc.queryForObject("""
+                INSERT INTO transfer_job (correlation, source, destination, size_bytes, state, dest_adler32, finished_at)
+                VALUES (?, 'file:///cache/f0', 'ftp://x/f0', 1000, 'done', 10, now()) RETURNING id""", Long.class,
+                "stage:" + request + ":" + files.get(0));
+        jdbc.update("UPDATE stage_request_file SET state = 'transferring' WHERE request_id = ? AND file_id = ?", request, files.get(0));
+        jdbc.update("UPDATE replica SET state = 'transferring', transfer_job_id = ? WHERE file_id = ?", arrived, files.get(0));
         assertThat(rules.delete(second)).isTrue();
-        assertThat(recallFiles(files)).containsExactly("cancelled", "cancelled");
-        assertThat(jdbc.queryForList("SELECT DISTINCT x.request_id FROM stage_request_file x WHERE x.file_id = ANY (?)", UUID.class,
-                (Object) files.toArray(Long[]::new))).singleElement().satisfies(request ->
-                assertThat(stageRequests.summary(request).orElseThrow().state().dbName()).isEqualTo("cancelled"));
+        assertThat(recallFiles(files)).as("the arrived one is followed").containsExactly("transferring", "cancelled");
         engine.sweepAtNextPass();
         engine.pass();
         engine.pass();
-        assertThat(replicas(ds, "T-" + tag)).extracting(r -> r.get("state"), r -> r.get("waiting_for")).containsOnly(
+        assertThat(replicas(ds, "T-" + tag)).extracting(r -> r.get("state"), r -> r.get("waiting_for")).containsExactly(
+                org.assertj.core.groups.Tuple.tuple("verified", null),
                 org.assertj.core.groups.Tuple.tuple("pending", ReplicationEngine.UNWANTED));
         assertThat(jdbc.queryForList("SELECT attempts FROM replica r JOIN site s ON s.id = r.site_id WHERE s.name = ?", Integer.class,
                 "T-" + tag)).as("a cancel is no failed attempt").containsOnly(0);

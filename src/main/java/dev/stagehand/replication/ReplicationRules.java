@@ -243,8 +243,8 @@ public class ReplicationRules {
 
     /**
      * Cancels the files of the recall requests that {@code copies} wait for (those with a recall); the recall
-     * side then cancels a transfer it handed on for one. Returns those cancelled: not one whose recall ended
-     * meanwhile (the pass follows it), nor one of a request already finished or gone.
+     * side then cancels a transfer it handed on for one. Returns those cancelled: not one whose recall or its
+     * transfer ended meanwhile (the pass follows it), nor one of a request already finished or gone.
      */
     static List<InFlight> cancelRecalls(JdbcTemplate jdbc, StageRequests recalls, List<InFlight> copies) {
         Map<UUID, List<InFlight>> byRequest = new LinkedHashMap<>();
@@ -257,7 +257,11 @@ public class ReplicationRules {
             if (state.isEmpty() || RequestState.ofDb(state.getFirst()).finished()) continue;
             Set<Long> held = Set.copyOf(jdbc.queryForList("SELECT file_id FROM stage_request_file WHERE request_id = ? AND file_id = ANY (?)",
                     Long.class, e.getKey(), e.getValue().stream().map(InFlight::file).toArray(Long[]::new)));
-            List<InFlight> named = e.getValue().stream().filter(f -> held.contains(f.file())).toList();
+            // one whose transfer (handed on by the recall side) is done arrived: followed as any other
+            Set<Long> arrived = Set.copyOf(jdbc.queryForList("SELECT id FROM transfer_job WHERE id = ANY (?) AND state = 'done'",
+                    Long.class, (Object) e.getValue().stream().map(InFlight::job).filter(java.util.Objects::nonNull).toArray(Long[]::new)));
+            List<InFlight> named = e.getValue().stream()
+                    .filter(f -> held.contains(f.file()) && (f.job() == null || !arrived.contains(f.job()))).toList();
             if (named.isEmpty()) continue;
             FileChange change = recalls.cancel(e.getKey(), named.stream().map(InFlight::name).toList());
             Set<String> ended = change.unchanged().stream().map(StageRequests.Unchanged::path).collect(Collectors.toSet());
