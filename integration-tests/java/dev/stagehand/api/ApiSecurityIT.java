@@ -87,7 +87,8 @@ class ApiSecurityIT {
         String dsA = catalogA.dataset(), dsB = catalogB.dataset();
         // a site the rules can choose (no endpoint: nothing is sent); a rule no site matches is refused
         assertThat(admin.put("/api/v1/sites/NONE-" + tag, "{\"attributes\": {\"tier\": \"none-" + tag + "\"}}").status()).isEqualTo(200);
-        String rule = "{\"dataset\": \"%s\", \"sites\": \"tier=none-" + tag + "\"}";
+        // scheduled (nightly), so that the schedules' list is scoped too
+        String rule = "{\"dataset\": \"%s\", \"sites\": \"tier=none-" + tag + "\", \"schedule\": \"0 0 2 * * ?\"}";
         Answer mine = operatorA.post("/api/v1/replication/rules", rule.formatted(dsA));
         assertThat(mine.status()).as(mine.body()).isEqualTo(201);
         long mineId = mine.json().get("id").longValue();
@@ -101,6 +102,11 @@ class ApiSecurityIT {
             List<Long> listed = new ArrayList<>();
             operatorA.get("/api/v1/replication/rules").json().forEach(r -> listed.add(r.get("id").longValue()));
             assertThat(listed).contains(mineId).doesNotContain(theirsId);
+            List<Long> scheduled = new ArrayList<>();
+            operatorA.get("/api/v1/replication/schedules").json().forEach(r -> scheduled.add(r.get("ruleId").longValue()));
+            assertThat(scheduled).contains(mineId).doesNotContain(theirsId);
+            assertThat(admin.get("/api/v1/replication/schedules").json().findValues("ruleId").stream().map(v -> v.longValue()).toList())
+                    .contains(mineId, theirsId);
             assertThat(operatorA.get("/api/v1/replication/rules/" + mineId).status()).isEqualTo(200);
             assertProblem(operatorA.get("/api/v1/replication/rules/" + theirsId), 404);
             assertProblem(operatorA.delete("/api/v1/replication/rules/" + theirsId), 404);

@@ -4,11 +4,9 @@ import dev.stagehand.replication.ReplicationRules;
 import dev.stagehand.replication.ReplicationSchedules;
 import jakarta.servlet.http.HttpServletRequest;
 import java.security.Principal;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.Predicate;
 import java.util.stream.Collectors;
 import org.springframework.stereotype.Controller;
 import org.springframework.ui.Model;
@@ -34,11 +32,11 @@ class DatasetsPage {
     @GetMapping({"", "/live"})
     String page(Model model, HttpServletRequest http, Principal who) {
         ConsoleUser user = ConsoleUser.of(who);
-        // a user of some experiments sees their datasets only (a dataset's experiment, looked up once per page)
-        Map<String, Boolean> seen = new HashMap<>();
-        Predicate<String> visible = dataset -> user.siteWide()
-                || seen.computeIfAbsent(dataset, d -> rules.experimentOf(d).map(user::sees).orElse(false));
-        List<ReplicationRules.Rule> ruleList = rules.list(null).stream().filter(r -> visible.test(r.dataset())).toList();
+        // a user of some experiments sees their datasets' rules only (each rule's experiment read in one query)
+        Map<Long, String> experiment = user.siteWide() ? Map.of() : rules.experimentByRule();
+        List<ReplicationRules.Rule> ruleList = rules.list(null).stream()
+                .filter(r -> user.siteWide() || java.util.Optional.ofNullable(experiment.get(r.id())).map(user::sees).orElse(false))
+                .toList();
         Set<Long> ruleIds = ruleList.stream().map(ReplicationRules.Rule::id).collect(Collectors.toSet());
         ReplicationRules.Matrix matrix = rules.completenessAll(user.scope(), MATRIX_ROWS);
         model.addAttribute("matrix", matrix.rows());

@@ -143,6 +143,19 @@ public class ReplicationRules {
                 .stream().findFirst();
     }
 
+    /**
+     * The experiment of each rule's dataset ('' when it has none), by rule id: one query where a list of rules or
+     * schedules is filtered by the caller's experiments (it was one look-up per rule, every 2 s on the console).
+     */
+    public Map<Long, String> experimentByRule() {
+        Map<Long, String> out = new java.util.HashMap<>();
+        jdbc.query("SELECT r.id, coalesce(d.experiment, '') FROM replication_rule r JOIN dataset d ON d.id = r.dataset_id",
+                rs -> {
+                    out.put(rs.getLong(1), rs.getString(2));
+                });
+        return out;
+    }
+
     public Optional<Rule> get(long id) {
         return rules("WHERE r.id = ?", id).stream().findFirst();
     }
