@@ -35,6 +35,14 @@ class DatabaseConfiguration {
             cfg.setPassword(props.password());
         }
         cfg.setMaximumPoolSize(props.poolSize());
+        // Every statement planned for its own arguments: the driver no longer prepares a statement on the server
+        // after five runs, where PostgreSQL then kept one generic plan when it looked no dearer. The same statement
+        // runs with one file id and with 10^6 (a sweep's 25,000-id slices, then a big request's intake), and the
+        // plan fitted to the slices made a cold start's intake 3x as slow (bench/intake.sh: its no-usable-copy check
+        // 2.9 -> 10.6 s, its failed-files update 0.3 -> 6.0 s). Not plan_cache_mode = force_custom_plan: that also
+        // plans the server's own foreign-key checks again for every row (a request's 300,000 files inserted in 9.1 s
+        // against 3.8-4.3 s in psql).
+        cfg.addDataSourceProperty("prepareThreshold", "0");
         cfg.setPoolName("stagehand");
         // Fail fast on start-up rather than serving with no database; reconnection later is Hikari's job.
         cfg.setInitializationFailTimeout(30_000);
