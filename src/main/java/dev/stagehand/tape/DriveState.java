@@ -2,5 +2,10 @@ package dev.stagehand.tape;
 
 /** What a drive is doing. Persisted, so a restart knows which tape is in which drive. */
 public enum DriveState {
-    EMPTY, MOUNTING, MOUNTED_IDLE, LOCATING, READING, WRITING, UNLOADING, FAILED, DISABLED
+    EMPTY, MOUNTING, MOUNTED_IDLE, LOCATING, READING, WRITING, UNLOADING, FAILED, DISABLED,
+    /**
+     * In use by another service instance sharing the library ({@code stagehand.tape.shared-drives}): a view of
+     * this instance's, never persisted. Nothing here mounts on it until its drive lease is free.
+     */
+    ELSEWHERE
 }

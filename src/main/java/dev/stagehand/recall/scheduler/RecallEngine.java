@@ -45,6 +45,11 @@ public final class RecallEngine {
         long moved;
         double busyUntil;
         boolean failed;
+        /**
+         * Out of use because another instance holds it or the volume in it (a shared library): taken back once the
+         * library reports it free, or the volume's lease is ours ({@link #libraryDrives}). Not a broken drive.
+         */
+        boolean elsewhere;
         EventClock.Scheduled idleTimer;
         /** The planned read order of the mounted volume (its rest from {@link #planFrom}), valid while its queue is unchanged. */
         List<FileWork> plan;
@@ -113,13 +118,19 @@ public final class RecallEngine {
                 // a failed drive may hold its cartridge: that volume is known to be stuck, not mounted elsewhere
                 case FAILED, DISABLED -> { d.state = DState.FAILED; d.volume = s.volume(); }
                 case EMPTY -> { }
+                case ELSEWHERE -> { d.state = DState.FAILED; d.elsewhere = true; }
                 // busy with something we did not start (restart mid-operation): leave it alone until it settles
                 default -> d.state = DState.FAILED;
             }
             drives.put(d.name, d);
             // a cartridge left in a drive is this instance's (restart): hold it against the other instances
             if (d.volume != null && !store.claimVolume(d.volume)) {
-                // held elsewhere (state from another library view): leave the drive alone
+                // held elsewhere (state from another library view): leave the drive alone until the lease is ours
+                // (libraryDrives). Not a stuck cartridge of ours: its volume's files are not sent to other copies
+                if (d.state == DState.IDLE) {
+                    d.elsewhere = true;
+                    d.volume = null;
+                }
                 d.state = DState.FAILED;
             }
         }
@@ -128,6 +139,8 @@ public final class RecallEngine {
     /**
      * Follows an operator's change to the library's drives: a drive this engine holds as failed that the library
      * now reports EMPTY (recovered, enabled) is used again; an empty one it reports DISABLED or FAILED is not used.
+     * A drive another instance sharing the library uses ({@link DriveState#ELSEWHERE}) is left alone until the
+     * library reports it free, or holding a volume whose lease this instance now takes.
      * Read only at start before, a recovered drive stayed out of use until the service was restarted.
      */
     public synchronized void libraryDrives(Collection<DriveStatus> states) {
@@ -141,7 +154,28 @@ public final class RecallEngine {
                 d.volume = null;
                 d.experiment = null;
                 d.failed = false;
+                d.elsewhere = false;
                 back = true;
+            } else if (d.state == DState.FAILED && d.elsewhere && s.state() == DriveState.MOUNTED_IDLE && s.volume() != null) {
+                // left out because another instance held the volume in it (or the drive): ours once that lease
+                // has ended. Before, such a drive stayed out of use until this service was restarted
+                if (store.claimVolume(s.volume())) {
+                    d.state = DState.IDLE;
+                    d.volume = s.volume();
+                    d.moved = s.bytesMoved();
+                    d.head = 0;
+                    d.experiment = null;
+                    d.failed = false;
+                    d.elsewhere = false;
+                    d.busyUntil = now();
+                    back = true;
+                }
+            } else if ((d.state == DState.EMPTY || d.state == DState.FAILED && d.volume == null)
+                    && s.state() == DriveState.ELSEWHERE) {
+                // another instance sharing the library uses it now (a mount refused for that lands here too)
+                d.state = DState.FAILED;
+                d.volume = null;
+                d.elsewhere = true;
             } else if (d.state == DState.EMPTY && (s.state() == DriveState.DISABLED || s.state() == DriveState.FAILED)) {
                 d.state = DState.FAILED;
                 d.volume = s.volume();

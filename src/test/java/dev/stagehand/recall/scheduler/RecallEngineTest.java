@@ -95,6 +95,41 @@ class RecallEngineTest {
         assertThat(engine.model().request("r1").finished()).isTrue();
     }
 
+    /**
+     * A drive whose volume another instance held when this engine started (state read from the shared library)
+     * was marked failed and never used again, even once that lease had ended: its files waited for a restart.
+     */
+    @Test
+    void aDriveLeftOutBecauseAnotherInstanceHeldItsVolumeIsTakenBackWhenTheLeaseIsOurs() {
+        TestClock clock = new TestClock();
+        FakeLibrary library = new FakeLibrary(clock, 1, 1);
+        library.mount("d0", "V1");
+        clock.run(100);
+        boolean[] heldElsewhere = {true};
+        QueueStore store = new QueueStore() {
+            @Override public List<FileWork> claim(String volume, List<FileWork> files) { return files; }
+            @Override public void staged(FileWork file, String volume, long adler32, java.nio.file.Path path) { }
+            @Override public void released(FileWork file) { }
+            @Override public void failed(FileWork file) { }
+            @Override public void requestFinished(RequestWork request) { }
+            @Override public void etas(java.util.Collection<RequestWork> requests) { }
+            @Override public boolean claimVolume(String volume) { return !heldElsewhere[0]; }
+        };
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
+                store, Staging.NONE, EngineListener.NONE);
+        clock.schedule(Duration.ZERO, () -> engine.submit("r1", Instant.EPOCH, 0, "exp", List.of(file(1, "V1", 0, GB))));
+        clock.run(clock.seconds() + 1000);
+        engine.libraryDrives(library.drives());
+        clock.run(clock.seconds() + 1000);
+        assertThat(library.reads).as("the volume is still another instance's").isEmpty();
+
+        heldElsewhere[0] = false; // that instance's lease ended
+        engine.libraryDrives(library.drives());
+        clock.run(clock.seconds() + 1000);
+        assertThat(library.reads).extracting(SegmentRead::fileId).containsExactly(1L);
+        assertThat(engine.model().request("r1").finished()).isTrue();
+    }
+
     @Test
     void agingServesAnOldLowPriorityRequestBeforeAStreamOfUrgentOnes() {
         double aging = 1200;
