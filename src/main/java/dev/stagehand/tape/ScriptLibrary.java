@@ -132,21 +132,40 @@ public final class ScriptLibrary implements TapeLibrary {
         }
         for (String d : layout.drives()) drives.put(d, new DriveStatus(d, DriveState.EMPTY, null, 0));
         for (DriveStatus s : persisted)
-            if (drives.containsKey(s.drive()))
-                drives.put(s.drive(), switch (s.state()) {
-                    case FAILED, DISABLED -> s;
-                    // a mount or dismount cut off by the restart: the cartridge may be in the drive, on its way or in
-                    // its slot. As after a mount that timed out, the drive holds the volume FAILED until an operator
-                    // has looked; taken for mounted, its next read went to a drive that may not hold the tape.
-                    case MOUNTING, UNLOADING -> {
-                        log.warn("library {}: drive {} was {} {} when the service stopped; where the cartridge is now is"
-                                + " not known: the drive is FAILED until it is checked in the HSM and recovered (console, Volumes page)",
-                                layout.name(), s.drive(), s.state(), s.volume());
-                        yield new DriveStatus(s.drive(), DriveState.FAILED, s.volume(), s.bytesMoved());
-                    }
-                    default -> new DriveStatus(s.drive(), s.volume() == null ? DriveState.EMPTY : DriveState.MOUNTED_IDLE,
-                            s.volume(), s.bytesMoved());
-                });
+            if (drives.containsKey(s.drive())) drives.put(s.drive(), restored(s));
+    }
+
+    /** A drive as persisted by an instance that has stopped (this one before a restart, or another sharing the library). */
+    private DriveStatus restored(DriveStatus s) {
+        return switch (s.state()) {
+            case FAILED, DISABLED -> s;
+            // a mount or dismount cut off by the restart: the cartridge may be in the drive, on its way or in
+            // its slot. As after a mount that timed out, the drive holds the volume FAILED until an operator
+            // has looked; taken for mounted, its next read went to a drive that may not hold the tape.
+            case MOUNTING, UNLOADING -> {
+                log.warn("library {}: drive {} was {} {} when the service stopped; where the cartridge is now is"
+                        + " not known: the drive is FAILED until it is checked in the HSM and recovered (console, Volumes page)",
+                        layout.name(), s.drive(), s.state(), s.volume());
+                yield new DriveStatus(s.drive(), DriveState.FAILED, s.volume(), s.bytesMoved());
+            }
+            case EMPTY, ELSEWHERE -> new DriveStatus(s.drive(), DriveState.EMPTY, null, 0);
+            default -> new DriveStatus(s.drive(), s.volume() == null ? DriveState.EMPTY : DriveState.MOUNTED_IDLE,
+                    s.volume(), s.bytesMoved());
+        };
+    }
+
+    /**
+     * The drive becomes this instance's as another instance sharing the library left it ({@code persisted}, its
+     * row; {@link SharedDrives}): what this instance remembered of it is stale. A state that had to change (a
+     * mount cut off) is written back.
+     */
+    void adopt(DriveStatus persisted) {
+        DriveStatus s = restored(persisted);
+        synchronized (this) {
+            if (!drives.containsKey(s.drive())) return;
+            drives.put(s.drive(), s);
+        }
+        if (!s.equals(persisted)) events.driveChanged(layout.name(), s, Instant.now());
     }
 
     private List<String> command(String name) {

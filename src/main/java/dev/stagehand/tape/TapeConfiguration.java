@@ -1,6 +1,7 @@
 package dev.stagehand.tape;
 
 import dev.stagehand.platform.EventClock;
+import dev.stagehand.platform.InstanceId;
 import dev.stagehand.platform.ScaledClock;
 import dev.stagehand.platform.VirtualClock;
 import java.util.ArrayList;
@@ -17,7 +18,7 @@ import org.springframework.jdbc.core.simple.JdbcClient;
  * drive state is persisted in PostgreSQL and read back on start-up, so a tape left mounted is known.
  */
 @Configuration(proxyBeanMethods = false)
-@EnableConfigurationProperties({TapeProperties.class, DriveRoles.class})
+@EnableConfigurationProperties({TapeProperties.class, DriveRoles.class, SharedDrivesProperties.class})
 class TapeConfiguration {
 
     /**
@@ -39,8 +40,12 @@ class TapeConfiguration {
     }
 
     @Bean
-    TapeLibrary tapeLibrary(TapeProperties props, EventClock tapeClock, DriveStateStore store,
-            ObjectProvider<LibraryEvents> listeners) {
+    TapeLibrary tapeLibrary(TapeProperties props, SharedDrivesProperties shared, EventClock tapeClock, DriveStateStore store,
+            JdbcClient jdbc, ObjectProvider<LibraryEvents> listeners) {
+        if (shared.enabled() && (props.driver() != TapeProperties.Driver.SCRIPT || !props.persistDrives()))
+            throw new IllegalArgumentException("stagehand.tape.shared-drives.enabled needs driver: script and persist-drives:"
+                    + " true (instances share a physical library's drives; simulated drives are each instance's own,"
+                    + " kept apart by drive-prefix)");
         List<LibraryEvents> all = new ArrayList<>();
         listeners.orderedStream().filter(l -> l != store).forEach(all::add);
         List<DriveStatus> persisted = List.of();
@@ -68,8 +73,11 @@ class TapeConfiguration {
             case SCRIPT -> {
                 List<String> names = new ArrayList<>();
                 for (int i = 1; i <= props.drives(); i++) names.add(String.format("%s%02d", props.drivePrefix(), i));
-                yield new ScriptLibrary(new LibraryLayout(props.library(), names, props.accessors()), props.script(),
-                        events, persisted);
+                ScriptLibrary script = new ScriptLibrary(new LibraryLayout(props.library(), names, props.accessors()),
+                        props.script(), events, persisted);
+                // closed with the context (inferred close()): its drive leases are given up
+                yield shared.enabled() ? new SharedDrives(script, jdbc, store,
+                        InstanceId.orHostAndPid(shared.instanceId()), shared.lease()).start() : script;
             }
         };
     }

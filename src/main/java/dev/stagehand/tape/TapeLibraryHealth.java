@@ -43,7 +43,8 @@ class TapeLibraryHealth implements HealthIndicator {
         Health.Builder h = usable > 0 ? Health.up() : Health.down().withDetail("reason", "no usable drive");
         h.withDetail("library", lib.layout().name()).withDetail("driver", driver).withDetail("drives", byState)
                 .withDetail("usableDrives", usable).withDetail("accessors", lib.layout().accessors());
-        if (lib instanceof ScriptLibrary script) {
+        ScriptLibrary script = lib instanceof SharedDrives shared ? shared.script() : lib instanceof ScriptLibrary s ? s : null;
+        if (script != null) {
             ScriptLibrary.CallResult last = script.lastCall();
             if (last != null) {
                 Map<String, Object> call = new TreeMap<>();

@@ -1,0 +1,227 @@
+package dev.stagehand.recall.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.stagehand.cache.DiskCache;
+import dev.stagehand.platform.ScaledClock;
+import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.tape.DriveState;
+import dev.stagehand.tape.DriveStateStore;
+import dev.stagehand.tape.DriveStatus;
+import dev.stagehand.tape.LibraryEvents;
+import dev.stagehand.tape.LibraryLayout;
+import dev.stagehand.tape.ScriptLibrary;
+import dev.stagehand.tape.SharedDrives;
+import dev.stagehand.tape.TapeFailure;
+import dev.stagehand.tape.TapeLibrary;
+import dev.stagehand.tape.TapeModel;
+import dev.stagehand.tape.TapeProperties;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.UUID;
+import java.util.zip.Adler32;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * Two service instances drive one physical library (config/examples/script-driver/dirlib.sh over one directory)
+ * through the script driver, on one database: with shared drives each drive is used by one instance at a time,
+ * and a drive whose instance died is taken over with the cartridge it left in it.
+ */
+@SpringBootTest(properties = {"stagehand.recall.enabled=false"})
+class SharedLibraryIT {
+
+    static final Path DIRLIB = Path.of("config/examples/script-driver/dirlib.sh").toAbsolutePath();
+
+    @Autowired
+    JdbcTemplate jdbc;
+
+    @Autowired
+    JdbcClient db;
+
+    @Autowired
+    TransactionTemplate tx;
+
+    @TempDir
+    Path tmp;
+
+    String tag, libraryName;
+    final List<String> collisions = Collections.synchronizedList(new ArrayList<>());
+    final List<String> mountFailures = Collections.synchronizedList(new ArrayList<>());
+    /** Which instance's cartridge is in each drive of the physical library, as the instances' events tell. */
+    final Map<String, String> occupant = new HashMap<>();
+
+    /** One instance's view of the physical library: its events tell the occupancy tracker. */
+    TapeLibrary library(String instance, boolean shared) {
+        DriveStateStore store = new DriveStateStore(db);
+        List<String> base = List.of(DIRLIB.toString(), tmp.resolve("lib").toString());
+        TapeProperties.Script cfg = new TapeProperties.Script(cmd(base, "mount"), cmd(base, "read"), cmd(base, "write"),
+                cmd(base, "dismount"), tmp.resolve("work-" + instance), Duration.ofSeconds(30), Duration.ofSeconds(30),
+                Duration.ofSeconds(30), Duration.ofSeconds(30), TapeProperties.WriteChecksum.TRUST_SOURCE);
+        LibraryEvents tracker = new LibraryEvents() {
+            @Override
+            public void mountStarted(String drive, String volume, Instant at) {
+                synchronized (occupant) {
+                    String there = occupant.get(drive);
+                    if (there != null && !there.equals(instance)) collisions.add(instance + " mounts " + volume + " on " + drive + " holding " + there + "'s cartridge");
+                    occupant.put(drive, instance);
+                }
+            }
+
+            @Override
+            public void mountFinished(String drive, String volume, Instant at, TapeFailure failure) {
+                if (failure != null) mountFailures.add(instance + ": " + failure.getMessage());
+            }
+
+            @Override
+            public void dismounted(String drive, String volume, Instant at) {
+                synchronized (occupant) {
+                    occupant.remove(drive);
+                }
+            }
+        };
+        ScriptLibrary script = new ScriptLibrary(new LibraryLayout(libraryName, List.of("drive01"), 1), cfg,
+                LibraryEvents.all(List.of(store, tracker)), store.load(libraryName));
+        return shared ? new SharedDrives(script, db, store, instance, Duration.ofSeconds(2)) : script;
+    }
+
+    static List<String> cmd(List<String> base, String verb) {
+        List<String> c = new ArrayList<>(base);
+        c.add(verb);
+        return c;
+    }
+
+    static RecallProperties props(String instance, Duration idleDismount) {
+        return new RecallProperties(true, "tape-aware", 1_000_000L, Duration.ZERO, Duration.ofSeconds(3), instance,
+                500_000_000_000L, 10_000, Duration.ofMinutes(5), Duration.ofHours(4), idleDismount,
+                2_000_000_000_000L, 20_000, 4, Map.of(), Map.of());
+    }
+
+    /** Volumes {@code tag}a and {@code tag}b of three files each in dirlib's slots, catalogued; one request per volume. */
+    List<UUID> catalog() throws Exception {
+        Random r = new Random(7);
+        List<UUID> requests = new ArrayList<>();
+        for (String v : List.of("a", "b")) {
+            String label = tag + v;
+            Path slot = Files.createDirectories(tmp.resolve("lib/slots/" + label));
+            long vol = jdbc.queryForObject("INSERT INTO volume (label, library) VALUES (?, ?) RETURNING id", Long.class, label, libraryName);
+            UUID req = UUID.randomUUID();
+            jdbc.update("INSERT INTO stage_request (id, owner, experiment, file_count) VALUES (?, 'it', 'atlas', 3)", req);
+            long offset = 0;
+            for (int k = 0; k < 3; k++) {
+                byte[] b = new byte[10_000 + k];
+                r.nextBytes(b);
+                Files.write(slot.resolve(Long.toString(offset)), b);
+                Adler32 a = new Adler32();
+                a.update(b);
+                long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, experiment) VALUES (?, ?, ?, 'atlas') RETURNING id",
+                        Long.class, "/it/shared/" + tag + "/" + v + k, b.length, String.format("%08x", a.getValue()));
+                jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, ?)", id, vol, offset);
+                jdbc.update("INSERT INTO stage_request_file (request_id, file_id, ordinal) VALUES (?, ?, ?)", req, id, k + 1);
+                offset += b.length;
+            }
+            requests.add(req);
+        }
+        return requests;
+    }
+
+    boolean allDone(List<UUID> requests) {
+        return jdbc.queryForObject("SELECT count(*) FROM stage_request WHERE id = ANY(?) AND state <> 'done'", Integer.class,
+                (Object) requests.toArray(UUID[]::new)) == 0;
+    }
+
+    RecallService service(String instance, TapeLibrary lib, Duration idleDismount) {
+        ScaledClock clock = ScaledClock.real();
+        DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache-" + instance), 1_000_000_000L, instance, clock);
+        return new RecallService(jdbc, lib, clock, TapeModel.lto9(), props(instance, idleDismount), cache);
+    }
+
+    @Test
+    void twoInstancesSharingOneLibraryNeverMountOnEachOthersDrive() throws Exception {
+        tag = "S" + UUID.randomUUID().toString().substring(0, 6);
+        libraryName = "shared-" + tag;
+        List<UUID> requests = catalog();
+        String ia = "a-" + tag, ib = "b-" + tag;
+        TapeLibrary libA = library(ia, true), libB = library(ib, true);
+        if (libA instanceof SharedDrives s) s.start();
+        if (libB instanceof SharedDrives s) s.start();
+        RecallService a = service(ia, libA, Duration.ofSeconds(1)), b = service(ib, libB, Duration.ofSeconds(1));
+        a.start();
+        b.start();
+        try {
+            long until = System.nanoTime() + 60_000_000_000L;
+            while (!allDone(requests) && System.nanoTime() < until) {
+                a.poll();
+                b.poll();
+                Thread.sleep(100);
+            }
+        } finally {
+            a.stop();
+            b.stop();
+            if (libA instanceof AutoCloseable c) c.close();
+            if (libB instanceof AutoCloseable c) c.close();
+        }
+        assertThat(collisions).as("a drive is one instance's at a time").isEmpty();
+        assertThat(mountFailures).isEmpty();
+        assertThat(allDone(requests)).isTrue();
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM drive_lease WHERE library = ?", Integer.class, libraryName))
+                .as("leases given up on shutdown").isZero();
+    }
+
+    @Test
+    void aDriveWhoseInstanceDiedWithItsCartridgeInItIsTakenOverAndUsed() throws Exception {
+        tag = "D" + UUID.randomUUID().toString().substring(0, 6);
+        libraryName = "shared-" + tag;
+        List<UUID> requests = catalog();
+        String ia = "a-" + tag, ib = "b-" + tag;
+        // A never dismounts by itself (a long idle time) and renews its leases only while it lives (sync by hand)
+        SharedDrives libA = (SharedDrives) library(ia, true), libB = (SharedDrives) library(ib, true);
+        libA.sync();
+        libB.sync();
+        RecallService a = service(ia, libA, Duration.ofMinutes(10)), b = service(ib, libB, Duration.ofSeconds(1));
+        a.start();
+        long until = System.nanoTime() + 30_000_000_000L;
+        while (libA.drives().getFirst().state() != DriveState.MOUNTED_IDLE && System.nanoTime() < until) {
+            a.poll();
+            libA.sync();
+            Thread.sleep(100);
+        }
+        String held = libA.drives().getFirst().volume();
+        assertThat(held).as("A mounted a volume").isNotNull();
+        b.start();
+        b.poll();
+        libB.sync();
+        assertThat(libB.drives().getFirst().state()).isEqualTo(DriveState.ELSEWHERE);
+        // A dies: it neither polls nor renews from here
+        try {
+            until = System.nanoTime() + 60_000_000_000L;
+            while (!allDone(requests) && System.nanoTime() < until) {
+                libB.sync();
+                b.poll();
+                Thread.sleep(100);
+            }
+        } finally {
+            b.stop();
+            libB.close();
+            a.stop();
+        }
+        assertThat(collisions).as("B took A's cartridge over as it was, and never mounted on it").isEmpty();
+        assertThat(mountFailures).isEmpty();
+        assertThat(allDone(requests)).isTrue();
+        List<DriveStatus> rows = new DriveStateStore(db).load(libraryName);
+        assertThat(rows).extracting(DriveStatus::state).doesNotContain(DriveState.FAILED);
+    }
+}
