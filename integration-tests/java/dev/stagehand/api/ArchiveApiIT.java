@@ -146,6 +146,13 @@ class ArchiveApiIT {
         assertBufferFiguresAreTheSums();
         assertThat(api.get("/api/v1/archive/volumes").status()).isEqualTo(200);
         assertThat(api.get("/api/v1/archive/families/" + ds + "/volumes").json().isArray()).isTrue();
+        // tape copies not confirmed from their volume (V53): a list; a bad limit is a problem document
+        assertThat(api.get("/api/v1/archive/unverified-copies?limit=10").json().isArray()).isTrue();
+        for (String bad : List.of("0", "abc", "10001")) {
+            Answer refused = api.get("/api/v1/archive/unverified-copies?limit=" + bad);
+            assertThat(refused.status()).as(refused.body()).isEqualTo(400);
+            assertThat(refused.contentType()).contains("application/problem+json");
+        }
 
         // a path relative to the landing area and no name: registered again, nothing is created
         Path c = land("c", MB);

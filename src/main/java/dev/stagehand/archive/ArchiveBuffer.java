@@ -132,8 +132,23 @@ public interface ArchiveBuffer {
                              String family, String storageClass, String state, int copies, List<WrittenCopy> segments,
                              int attempts, String error, Instant registeredAt, Instant archivedAt) {}
 
-    /** One tape copy of a file. */
-    record WrittenCopy(int copy, String volume, long offsetBytes, Integer fseq) {}
+    /**
+     * One tape copy of a file.
+     *
+     * @param verified whether the library reported the Adler32 of what reached the volume (false: a site script
+     *                 that reports none, stagehand.tape.script.write-checksum trust-source; until a read matches)
+     */
+    record WrittenCopy(int copy, String volume, long offsetBytes, Integer fseq, boolean verified) {}
+
+    /**
+     * Tape copies written without a checksum from the library (not confirmed from the volume), by volume and
+     * offset; only of files of {@code experiments} (null: all). A recall whose read of such a copy matches the
+     * catalogue confirms it (it leaves this list).
+     */
+    List<UnverifiedCopy> unverifiedCopies(Set<String> experiments, int limit);
+
+    /** A tape copy not confirmed from its volume, with its segment's state (ok, suspect, lost). */
+    record UnverifiedCopy(String name, String volume, long offsetBytes, Integer fseq, String adler32, String segmentState) {}
 
     /**
      * @param capacityBytes  buffer capacity

@@ -8,6 +8,7 @@ import dev.stagehand.archive.ArchiveBuffer;
 import dev.stagehand.archive.ArchiveBuffer.ArchiveFileStatus;
 import dev.stagehand.archive.ArchiveBuffer.BufferUsage;
 import dev.stagehand.archive.ArchiveBuffer.FamilyVolume;
+import dev.stagehand.archive.ArchiveBuffer.UnverifiedCopy;
 import dev.stagehand.archive.ArchiveProperties;
 import dev.stagehand.archive.ArchiveRejected;
 import dev.stagehand.archive.NewArchiveFile;
@@ -230,6 +231,25 @@ class ArchiveController {
     List<FamilyVolume> allVolumes() {
         return buffer.volumes(null, experiments());
     }
+
+    @GetMapping("/unverified-copies")
+    @Operation(summary = "Tape copies not confirmed from their volume",
+            description = "Copies a site script wrote without reporting the Adler32 of what reached the volume "
+                    + "(stagehand.tape.script.write-checksum: trust-source): the buffer file's sum stands in for them. A recall "
+                    + "whose read of one matches the catalogue confirms it. By volume and offset, of the caller's experiments.")
+    List<UnverifiedCopy> unverifiedCopies(@RequestParam(defaultValue = "1000") String limit) {
+        int n;
+        try {
+            n = Integer.parseInt(limit.strip());
+        } catch (NumberFormatException e) {
+            throw BadInput.field("limit", "limit must be a whole number from 1 to " + MAX_UNVERIFIED + ", was '" + limit + "'");
+        }
+        if (n < 1 || n > MAX_UNVERIFIED)
+            throw BadInput.field("limit", "limit must be from 1 to " + MAX_UNVERIFIED + ", was " + n);
+        return buffer.unverifiedCopies(experiments(), n);
+    }
+
+    static final int MAX_UNVERIFIED = 10_000;
 
     /**
      * The file when the caller may read it. Another experiment's file answers exactly as an unknown one (404),

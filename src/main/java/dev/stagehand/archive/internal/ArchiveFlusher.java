@@ -659,10 +659,11 @@ public final class ArchiveFlusher {
             return null;
         }
         jdbc.update("""
-                INSERT INTO segment (file_id, volume_id, offset_bytes, fseq)
-                VALUES (?, ?, ?, ?)
-                ON CONFLICT (file_id, volume_id) DO UPDATE SET offset_bytes = excluded.offset_bytes, fseq = excluded.fseq, state = 'ok'""",
-                f.fileId, c.volumeId, seg.offsetBytes(), volume[0] == null ? null : volume[0].intValue());
+                INSERT INTO segment (file_id, volume_id, offset_bytes, fseq, verified)
+                VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (file_id, volume_id) DO UPDATE SET offset_bytes = excluded.offset_bytes, fseq = excluded.fseq,
+                       state = 'ok', verified = excluded.verified""",
+                f.fileId, c.volumeId, seg.offsetBytes(), volume[0] == null ? null : volume[0].intValue(), seg.verified());
         jdbc.update("UPDATE archive_volume SET files = files + 1 WHERE volume_id = ?", c.volumeId);
         jdbc.update("""
                 UPDATE archive_copy SET state = 'done', volume_id = ?, claimed_by = NULL, lease_until = NULL

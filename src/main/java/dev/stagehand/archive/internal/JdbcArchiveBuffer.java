@@ -489,11 +489,11 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         Map<Long, List<WrittenCopy>> copies = new HashMap<>();
         Long[] arr = ids.toArray(Long[]::new);
         jdbc.query("""
-                SELECT c.file_id, c.copy_no, v.label, s.offset_bytes, s.fseq FROM archive_copy c
+                SELECT c.file_id, c.copy_no, v.label, s.offset_bytes, s.fseq, s.verified FROM archive_copy c
                   JOIN segment s ON s.file_id = c.file_id AND s.volume_id = c.volume_id JOIN volume v ON v.id = c.volume_id
                  WHERE c.file_id = ANY(?) AND c.state = 'done' ORDER BY c.file_id, c.copy_no""", rs -> {
             copies.computeIfAbsent(rs.getLong(1), k -> new ArrayList<>()).add(new WrittenCopy(rs.getInt(2), rs.getString(3),
-                    rs.getLong(4), (Integer) rs.getObject(5)));
+                    rs.getLong(4), (Integer) rs.getObject(5), rs.getBoolean(6)));
         }, (Object) arr);
         Map<Long, ArchiveFileStatus> byId = new HashMap<>();
         jdbc.query(STATUS_SQL + " WHERE a.file_id = ANY(?)", rs -> {
@@ -580,6 +580,19 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         });
         long used = bytes.entrySet().stream().filter(e -> !e.getKey().equals("evicted")).mapToLong(Map.Entry::getValue).sum();
         return new BufferUsage(props.capacityBytes(), used, props.highWaterBytes(), props.lowWaterBytes(), files, bytes);
+    }
+
+    @Override
+    public List<UnverifiedCopy> unverifiedCopies(Set<String> experiments, int limit) {
+        String[] exps = experiments == null ? null : experiments.toArray(String[]::new);
+        // along segment_unverified_idx (V53): the few copies not confirmed, not every segment
+        return jdbc.query("""
+                SELECT f.name, v.label, s.offset_bytes, s.fseq, f.adler32, s.state FROM segment s
+                  JOIN volume v ON v.id = s.volume_id JOIN file f ON f.id = s.file_id
+                 WHERE NOT s.verified AND (?::text[] IS NULL OR f.experiment = ANY (?::text[]))
+                 ORDER BY v.label, s.offset_bytes LIMIT ?""",
+                (rs, i) -> new UnverifiedCopy(rs.getString(1), rs.getString(2), rs.getLong(3), (Integer) rs.getObject(4),
+                        rs.getString(5), rs.getString(6)), exps, exps, limit);
     }
 
     @Override

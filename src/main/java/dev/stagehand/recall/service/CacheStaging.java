@@ -111,15 +111,25 @@ final class CacheStaging implements Staging {
         CommitResult r = DatabaseRetry.call("cache commit", () -> cache.commit(slot.handle(), String.format("%08x", adler32)));
         if (r.verified() || committedBeforeReplyLost(file, slot, r)) {
             metrics.staged(file.sizeBytes());
+            // a copy written without a checksum from the library (V53) is confirmed now: its bytes read back match
+            DatabaseRetry.call("segment verified", () -> jdbc.update("""
+                    UPDATE segment s SET verified = true FROM volume v
+                     WHERE v.id = s.volume_id AND v.label = ? AND s.file_id = ? AND NOT s.verified""", volume, file.id()));
             return Committed.KEPT;
         }
         metrics.stageFailed(r.outcome() == CommitResult.Outcome.CORRUPT ? "checksum" : "lost");
         if (r.outcome() == CommitResult.Outcome.CORRUPT) {
-            int n = DatabaseRetry.call("segment suspect", () -> jdbc.update("""
+            List<Boolean> verified = DatabaseRetry.call("segment suspect", () -> jdbc.queryForList("""
                     UPDATE segment s SET state = 'suspect' FROM volume v
-                     WHERE v.id = s.volume_id AND v.label = ? AND s.file_id = ? AND s.state = 'ok'""", volume, file.id()));
-            log.warn("file {}: copy on {} refused ({}); {} segment(s) marked suspect", file.name(), volume, r.reason(), n);
-            return Committed.refused("checksum mismatch reading " + volume + ": " + r.reason() + " (segment marked suspect)");
+                     WHERE v.id = s.volume_id AND v.label = ? AND s.file_id = ? AND s.state = 'ok' RETURNING s.verified""",
+                    Boolean.class, volume, file.id()));
+            // a copy never confirmed from the volume most likely never held the file's bytes: say so, the operator
+            // looks at the write (the archive writes it again from the buffer while the file is still there)
+            String why = verified.contains(Boolean.FALSE)
+                    ? "; this copy was written without a checksum from the library and never confirmed from the volume" : "";
+            log.warn("file {}: copy on {} refused ({}); {} segment(s) marked suspect{}", file.name(), volume, r.reason(),
+                    verified.size(), why);
+            return Committed.refused("checksum mismatch reading " + volume + ": " + r.reason() + " (segment marked suspect" + why + ")");
         }
         // its reservation was given up under it: another instance took the file's lapsed claim while the
         // database was away from this one, or recovery discarded it. The tape copy is not to blame.
