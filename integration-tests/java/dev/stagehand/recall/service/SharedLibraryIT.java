@@ -61,6 +61,7 @@ class SharedLibraryIT {
     String tag, libraryName;
     final List<String> collisions = Collections.synchronizedList(new ArrayList<>());
     final List<String> mountFailures = Collections.synchronizedList(new ArrayList<>());
+    final List<String> dismounts = Collections.synchronizedList(new ArrayList<>());
     /** Which instance's cartridge is in each drive of the physical library, as the instances' events tell. */
     final Map<String, String> occupant = new HashMap<>();
 
@@ -88,6 +89,7 @@ class SharedLibraryIT {
 
             @Override
             public void dismounted(String drive, String volume, Instant at) {
+                dismounts.add(instance + " " + volume);
                 synchronized (occupant) {
                     occupant.remove(drive);
                 }
@@ -144,7 +146,10 @@ class SharedLibraryIT {
     }
 
     RecallService service(String instance, TapeLibrary lib, Duration idleDismount) {
-        ScaledClock clock = ScaledClock.real();
+        return service(instance, lib, idleDismount, ScaledClock.real());
+    }
+
+    RecallService service(String instance, TapeLibrary lib, Duration idleDismount, dev.stagehand.platform.EventClock clock) {
         DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache-" + instance), 1_000_000_000L, instance, clock);
         return new RecallService(jdbc, lib, clock, TapeModel.lto9(), props(instance, idleDismount), cache);
     }
@@ -191,11 +196,14 @@ class SharedLibraryIT {
         SharedDrives libA = (SharedDrives) library(ia, true), libB = (SharedDrives) library(ib, true);
         libA.sync();
         libB.sync();
-        RecallService a = service(ia, libA, Duration.ofMinutes(10)), b = service(ib, libB, Duration.ofSeconds(1));
+        // A's scheduler runs on a clock only this test moves: once A is dead, nothing of it acts any more
+        dev.stagehand.platform.VirtualClock clockA = new dev.stagehand.platform.VirtualClock();
+        RecallService a = service(ia, libA, Duration.ofMinutes(10), clockA), b = service(ib, libB, Duration.ofSeconds(1));
         a.start();
         long until = System.nanoTime() + 30_000_000_000L;
         while (libA.drives().getFirst().state() != DriveState.MOUNTED_IDLE && System.nanoTime() < until) {
             a.poll();
+            clockA.advance(Duration.ofMillis(100));
             libA.sync();
             Thread.sleep(100);
         }
@@ -221,6 +229,8 @@ class SharedLibraryIT {
         assertThat(collisions).as("B took A's cartridge over as it was, and never mounted on it").isEmpty();
         assertThat(mountFailures).isEmpty();
         assertThat(allDone(requests)).isTrue();
+        assertThat(dismounts).as("B unloaded the cartridge A left in the drive").contains(ib + " " + held);
+        assertThat(dismounts).as("A did nothing after its death").noneMatch(d -> d.startsWith(ia));
         List<DriveStatus> rows = new DriveStateStore(db).load(libraryName);
         assertThat(rows).extracting(DriveStatus::state).doesNotContain(DriveState.FAILED);
     }
