@@ -16,3 +16,7 @@ CREATE TABLE drive_lease (
 -- in, nothing confirming the bytes on the volume. Copies written before this column are taken as verified.
 ALTER TABLE segment ADD COLUMN verified boolean NOT NULL DEFAULT true;
 CREATE INDEX segment_unverified_idx ON segment (volume_id) WHERE NOT verified;
+
+-- An operator disabled the drive while it held a volume: it takes no new work, is unloaded once its current
+-- read or write list ends, and is then DISABLED. Kept here so a restart goes on taking it down.
+ALTER TABLE tape_drive ADD COLUMN down_requested boolean NOT NULL DEFAULT false;

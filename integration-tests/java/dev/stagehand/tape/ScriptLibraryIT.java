@@ -155,6 +155,24 @@ class ScriptLibraryIT {
         assertThat(Files.readAllLines(root.resolve("read-metadata.log"))).hasSize(1);
     }
 
+    /** CTA's drive "down": a drive disabled while it holds a volume finishes its list, and is DISABLED once unloaded. */
+    @Test
+    void aMountedDriveDisabledGoesDownOnceItsVolumeIsUnloaded() throws Exception {
+        ScriptLibrary lib = library(Duration.ofSeconds(30));
+        get(lib.mount("drive01", "V1"));
+        lib.setEnabled("drive01", false);
+        assertThat(lib.drives().get(0).state()).isEqualTo(DriveState.MOUNTED_IDLE);
+        SegmentRead a = new SegmentRead(1, "/d/a", "V1", 0, 100_000, tmp.resolve("cache/a"));
+        ReadBatch batch = lib.read("drive01", List.of(a)); // the schedulers give it no new list; one under way ends
+        get(batch.done());
+        assertThat(get(batch.result(a)).adler32()).isEqualTo(adler(tmp.resolve("cache/a")));
+        get(lib.dismount("drive01"));
+        assertThat(lib.drives().get(0).state()).isEqualTo(DriveState.DISABLED);
+        assertThat(log.getLast()).isEqualTo("drive01 DISABLED");
+        lib.setEnabled("drive01", true);
+        assertThat(lib.drives().get(0).state()).isEqualTo(DriveState.EMPTY);
+    }
+
     @Test
     void missingVolumeIsUnavailableAndTheDriveStaysEmpty() throws Exception {
         ScriptLibrary lib = library(Duration.ofSeconds(30));

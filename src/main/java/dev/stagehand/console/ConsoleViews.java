@@ -25,7 +25,18 @@ import org.springframework.stereotype.Component;
 @Component
 class ConsoleViews {
 
-    record DriveRow(String name, String state, String volume, String currentFile, double mbPerSecond, boolean enabled) {}
+    /** @param goingDown an operator disabled it while it held a volume: it is unloaded once its list ends, then disabled */
+    record DriveRow(String name, String state, String volume, String currentFile, double mbPerSecond, boolean enabled,
+                    boolean goingDown) {
+
+        /** Whether the Disable action applies: an empty drive, or one holding a volume not already going down. */
+        public boolean canDisable() {
+            return !goingDown && switch (state) {
+                case "empty", "mounting", "mounted_idle", "locating", "reading", "writing", "unloading" -> true;
+                default -> false;
+            };
+        }
+    }
 
     /**
      * @param total      accessors in the library
@@ -82,7 +93,7 @@ class ConsoleViews {
             boolean reading = d.state() == DriveState.READING || d.state() == DriveState.LOCATING || d.state() == DriveState.MOUNTED_IDLE;
             rows.add(new DriveRow(d.drive(), d.state().name().toLowerCase(java.util.Locale.ROOT), d.volume(),
                     reading && last != null ? last.file() : null, reading && last != null ? last.mbPerSecond() : 0,
-                    d.state() != DriveState.DISABLED));
+                    d.state() != DriveState.DISABLED, d.downRequested()));
         }
         return rows;
     }

@@ -26,10 +26,10 @@ public final class DriveStateStore implements LibraryEvents {
 
     /** The drives of {@code library} as last persisted. */
     public List<DriveStatus> load(String library) {
-        return jdbc.sql("SELECT name, state, volume_label, bytes_moved FROM tape_drive WHERE library = ? ORDER BY name")
+        return jdbc.sql("SELECT name, state, volume_label, bytes_moved, down_requested FROM tape_drive WHERE library = ? ORDER BY name")
                 .param(library)
                 .query((rs, i) -> new DriveStatus(rs.getString(1), DriveState.valueOf(rs.getString(2).toUpperCase(Locale.ROOT)),
-                        rs.getString(3), rs.getLong(4)))
+                        rs.getString(3), rs.getLong(4), rs.getBoolean(5)))
                 .list();
     }
 
@@ -49,11 +49,11 @@ public final class DriveStateStore implements LibraryEvents {
                     .update();
         }
         jdbc.sql("""
-                INSERT INTO tape_drive (library, name, state, volume_label, bytes_moved, updated_at)
-                VALUES (?, ?, ?, ?, ?, now())
+                INSERT INTO tape_drive (library, name, state, volume_label, bytes_moved, down_requested, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, now())
                 ON CONFLICT (library, name) DO UPDATE SET state = excluded.state, volume_label = excluded.volume_label,
-                    bytes_moved = excluded.bytes_moved, updated_at = excluded.updated_at""")
-                .params(library, s.drive(), s.state().name().toLowerCase(Locale.ROOT), s.volume(), s.bytesMoved())
+                    bytes_moved = excluded.bytes_moved, down_requested = excluded.down_requested, updated_at = excluded.updated_at""")
+                .params(library, s.drive(), s.state().name().toLowerCase(Locale.ROOT), s.volume(), s.bytesMoved(), s.downRequested())
                 .update();
     }
 

@@ -65,6 +65,8 @@ public final class ScriptLibrary implements TapeLibrary {
     private final TapeProperties.Script cfg;
     private final LibraryEvents events;
     private final Map<String, DriveStatus> drives = new LinkedHashMap<>();
+    /** Drives an operator disabled while they held a volume: DISABLED instead of EMPTY once unloaded. */
+    private final java.util.Set<String> down = new java.util.HashSet<>();
     /** Per drive, the end of the last list call or dismount asked of it: the next one starts after it. */
     private final Map<String, CompletableFuture<?>> lastAsked = new HashMap<>();
     private final AtomicLong calls = new AtomicLong();
@@ -132,11 +134,20 @@ public final class ScriptLibrary implements TapeLibrary {
         }
         for (String d : layout.drives()) drives.put(d, new DriveStatus(d, DriveState.EMPTY, null, 0));
         for (DriveStatus s : persisted)
-            if (drives.containsKey(s.drive())) drives.put(s.drive(), restored(s));
+            if (drives.containsKey(s.drive())) keep(restored(s));
     }
 
     /** A drive as persisted by an instance that has stopped (this one before a restart, or another sharing the library). */
     private DriveStatus restored(DriveStatus s) {
+        DriveStatus r = restored0(s);
+        if (!s.downRequested()) return r;
+        // taken down while it held a volume: still going down, or down once empty
+        if (r.state() == DriveState.EMPTY) return new DriveStatus(r.drive(), DriveState.DISABLED, null, 0);
+        if (r.state() == DriveState.DISABLED || r.state() == DriveState.FAILED) return r;
+        return new DriveStatus(r.drive(), r.state(), r.volume(), r.bytesMoved(), true);
+    }
+
+    private DriveStatus restored0(DriveStatus s) {
         return switch (s.state()) {
             case FAILED, DISABLED -> s;
             // a mount or dismount cut off by the restart: the cartridge may be in the drive, on its way or in
@@ -163,9 +174,31 @@ public final class ScriptLibrary implements TapeLibrary {
         DriveStatus s = restored(persisted);
         synchronized (this) {
             if (!drives.containsKey(s.drive())) return;
-            drives.put(s.drive(), s);
+            keep(s);
         }
         if (!s.equals(persisted)) events.driveChanged(layout.name(), s, Instant.now());
+    }
+
+    /** Holds {@code s} (its down request apart, kept in {@link #down}). */
+    private synchronized void keep(DriveStatus s) {
+        drives.put(s.drive(), new DriveStatus(s.drive(), s.state(), s.volume(), s.bytesMoved()));
+        if (s.downRequested()) down.add(s.drive());
+        else down.remove(s.drive());
+    }
+
+    /** {@code s} with the operator's down request, as callers and the database see it. */
+    private synchronized DriveStatus flagged(DriveStatus s) {
+        return down.contains(s.drive()) ? new DriveStatus(s.drive(), s.state(), s.volume(), s.bytesMoved(), true) : s;
+    }
+
+    /** The drive is empty again: DISABLED when an operator took it down meanwhile, else EMPTY. Atomic with the request. */
+    private void emptied(String drive) {
+        DriveStatus s;
+        synchronized (this) {
+            s = new DriveStatus(drive, down.remove(drive) ? DriveState.DISABLED : DriveState.EMPTY, null, 0);
+            drives.put(drive, s);
+        }
+        events.driveChanged(layout.name(), s, Instant.now());
     }
 
     private List<String> command(String name) {
@@ -184,7 +217,9 @@ public final class ScriptLibrary implements TapeLibrary {
 
     @Override
     public synchronized List<DriveStatus> drives() {
-        return List.copyOf(drives.values());
+        List<DriveStatus> out = new ArrayList<>(drives.size());
+        for (DriveStatus s : drives.values()) out.add(flagged(s));
+        return List.copyOf(out);
     }
 
     private synchronized DriveStatus drive(String name) {
@@ -198,7 +233,7 @@ public final class ScriptLibrary implements TapeLibrary {
         synchronized (this) {
             drives.put(drive, s);
         }
-        events.driveChanged(layout.name(), s, Instant.now());
+        events.driveChanged(layout.name(), flagged(s), Instant.now());
     }
 
     /** Moves the drive from one of {@code from} to {@code to}, atomically; false if it was in none of them. */
@@ -274,7 +309,7 @@ public final class ScriptLibrary implements TapeLibrary {
                 throw new IllegalStateException("drive " + drive + " is " + before.state() + ", not empty");
             drives.put(drive, new DriveStatus(drive, DriveState.MOUNTING, volume, 0));
         }
-        events.driveChanged(layout.name(), drive(drive), Instant.now());
+        events.driveChanged(layout.name(), flagged(drive(drive)), Instant.now());
         events.mountStarted(drive, volume, Instant.now());
         CompletableFuture<Void> f = new CompletableFuture<>();
         Call call = new Call("mount", List.of(drive, volume), cfg.mountTimeout(), drive, volume);
@@ -291,7 +326,7 @@ public final class ScriptLibrary implements TapeLibrary {
                 // a drive failure keeps the cartridge in the failed drive; otherwise nothing was loaded
                 if (o.failure.kind() == TapeFailure.Kind.DRIVE_FAILURE) set(drive, DriveState.FAILED, volume, 0);
                 else if (o.failure.kind() == TapeFailure.Kind.TIMEOUT) set(drive, DriveState.FAILED, volume, 0);
-                else set(drive, DriveState.EMPTY, null, 0);
+                else emptied(drive);
                 events.mountFinished(drive, volume, Instant.now(), o.failure);
                 f.completeExceptionally(o.failure);
             }
@@ -349,7 +384,7 @@ public final class ScriptLibrary implements TapeLibrary {
                 batch.end(notIdle(drive, volume));
                 return;
             }
-            events.driveChanged(layout.name(), drive(drive), Instant.now());
+            events.driveChanged(layout.name(), flagged(drive(drive)), Instant.now());
             runRead(drive, volume, idle.bytesMoved(), call, byId, batch, lf, mf);
         });
         return batch.asRead();
@@ -438,7 +473,7 @@ public final class ScriptLibrary implements TapeLibrary {
                 batch.end(notIdle(drive, volume));
                 return;
             }
-            events.driveChanged(layout.name(), drive(drive), Instant.now());
+            events.driveChanged(layout.name(), flagged(drive(drive)), Instant.now());
             runWrite(drive, volume, idle.bytesMoved(), call, byId, batch, listFile);
         });
         return batch.asWrite();
@@ -511,12 +546,12 @@ public final class ScriptLibrary implements TapeLibrary {
     }
 
     private void runDismount(String drive, DriveStatus before, CompletableFuture<Void> f) {
-        events.driveChanged(layout.name(), drive(drive), Instant.now());
+        events.driveChanged(layout.name(), flagged(drive(drive)), Instant.now());
         String volume = before.volume();
         Thread.ofVirtual().name("tape-dismount-" + drive).start(() -> {
             Outcome o = new Call("dismount", List.of(drive, volume), cfg.dismountTimeout(), drive, volume).run(l -> {});
             if (o.failure == null) {
-                set(drive, DriveState.EMPTY, null, 0);
+                emptied(drive);
                 events.dismounted(drive, volume, Instant.now());
                 f.complete(null);
             } else {
@@ -531,13 +566,34 @@ public final class ScriptLibrary implements TapeLibrary {
     public CompletableFuture<Void> recover(String drive) {
         DriveStatus before = claim(drive, DriveState.EMPTY, DriveState.FAILED);
         if (before == null) throw new IllegalStateException("drive " + drive + " is " + drive(drive).state() + ", not FAILED");
-        set(drive, DriveState.EMPTY, null, 0);
+        emptied(drive); // DISABLED when it was being taken down when it failed
         return CompletableFuture.completedFuture(null);
     }
 
-    /** Takes an empty drive out of service (DISABLED) or back (EMPTY); the HSM is not asked. */
+    /**
+     * Takes an empty drive out of service (DISABLED) or back (EMPTY); the HSM is not asked. A drive holding a
+     * volume (mounting, mounted, reading, writing, unloading) is marked down instead: the schedulers give it no
+     * new work and unload it once its current list ends, and it is DISABLED once empty. Enabling it before then
+     * cancels that.
+     */
     @Override
     public void setEnabled(String drive, boolean enabled) {
+        DriveStatus marked = null;
+        synchronized (this) {
+            DriveStatus s = drive(drive);
+            if (enabled && down.remove(drive)) marked = s;
+            else if (!enabled) switch (s.state()) {
+                case MOUNTING, MOUNTED_IDLE, LOCATING, READING, WRITING, UNLOADING -> {
+                    down.add(drive);
+                    marked = s;
+                }
+                default -> { }
+            }
+        }
+        if (marked != null) {
+            events.driveChanged(layout.name(), flagged(marked), Instant.now());
+            return;
+        }
         DriveState to = enabled ? DriveState.EMPTY : DriveState.DISABLED, from = enabled ? DriveState.DISABLED : DriveState.EMPTY;
         if (drive(drive).state() == to) return;
         if (claim(drive, to, from) == null) throw new IllegalStateException("drive " + drive + " is " + drive(drive).state() + ", not " + from);

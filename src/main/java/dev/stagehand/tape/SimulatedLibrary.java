@@ -353,11 +353,27 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         return f;
     }
 
-    /** Takes an empty drive out of service (DISABLED) or back (EMPTY). */
+    /**
+     * Takes an empty drive out of service (DISABLED) or back (EMPTY). A drive holding a volume is marked down
+     * instead: the schedulers give it no new work and unload it, and it is DISABLED once empty; enabling it before
+     * then cancels that.
+     */
     @Override
     public void setEnabled(String drive, boolean enabled) {
         locked(() -> {
             Drive d = drive0(drive);
+            boolean holding = switch (d.state) {
+                case MOUNTING, MOUNTED_IDLE, LOCATING, READING, WRITING, UNLOADING -> true;
+                default -> false;
+            };
+            if (holding && d.down == enabled) {
+                d.down = !enabled;
+                DriveStatus st = d.status();
+                Instant now = clock.now();
+                later(() -> events.driveChanged(layout.name(), st, now));
+                return;
+            }
+            if (holding && !enabled) return; // already going down
             DriveState from = enabled ? DriveState.DISABLED : DriveState.EMPTY;
             if (d.state == (enabled ? DriveState.EMPTY : DriveState.DISABLED)) return;
             if (d.state != from) throw new IllegalStateException("drive " + drive + " is " + d.state + ", not " + from);
@@ -491,6 +507,8 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
     }
 
     private void setState(Drive d, DriveState state, String volume) {
+        if (state == DriveState.EMPTY && d.down) state = DriveState.DISABLED; // taken down while it held a volume
+        if (state == DriveState.DISABLED || state == DriveState.EMPTY) d.down = false;
         if (d.state == state && Objects.equals(d.volume, volume)) return;
         boolean wasBusy = busy(d.state), isBusy = busy(state);
         if (wasBusy != isBusy) {
@@ -525,9 +543,11 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
             case MOUNTING, UNLOADING -> DriveState.EMPTY;
             default -> s.volume() == null ? DriveState.EMPTY : DriveState.MOUNTED_IDLE;
         };
+        if (s.downRequested() && state == DriveState.EMPTY) state = DriveState.DISABLED; // taken down, and now empty
+        d.down = s.downRequested() && state != DriveState.DISABLED && state != DriveState.FAILED;
         d.state = state;
-        d.volume = state == DriveState.EMPTY ? null : s.volume();
-        d.bytesMoved = state == DriveState.EMPTY ? 0 : s.bytesMoved();
+        d.volume = state == DriveState.EMPTY || state == DriveState.DISABLED ? null : s.volume();
+        d.bytesMoved = d.volume == null ? 0 : s.bytesMoved();
         d.head = 0; // position unknown after a restart: the next locate is costed from BOT
     }
 
@@ -1203,6 +1223,8 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         final String name;
         DriveState state = DriveState.EMPTY;
         String volume;
+        /** An operator disabled it while it held a volume: DISABLED instead of EMPTY once unloaded. */
+        boolean down;
         long head;
         long bytesMoved;
         Mount mount;
@@ -1219,7 +1241,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         }
 
         DriveStatus status() {
-            return new DriveStatus(name, state, volume, bytesMoved);
+            return new DriveStatus(name, state, volume, bytesMoved, down);
         }
     }
 

@@ -60,8 +60,10 @@ public interface TapeLibrary {
     CompletableFuture<Void> dismount(String drive);
 
     /**
-     * Operator action: takes an empty drive out of service (DISABLED) or puts a disabled one back (EMPTY).
-     * The schedulers follow it at their next round. Refused (IllegalStateException) for a drive in another state.
+     * Operator action: takes an empty drive out of service (DISABLED) or puts a disabled one back (EMPTY). A drive
+     * holding a volume is marked down instead ({@link DriveStatus#downRequested()}, CTA's "down"): the schedulers give
+     * it no new work from their next round and unload it once its current list ends; the library then has it
+     * DISABLED. Enabling it before then cancels that. Refused (IllegalStateException) for a failed drive.
      */
     void setEnabled(String drive, boolean enabled);
 

@@ -184,6 +184,10 @@ public final class ArchiveFlusher {
             DriveStatus st = status.get(job.drive);
             if (st == null || (st.state() != DriveState.EMPTY && st.state() != DriveState.MOUNTED_IDLE)) continue;
             job.volume = st.volume();
+            if (st.downRequested()) { // an operator took it down: its write list has ended, it is unloaded (then DISABLED)
+                if (st.state() == DriveState.MOUNTED_IDLE) dismount(job);
+                continue;
+            }
             Claim c;
             try {
                 c = claim(job, stuck);

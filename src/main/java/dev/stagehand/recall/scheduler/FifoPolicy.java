@@ -47,7 +47,8 @@ final class FifoPolicy {
             Drive holder = null;
             for (Drive d : drives.values()) if (vol.equals(d.volume)) holder = d;
             if (holder != null) {
-                if (holder.state != DState.IDLE) return; // its volume is busy: the queue waits
+                // its volume is busy, or its drive going down (the volume is mounted elsewhere after): the queue waits
+                if (holder.state != DState.IDLE || holder.draining) return;
                 queue.poll().inFifo = false;
                 engine.startBatch(holder, List.of(f));
                 if (f.inFifo) return; // no cache space: it waits at the head of the queue

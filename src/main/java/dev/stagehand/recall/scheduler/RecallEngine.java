@@ -50,6 +50,8 @@ public final class RecallEngine {
          * library reports it free, or the volume's lease is ours ({@link #libraryDrives}). Not a broken drive.
          */
         boolean elsewhere;
+        /** An operator took it down while it held a volume: no new list, unloaded once idle, then out of use. */
+        boolean draining;
         EventClock.Scheduled idleTimer;
         /** The planned read order of the mounted volume (its rest from {@link #planFrom}), valid while its queue is unchanged. */
         List<FileWork> plan;
@@ -148,6 +150,13 @@ public final class RecallEngine {
         for (DriveStatus s : states) {
             Drive d = drives.get(s.drive());
             if (d == null) continue;
+            if (s.downRequested() != d.draining && d.state != DState.EMPTY && d.state != DState.FAILED) {
+                // an operator took it down (or changed their mind): the list under way ends, nothing new starts
+                d.draining = s.downRequested();
+                if (d.draining && d.state == DState.IDLE) dismount(d);
+                back = true;
+                continue;
+            }
             if (d.state == DState.FAILED && s.state() == DriveState.EMPTY) {
                 if (d.volume != null) store.releaseVolume(d.volume); // only a lease of ours
                 d.state = DState.EMPTY;
@@ -155,6 +164,7 @@ public final class RecallEngine {
                 d.experiment = null;
                 d.failed = false;
                 d.elsewhere = false;
+                d.draining = false;
                 back = true;
             } else if (d.state == DState.FAILED && d.elsewhere && s.state() == DriveState.MOUNTED_IDLE && s.volume() != null) {
                 // left out because another instance held the volume in it (or the drive): ours once that lease
@@ -358,6 +368,7 @@ public final class RecallEngine {
         passScheduled = false;
         longWorkShare.newPass();
         double now = now();
+        for (Drive d : drives.values()) if (d.state == DState.IDLE && d.draining) dismount(d); // taken down: its list has ended
         if (config.policy() == Policy.FIFO) {
             fifo.pass();
             return;
@@ -544,6 +555,8 @@ public final class RecallEngine {
             d.busyUntil = t;
             listener.mounted(d.name, volume, t);
         } else {
+            boolean takenDown = d.draining;
+            d.draining = false; // nothing mounted: the library has it failed, or DISABLED when it was taken down
             TapeFailure tf = tapeFailure(e);
             if (tf != null && tf.kind() == TapeFailure.Kind.DRIVE_FAILURE) {
                 d.state = DState.FAILED;
@@ -562,6 +575,7 @@ public final class RecallEngine {
             }
             d.volume = null;
             d.experiment = null;
+            if (takenDown) d.state = DState.FAILED; // out of use until enabled, as after its dismount
         }
         requestPass();
     }
@@ -580,7 +594,9 @@ public final class RecallEngine {
 
     private synchronized void dismountDone(Drive d, String volume, Throwable e) {
         if (e == null && volume != null) store.releaseVolume(volume);
-        d.state = e == null ? DState.EMPTY : DState.FAILED;
+        // taken down by an operator: the library has it DISABLED now; out of use here until it is enabled (EMPTY)
+        d.state = e == null && !d.draining ? DState.EMPTY : DState.FAILED;
+        d.draining = false;
         d.volume = null;
         d.experiment = null;
         listener.dismounted(d.name, now());

@@ -34,6 +34,8 @@ final class FakeLibrary implements TapeLibrary {
     final Set<String> badSegments = new HashSet<>(); // "volume:fileId"
     final Set<String> missingVolumes = new HashSet<>(); // mounts fail with VOLUME_UNAVAILABLE
     final Set<String> outOfService = new HashSet<>(); // drives reported DISABLED
+    final Set<String> goingDown = new HashSet<>(); // disabled while holding a volume: DISABLED once unloaded
+    final List<String> dismounts = new ArrayList<>();
     int maxConcurrentMoves;
     private final List<double[]> moves = new ArrayList<>();
 
@@ -52,7 +54,7 @@ final class FakeLibrary implements TapeLibrary {
         List<DriveStatus> l = new ArrayList<>();
         for (String d : layout.drives()) {
             l.add(new DriveStatus(d, outOfService.contains(d) ? DriveState.DISABLED
-                    : mounted.containsKey(d) ? DriveState.MOUNTED_IDLE : DriveState.EMPTY, mounted.get(d), 0));
+                    : mounted.containsKey(d) ? DriveState.MOUNTED_IDLE : DriveState.EMPTY, mounted.get(d), 0, goingDown.contains(d)));
         }
         return l;
     }
@@ -158,7 +160,10 @@ final class FakeLibrary implements TapeLibrary {
     /** Disabled drives are reported DISABLED ({@link #outOfService}); enabling one takes it back. */
     @Override
     public void setEnabled(String drive, boolean enabled) {
-        if (enabled) outOfService.remove(drive);
+        if (enabled) {
+            outOfService.remove(drive);
+            goingDown.remove(drive);
+        } else if (mounted.containsKey(drive)) goingDown.add(drive);
         else outOfService.add(drive);
     }
 
@@ -173,6 +178,10 @@ final class FakeLibrary implements TapeLibrary {
     public CompletableFuture<Void> dismount(String drive) {
         double unloaded = clock.seconds() + TestCosts.unload(moved.get(drive));
         double out = move(unloaded);
-        return at(out).thenRun(() -> mounted.remove(drive));
+        dismounts.add(drive + " " + mounted.get(drive));
+        return at(out).thenRun(() -> {
+            mounted.remove(drive);
+            if (goingDown.remove(drive)) outOfService.add(drive);
+        });
     }
 }

@@ -130,6 +130,35 @@ class RecallEngineTest {
         assertThat(engine.model().request("r1").finished()).isTrue();
     }
 
+    /**
+     * An operator disables a drive that is reading (CTA's "down"): its list ends, no new list starts on it though
+     * its volume has more work, it is unloaded and out of use; enabled again, it serves the rest.
+     */
+    @Test
+    void aDriveTakenDownWhileReadingEndsItsListIsUnloadedAndTakesNoNewWork() {
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.submitAt(0, "r1", 0, "exp", List.of(file(1, "V1", 0, GB)));
+        double t = 0;
+        while (h.library.reads.isEmpty() && t < 10_000) h.clock.run(t += 0.5);
+        assertThat(h.library.reads).isNotEmpty();
+        h.library.setEnabled("d0", false); // reading file 1
+        h.engine.libraryDrives(h.library.drives());
+        h.submitAt(t + 0.1, "r2", 0, "exp", List.of(file(2, "V1", 5 * GB, GB)));
+        h.clock.run(t += 2000);
+        assertThat(h.library.reads).extracting(SegmentRead::fileId).as("the list under way ended; nothing new").containsExactly(1L);
+        assertThat(h.library.dismounts).containsExactly("d0 V1");
+        assertThat(h.library.drives().getFirst().state()).isEqualTo(dev.stagehand.tape.DriveState.DISABLED);
+        h.engine.libraryDrives(h.library.drives());
+        h.clock.run(t += 2000);
+        assertThat(h.library.mounts).as("not used while disabled").containsExactly("V1");
+
+        h.library.setEnabled("d0", true);
+        h.engine.libraryDrives(h.library.drives());
+        h.clock.run(t += 2000);
+        assertThat(h.library.reads).extracting(SegmentRead::fileId).containsExactly(1L, 2L);
+        assertThat(h.engine.model().request("r2").finished()).isTrue();
+    }
+
     @Test
     void agingServesAnOldLowPriorityRequestBeforeAStreamOfUrgentOnes() {
         double aging = 1200;
