@@ -81,6 +81,25 @@ class SimulatedLibraryTest {
         assertThat(st.drives().get("drive01").readSeconds()).isCloseTo(4.5, within(1e-9));
     }
 
+    /** CTA's drive "down": a drive disabled while it holds a volume reads its list, and is DISABLED once unloaded. */
+    @Test
+    void aMountedDriveDisabledGoesDownOnceItsVolumeIsUnloaded() {
+        SimulatedLibrary lib = library(1, 1);
+        lib.mount("drive01", "V1");
+        clock.runUntilIdle();
+        lib.setEnabled("drive01", false);
+        assertThat(lib.drive("drive01")).isEqualTo(new DriveStatus("drive01", DriveState.MOUNTED_IDLE, "V1", 0, true));
+        SegmentRead s = seg(1, "V1", 0, 400_000_000L);
+        CompletableFuture<ReadResult> r = lib.read("drive01", List.of(s)).result(s);
+        clock.runUntilIdle();
+        assertThat(r).isCompleted();
+        lib.dismount("drive01");
+        clock.runUntilIdle();
+        assertThat(lib.drive("drive01")).isEqualTo(new DriveStatus("drive01", DriveState.DISABLED, null, 0));
+        lib.setEnabled("drive01", true);
+        assertThat(lib.drive("drive01").state()).isEqualTo(DriveState.EMPTY);
+    }
+
     @Test
     void unloadAfter60GigabytesTakes195Seconds() {
         SimulatedLibrary lib = library(1, 1);
