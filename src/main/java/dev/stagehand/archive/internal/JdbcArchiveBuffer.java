@@ -668,6 +668,9 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
      * {@code modified}: the buffer file's modification time now, when it was landed again (eviction checks it).
      */
     private boolean queueAgain(long fileId, Instant modified) {
+        // the copies first, then the file, in the order the flusher and a delete take them: the other order could
+        // deadlock with a delete of the same file (one of them aborted, a 500 to its client)
+        jdbc.queryForList("SELECT copy_no FROM archive_copy WHERE file_id = ? ORDER BY copy_no FOR UPDATE", Integer.class, fileId);
         List<String> state = jdbc.queryForList("SELECT state FROM archive_file WHERE file_id = ? FOR UPDATE", String.class, fileId);
         if (state.isEmpty() || !state.get(0).equals("failed")) return false;
         jdbc.update("""
