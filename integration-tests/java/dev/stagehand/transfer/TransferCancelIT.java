@@ -59,30 +59,8 @@ class TransferCancelIT {
     @Test
     void aTransferQueuedToTheSamePlaceWhileThePartialFileIsDeletedWaitsForTheDelete() throws Exception {
         String destination = "ftp://127.0.0.1:1/x/held-" + System.nanoTime();
-        TransferQueue queue = new TransferQueue(jdbc);
-        List<String> duringDelete = new java.util.concurrent.CopyOnWriteArrayList<>();
-        long[] next = new long[1];
-        HeldMover mover = new HeldMover();
-        mover.deleting = () -> {
-            next[0] = queue.enqueue(List.of(new TransferQueue.Request("cancel-it-next", java.net.URI.create("file:///nonexistent/next"),
-                    java.net.URI.create(destination), 1, null))).getFirst();
-            duringDelete.add(probeClaim(queue).contains(next[0]) ? "claimed" : queue.job(next[0]).state());
-        };
-        try {
-            cancelWhileMoving(destination, false, mover, id -> assertThat(queue.cancel(id)).isTrue());
-            assertThat(mover.deleted).containsExactly(java.net.URI.create(destination));
-            assertThat(duringDelete).as("the transfer queued meanwhile, while the delete ran").containsExactly("queued");
-            // the delete over, it goes (claimed here, or by another test context's drainer)
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            boolean claimed = false;
-            while (!claimed && System.nanoTime() < deadline) {
-                claimed = probeClaim(queue).contains(next[0]) || !queue.job(next[0]).state().equals("queued");
-                if (!claimed) Thread.sleep(50);
-            }
-            assertThat(claimed).as("claimed once the delete is over").isTrue();
-        } finally {
-            if (next[0] > 0) queue.cancel(next[0]);
-        }
+        queuedMeanwhileWaitsForTheDelete(destination, mover ->
+                cancelWhileMoving(destination, false, mover, id -> assertThat(new TransferQueue(jdbc).cancel(id)).isTrue()));
     }
 
     /**
@@ -142,6 +120,14 @@ class TransferCancelIT {
     @Test
     void aTransferQueuedToTheSamePlaceWhileAFailedFilesPartialFileIsDeletedWaitsForTheDelete() throws Exception {
         String destination = "ftp://127.0.0.1:1/x/failed-" + System.nanoTime();
+        queuedMeanwhileWaitsForTheDelete(destination, mover -> failWhileMoving(destination, mover, id -> {}));
+    }
+
+    /**
+     * Ends a transfer to {@code destination} while it moves ({@code end}, with a mover whose partial delete queues
+     * another transfer to the same place): that one is still queued while the delete runs, and claimed after it.
+     */
+    void queuedMeanwhileWaitsForTheDelete(String destination, EndWhileMoving end) throws Exception {
         TransferQueue queue = new TransferQueue(jdbc);
         List<String> duringDelete = new java.util.concurrent.CopyOnWriteArrayList<>();
         long[] next = new long[1];
@@ -152,7 +138,7 @@ class TransferCancelIT {
             duringDelete.add(probeClaim(queue).contains(next[0]) ? "claimed" : queue.job(next[0]).state());
         };
         try {
-            failWhileMoving(destination, mover, id -> {});
+            end.run(mover);
             assertThat(mover.deleted).containsExactly(java.net.URI.create(destination));
             assertThat(duringDelete).as("the transfer queued meanwhile, while the delete ran").containsExactly("queued");
             // the delete over, it goes (claimed here, or by another test context's drainer)
@@ -166,6 +152,10 @@ class TransferCancelIT {
         } finally {
             if (next[0] > 0) queue.cancel(next[0]);
         }
+    }
+
+    interface EndWhileMoving {
+        void run(HeldMover mover) throws Exception;
     }
 
     /** Another transfer to the same place is queued (an operator's second submission): its file is left alone. */
