@@ -350,6 +350,120 @@ class AnonymousMoverIT {
         }
     }
 
+    /**
+     * A destination without ADLER32: GCT answers a CKSM of an algorithm it lacks "500 Unknown checksum algorithm
+     * requested.", made to happen here by a relay in front of the real server that asks it for "ADLER31". The
+     * file is sent once and fails at once, saying what the destination lacks; it used to be a retryable PROTOCOL
+     * error, the whole file sent max-attempts times. (SCKS is left alone: GCT takes an unknown SCKS algorithm and
+     * then never answers the STOR.)
+     */
+    @Test
+    void aDestinationWithoutAdler32FailsTheFileAfterOneSend() throws Exception {
+        Path src = file(root.resolve("src-noadler"), "n.bin", 3 << 20, 51);
+        Path dst = destDir("dst-noadler");
+        List<String> retried = new java.util.concurrent.CopyOnWriteArrayList<>();
+        TransferListener retries = new TransferListener() {
+            @Override
+            public void retrying(FileCopy copy, TransferFailure failure) {
+                retried.add(failure.getMessage());
+            }
+        };
+        MoverSettings cksmAfter = fast().withServerVerifyMaxBytes(0); // 4 attempts allowed
+        MoverSettings[] ways = {cksmAfter, cksmAfter.withChunking(64L << 20, 1L << 20, 0)};
+        try (CksmRelay relay = new CksmRelay(a.port)) {
+            for (int i = 0; i < ways.length; i++) {
+                relay.commands.clear();
+                try (Mover mover = Movers.gridFtp(ways[i], retries)) {
+                    FileCopy c = copy(src, "ftp://127.0.0.1:" + relay.port() + dst.toAbsolutePath(), adler(src));
+                    int way = i;
+                    assertThatThrownBy(() -> mover.submit(List.of(c)).result(c).get(60, TimeUnit.SECONDS))
+                            .isInstanceOf(ExecutionException.class)
+                            .cause().isInstanceOfSatisfying(TransferFailure.class, f -> {
+                                assertThat(f.kind()).as("way %d", way).isEqualTo(TransferFailure.Kind.UNSUPPORTED);
+                                assertThat(f.attempts()).isEqualTo(1);
+                                assertThat(f.getMessage()).contains("destination 127.0.0.1:" + relay.port()
+                                        + " does not support ADLER32 checksums (CKSM): Unknown checksum algorithm requested.");
+                            });
+                }
+                long puts = relay.commands.stream().filter(l -> l.startsWith("STOR ") || l.startsWith("ESTO ")).count();
+                assertThat(puts).as("way %d: sent once", i).isEqualTo(i == 0 ? 1 : 3); // 3 MiB as ranges of 1 MiB
+                assertThat(relay.commands).as("way %d", i).anyMatch(l -> l.startsWith("CKSM ADLER31 "));
+            }
+        }
+        assertThat(retried).isEmpty();
+    }
+
+    /** Relays control channels to a server, asking it for the checksum algorithm ADLER31 where ADLER32 was asked. */
+    static final class CksmRelay implements AutoCloseable {
+        final java.net.ServerSocket listener = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
+        final List<String> commands = new java.util.concurrent.CopyOnWriteArrayList<>();
+        final List<java.net.Socket> open = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        CksmRelay(int serverPort) throws Exception {
+            Thread.ofVirtual().start(() -> {
+                try {
+                    while (true) {
+                        java.net.Socket client = listener.accept();
+                        java.net.Socket server = new java.net.Socket("127.0.0.1", serverPort);
+                        open.add(client);
+                        open.add(server);
+                        Thread.ofVirtual().start(() -> copy(server, client));
+                        Thread.ofVirtual().start(() -> commands(client, server));
+                    }
+                } catch (Exception closed) {
+                    // the relay was closed
+                }
+            });
+        }
+
+        int port() {
+            return listener.getLocalPort();
+        }
+
+        private static void copy(java.net.Socket from, java.net.Socket to) {
+            try {
+                from.getInputStream().transferTo(to.getOutputStream());
+            } catch (Exception closed) {
+                // either end went away
+            } finally {
+                close(from);
+                close(to);
+            }
+        }
+
+        private void commands(java.net.Socket client, java.net.Socket server) {
+            var latin1 = java.nio.charset.StandardCharsets.ISO_8859_1;
+            try (var in = new java.io.BufferedReader(new java.io.InputStreamReader(client.getInputStream(), latin1))) {
+                var out = server.getOutputStream();
+                for (String line; (line = in.readLine()) != null; ) {
+                    String sent = line.startsWith("CKSM ADLER32 ") ? "CKSM ADLER31 " + line.substring(13) : line;
+                    commands.add(sent);
+                    out.write((sent + "\r\n").getBytes(latin1));
+                    out.flush();
+                }
+            } catch (Exception closed) {
+                // either end went away
+            } finally {
+                close(client);
+                close(server);
+            }
+        }
+
+        private static void close(java.io.Closeable c) {
+            try {
+                c.close();
+            } catch (Exception ignored) {
+                // already closed
+            }
+        }
+
+        @Override
+        public void close() throws Exception {
+            listener.close();
+            for (var s : open) close(s);
+        }
+    }
+
     static void assertFailure(CopyBatch batch, FileCopy c, TransferFailure.Kind kind) throws Exception {
         try {
             batch.result(c).get(20, TimeUnit.SECONDS);

@@ -222,7 +222,9 @@ class TransferDrainer implements SmartLifecycle {
     /** Failures after which the destination may hold part of the file (the STOR may have begun). */
     private static final java.util.Set<TransferFailure.Kind> LEAVES_PARTIAL = java.util.EnumSet.of(
             TransferFailure.Kind.CHECKSUM_MISMATCH, TransferFailure.Kind.SOURCE_CHECKSUM_MISMATCH, TransferFailure.Kind.PROTOCOL, TransferFailure.Kind.STALL,
-            TransferFailure.Kind.TIMEOUT, TransferFailure.Kind.QUOTA_EXCEEDED);
+            TransferFailure.Kind.TIMEOUT, TransferFailure.Kind.QUOTA_EXCEEDED,
+            // the whole file was written but cannot be verified there: a reader must not take it for the file
+            TransferFailure.Kind.UNSUPPORTED);
 
     /**
      * A transfer that ends failed leaves no partial file at its destination, as FTS3 cleans up after a failed

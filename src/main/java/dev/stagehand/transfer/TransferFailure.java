@@ -31,6 +31,12 @@ public final class TransferFailure extends RuntimeException {
         NO_SUCH_PATH(false),
         /** Quota exceeded or no space left on the destination. */
         QUOTA_EXCEEDED(false),
+        /**
+         * The other end lacks what the copy needs (a destination without ADLER32 checksums: CKSM answered "500
+         * Unknown checksum algorithm requested."): another attempt gets the same answer, so the file fails at once.
+         * Not the source's fault: a recall does not read the file from tape again for it.
+         */
+        UNSUPPORTED(false),
         /** The local source cannot be read, or the request is malformed. */
         BAD_REQUEST(false),
         /** Cancelled by the caller. */

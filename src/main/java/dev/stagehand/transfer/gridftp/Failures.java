@@ -66,7 +66,7 @@ final class Failures {
      * of a line after a colon ("500-globus_xio: System error in open: Permission denied").
      */
     private static final Pattern REASON = Pattern.compile("(?im)(?:^|:)\\s*(permission denied|no such file or directory|not a directory"
-            + "|disk quota exceeded|no space left on device)\\.?\\s*$|(?-i:\\b(INCORRECT_CHECKSUM|PATH_NOT_FOUND|PERMISSION_DENIED|QUOTA_EXCEEDED)\\b)");
+            + "|disk quota exceeded|no space left on device|unknown checksum algorithm requested)\\.?\\s*$|(?-i:\\b(INCORRECT_CHECKSUM|PATH_NOT_FOUND|PERMISSION_DENIED|QUOTA_EXCEEDED)\\b)");
 
     /** A failure the server stated: by its reply code, the text only for the reasons a code does not tell apart. */
     static Kind byReply(int code, String text) {
@@ -77,6 +77,7 @@ final class Failures {
             String reason = (m.group(1) != null ? m.group(1) : m.group(2)).toLowerCase(Locale.ROOT).replace('_', ' ');
             if (reason.equals("incorrect checksum")) return Kind.CHECKSUM_MISMATCH; // the server's SCKS check
             if (reason.equals("permission denied")) return Kind.PERMISSION_DENIED;
+            if (reason.startsWith("unknown checksum")) return Kind.UNSUPPORTED; // GCT's CKSM of an algorithm it lacks
             if (reason.contains("quota") || reason.contains("space")) return Kind.QUOTA_EXCEEDED;
             return Kind.NO_SUCH_PATH;
         }

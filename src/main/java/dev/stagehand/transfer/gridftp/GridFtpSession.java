@@ -1,6 +1,8 @@
 package dev.stagehand.transfer.gridftp;
 
 import dev.stagehand.transfer.MoverSettings;
+import dev.stagehand.transfer.TransferFailure;
+import dev.stagehand.transfer.TransferFailure.Kind;
 import java.io.IOException;
 import java.util.Locale;
 import org.globus.ftp.ChecksumAlgorithm;
@@ -339,13 +341,24 @@ final class GridFtpSession implements AutoCloseable {
         }
     }
 
-    long adler32(String path) throws Exception {
-        return adler32(path, 0, -1);
+    long adler32(String side, String path) throws Exception {
+        return adler32(side, path, 0, -1);
     }
 
-    /** The server's Adler32 of {@code length} bytes from {@code offset} (-1: to the end). */
-    long adler32(String path, long offset, long length) throws Exception {
-        String sum = client.checksum(new ChecksumAlgorithm("ADLER32"), offset, length, path);
+    /**
+     * The server's Adler32 of {@code length} bytes from {@code offset} (-1: to the end). A server without
+     * ADLER32 (GCT: "500 Unknown checksum algorithm requested.") fails it as {@link Kind#UNSUPPORTED}, named
+     * as the {@code side} ("destination", "source") it is: sending the file again would get the same answer.
+     */
+    long adler32(String side, String path, long offset, long length) throws Exception {
+        String sum;
+        try {
+            sum = client.checksum(new ChecksumAlgorithm("ADLER32"), offset, length, path);
+        } catch (Exception e) {
+            if (Failures.classify(e) != Kind.UNSUPPORTED) throw e;
+            throw new TransferFailure(Kind.UNSUPPORTED, side + " " + host + " does not support ADLER32 checksums (CKSM): "
+                    + Failures.message(e), 0, e);
+        }
         return Long.parseUnsignedLong(sum.trim().toLowerCase(Locale.ROOT), 16);
     }
 

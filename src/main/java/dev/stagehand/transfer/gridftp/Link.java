@@ -463,8 +463,8 @@ final class Link {
             }
             Long expected = job.copy.adler32();
             long limit = checksumNanos(job.copy.sizeBytes());
-            if (expected == null) expected = a.quietly(limit, () -> sources.get(job.source.link()).adler32(job.source.path()));
-            long actual = a.quietly(limit, () -> s.adler32(job.destination.path()));
+            if (expected == null) expected = a.quietly(limit, () -> sources.get(job.source.link()).adler32("source", job.source.path()));
+            long actual = a.quietly(limit, () -> s.adler32("destination", job.destination.path()));
             compare(job, actual, expected);
             job.complete(s.host.toString(), actual);
         }
@@ -565,7 +565,7 @@ final class Link {
                     }
                     a.add(s);
                     GridFtpSession checker = s;
-                    long actual = a.quietly(limit, () -> checker.adler32(job.destination.path(), range.offset(), range.length()));
+                    long actual = a.quietly(limit, () -> checker.adler32("destination", job.destination.path(), range.offset(), range.length()));
                     actuals[index] = actual;
                     if (range.adler32() != UNKNOWN && actual != range.adler32()) {
                         throw new ChecksumMismatch(String.format("destination %s has ADLER32 %08x at [%d, +%d), expected %08x",
@@ -590,6 +590,7 @@ final class Link {
                     if (failedOnce.compareAndSet(false, true)) {
                         TransferFailure f = e instanceof ChecksumMismatch
                                 ? new TransferFailure(Kind.CHECKSUM_MISMATCH, e.getMessage(), 0, e)
+                                : e instanceof TransferFailure tf ? tf // the destination has no ADLER32: said as it is
                                 : a != null && a.stalled ? new TransferFailure(Kind.STALL, "no CKSM reply in "
                                         + java.time.Duration.ofNanos(limit).toSeconds() + " s from " + host, 0, e)
                                 : new TransferFailure(Failures.classify(e), "checksum: " + Failures.message(e) + " (" + host + ")", 0, e);

@@ -68,4 +68,16 @@ class FailuresTest {
         assertThat(Failures.classify(new IOException("open", new ConnectException("Connection refused")))).isEqualTo(Kind.CONNECTION);
         assertThat(Failures.classify(new SocketTimeoutException("Read timed out"))).isEqualTo(Kind.TIMEOUT);
     }
+
+    /** GCT's answer to a CKSM of an algorithm it lacks: final, and not the source's fault (no read from tape again). */
+    @Test
+    void aServerWithoutTheChecksumAlgorithmIsUnsupportedNotAProtocolError() throws Exception {
+        Exception e = refused("500 Unknown checksum algorithm requested.");
+        assertThat(Failures.classify(e)).isEqualTo(Kind.UNSUPPORTED);
+        assertThat(Kind.UNSUPPORTED.retryable()).isFalse();
+        assertThat(Kind.UNSUPPORTED.unreachable()).isFalse();
+        assertThat(Failures.message(e)).isEqualTo("Unknown checksum algorithm requested.");
+        // the words in a path are no reason
+        assertThat(Failures.classify(refused("451 /data/Unknown checksum algorithm requested/f: I/O error"))).isEqualTo(Kind.PROTOCOL);
+    }
 }

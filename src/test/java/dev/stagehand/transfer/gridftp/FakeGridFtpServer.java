@@ -31,6 +31,8 @@ final class FakeGridFtpServer implements AutoCloseable {
     volatile Set<String> silent = Set.of();
     volatile long cksmDelayMillis;
     volatile String cksm = "00000001";
+    /** When set, CKSM is answered with this reply instead (a server lacking the algorithm). */
+    volatile String cksmRefusal;
     /** How many ESTOs (byte ranges) are still to be refused with a transient 451. */
     final java.util.concurrent.atomic.AtomicInteger refuseEsto = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -86,7 +88,7 @@ final class FakeGridFtpServer implements AutoCloseable {
                 }
                 case "CKSM" -> {
                     Thread.sleep(cksmDelayMillis); // summing a big file
-                    reply(out, "213 " + cksm);
+                    reply(out, cksmRefusal != null ? cksmRefusal : "213 " + cksm);
                 }
                 case "MKD" -> reply(out, "257 created");
                 case "DELE" -> reply(out, "250 deleted");
