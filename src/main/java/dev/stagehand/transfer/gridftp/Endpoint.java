@@ -3,6 +3,8 @@ package dev.stagehand.transfer.gridftp;
 import dev.stagehand.catalog.FileNames;
 import dev.stagehand.transfer.FileUrls;
 import java.net.URI;
+import java.nio.charset.Charset;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -17,6 +19,23 @@ record Endpoint(String scheme, List<HostPort> hosts, String path) {
     }
 
     static Endpoint parse(URI uri) {
+        return parse(uri, Charset.defaultCharset());
+    }
+
+    /**
+     * Why a path cannot be sent when the JVM's default charset is {@code jvm}, or null. jglobus writes every
+     * command with {@code String.getBytes()} and reads replies in that charset (no setting changes it): under
+     * -Dfile.encoding=COMPAT and a non-UTF-8 locale "déjà vu.bin" went out as "d?j? vu.bin", a name the server
+     * acted on as it was (another file's, perhaps), and nothing said so. ASCII names are the same in any charset.
+     */
+    static String charsetProblem(String path, Charset jvm) {
+        if (jvm.equals(StandardCharsets.UTF_8) || path.chars().allMatch(c -> c < 0x80)) return null;
+        return "non-ASCII characters in the name cannot be sent: this JVM's default charset is " + jvm
+                + ", not UTF-8, and GridFTP commands are written in it (the server would get another name); "
+                + "start Stagehand with -Dfile.encoding=UTF-8";
+    }
+
+    static Endpoint parse(URI uri, Charset jvm) {
         if (!FileUrls.isGridFtp(uri)) throw new IllegalArgumentException("not an ftp:// or gsiftp:// URL: " + uri);
         String authority = uri.getRawAuthority();
         // an empty host resolves to this machine, and port 0 is refused like a host that is down (an outage
@@ -37,6 +56,8 @@ record Endpoint(String scheme, List<HostPort> hosts, String path) {
         String scheme = uri.getScheme().toLowerCase(java.util.Locale.ROOT);
         String clearText = FileUrls.nameProblem(scheme, path);
         if (clearText != null) throw new IllegalArgumentException(clearText + " (" + uri + ")");
+        String encoding = charsetProblem(path, jvm);
+        if (encoding != null) throw new IllegalArgumentException(encoding + " (" + uri + ")");
         return new Endpoint(scheme, List.copyOf(hosts), path);
     }
 

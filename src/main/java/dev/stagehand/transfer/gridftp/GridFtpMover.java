@@ -38,7 +38,16 @@ public final class GridFtpMover implements Mover {
     private final java.util.concurrent.ExecutorService checksums = Executors.newVirtualThreadPerTaskExecutor();
     private Gsi.Proxy proxy; // guarded by this
 
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(GridFtpMover.class);
+    private static final java.util.concurrent.atomic.AtomicBoolean CHARSET_TOLD = new java.util.concurrent.atomic.AtomicBoolean();
+
     public GridFtpMover(MoverSettings settings, TransferListener listener) {
+        java.nio.charset.Charset jvm = java.nio.charset.Charset.defaultCharset();
+        if (!jvm.equals(java.nio.charset.StandardCharsets.UTF_8) && CHARSET_TOLD.compareAndSet(false, true)) {
+            // once per JVM: every file with a non-ASCII name is refused (Endpoint.charsetProblem) until this changes
+            log.error("the JVM's default charset is {}, not UTF-8: jglobus writes GridFTP commands in it, so files whose "
+                    + "names have non-ASCII characters are refused; start Stagehand with -Dfile.encoding=UTF-8", jvm);
+        }
         this.settings = settings;
         this.listener = listener == null ? TransferListener.NONE : listener;
         this.watchdog = new Watchdog(settings.stallTimeout().toNanos());
