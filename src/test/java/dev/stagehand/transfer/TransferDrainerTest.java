@@ -266,6 +266,20 @@ class TransferDrainerTest {
         assertThat(queue.errors.get(2L)).isEqualTo("PERMISSION_DENIED: 550 denied");
     }
 
+    /** A destination without ADLER32 got the whole file but could not verify it: no reader there may take it for the file. */
+    @Test
+    void aFileItsDestinationCannotVerifyIsDeletedThere() throws Exception {
+        mover.endedRows = queue.ended;
+        drainer(Duration.ofMinutes(2)).start();
+        claimed(1);
+        mover.fail(1, new TransferFailure(TransferFailure.Kind.UNSUPPORTED,
+                "destination dtn:2811 does not support ADLER32 checksums (CKSM): Unknown checksum algorithm requested.", 1, null));
+        await(() -> queue.ended.containsKey(1L));
+        assertThat(queue.ended).containsEntry(1L, "failed:UNSUPPORTED");
+        assertThat(mover.deleted).containsExactly("ftp://dtn:2811/d/f1 with rows ended: []");
+        assertThat(queue.errors.get(1L)).endsWith("requested.; no partial file is left at the destination");
+    }
+
     /**
      * Many transfers to one site cancelled at once: their partial files are deleted together, in a few calls of
      * the mover (each one session with the server), not one call (and session) per file.
