@@ -495,6 +495,61 @@ class ArchivePathIT {
     }
 
     /**
+     * A write whose result fails the file for good (its buffer file changed) after its claim lapsed and was taken over
+     * leaves the new holder's claim and the file alone: the late result is discarded. It failed the copy under the
+     * holder (and the file with it) while the holder was still writing it.
+     */
+    @Test
+    void aFileIsNotFailedForGoodByAWriteWhoseClaimWasTakenOver() throws Exception {
+        start(3, 1, 100 * MB, 3, 500 * MB, List.of());
+        Path p = land("overfail/f0", MB);
+        long id = buffer.register(List.of(entry(p, "ds-overfail-" + tag, null))).get(0).fileId();
+        String claim = "SELECT state || ' ' || coalesce(claimed_by, '-') || ' ' || attempts FROM archive_copy WHERE file_id = ?";
+        for (int i = 0; i < 20 && !flusher.busy(); i++) flusher.poll(); // claimed, its mount under way on the virtual clock
+        assertThat(flusher.busy()).isTrue();
+        jdbc.update("UPDATE archive_copy SET claimed_by = 'it-taken-over', lease_until = now() + interval '1 hour' WHERE file_id = ?", id);
+        byte[] other = new byte[(int) MB];
+        new Random(5).nextBytes(other);
+        Files.write(p, other); // the tape copy will not match, and the buffer file no longer has the registered bytes
+        try {
+            for (int i = 0; i < 100 && flusher.busy(); i++) clock.advance(Duration.ofSeconds(20));
+            assertThat(flusher.busy()).as("the late list is done with").isFalse();
+            assertThat(jdbc.queryForObject(claim, String.class, id)).isEqualTo("writing it-taken-over 0");
+            assertThat(state(id)).isEqualTo("writing");
+        } finally {
+            jdbc.update("UPDATE archive_copy SET state = 'failed', claimed_by = NULL, lease_until = NULL, volume_id = NULL WHERE file_id = ?", id);
+            jdbc.update("UPDATE archive_file SET state = 'failed' WHERE file_id = ?", id);
+        }
+    }
+
+    /**
+     * A tape copy that fails its checksum after its claim was taken over is not counted against the copy (nor fails it
+     * for good at the last allowed mismatch): the copy is the new holder's. Its volume is still closed (the spot is bad
+     * whoever holds the copy).
+     */
+    @Test
+    void aChecksumMismatchAfterTheClaimWasTakenOverIsNotCounted() throws Exception {
+        start(3, 1, 100 * MB, 3, 500 * MB, List.of());
+        long id = registeredOne("overmm/f0", "ds-overmm-" + tag);
+        faults.corruptWrite(buffer.file(id).orElseThrow().name());
+        jdbc.update("UPDATE archive_copy SET mismatches = ? WHERE file_id = ?", 2, id); // one short of ArchiveFlusher.MAX_MISMATCHES (3): this one would fail it for good
+        String claim = "SELECT state || ' ' || coalesce(claimed_by, '-') || ' ' || mismatches FROM archive_copy WHERE file_id = ?";
+        for (int i = 0; i < 20 && !flusher.busy(); i++) flusher.poll();
+        assertThat(flusher.busy()).isTrue();
+        jdbc.update("UPDATE archive_copy SET claimed_by = 'it-taken-over', lease_until = now() + interval '1 hour' WHERE file_id = ?", id);
+        try {
+            for (int i = 0; i < 100 && flusher.busy(); i++) clock.advance(Duration.ofSeconds(20));
+            assertThat(flusher.busy()).as("the late list is done with").isFalse();
+            assertThat(jdbc.queryForObject(claim, String.class, id)).isEqualTo("writing it-taken-over 2");
+            assertThat(state(id)).isEqualTo("writing");
+            assertThat(buffer.volumes("ds-overmm-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("full");
+        } finally {
+            jdbc.update("UPDATE archive_copy SET state = 'failed', claimed_by = NULL, lease_until = NULL, volume_id = NULL WHERE file_id = ?", id);
+            jdbc.update("UPDATE archive_file SET state = 'failed' WHERE file_id = ?", id);
+        }
+    }
+
+    /**
      * A write that lands after its claim lapsed and was taken over (this instance stalled past its lease) is discarded: the
      * copy keeps its new holder's claim and gets no segment beside the holder's, and the file is not archived by it. It
      * was recorded under the holder's feet ('done', the file archived while the holder still wrote or failed, then a

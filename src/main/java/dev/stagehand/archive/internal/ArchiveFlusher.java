@@ -652,9 +652,7 @@ public final class ArchiveFlusher {
      */
     private FileArchived recordWritten(Claim c, Item f, WrittenSegment seg) {
         // the copy first, as every claim, requeue and delete locks it: the claim cannot lapse or move under this record
-        boolean held = !jdbc.queryForList("""
-                SELECT 1 FROM archive_copy WHERE file_id = ? AND copy_no = ? AND state = 'writing' AND claimed_by = ? AND volume_id = ?
-                   FOR UPDATE""", Integer.class, f.fileId, c.copy, instance, c.volumeId).isEmpty();
+        boolean held = holds(c, f);
         Long[] volume = volumeEnd(c, f, seg);
         if (!held) {
             log.warn("archive: the write of {} (copy {}) to {} at offset {} is discarded: its claim lapsed and was taken over "
@@ -743,12 +741,36 @@ public final class ArchiveFlusher {
                     + "): not written to tape");
             return;
         }
-        // mismatches only (V34): the copy's attempts also count failed mounts and drives, each charged to a whole list
-        int mismatches = jdbc.queryForObject("UPDATE archive_copy SET mismatches = mismatches + 1 WHERE file_id = ? AND copy_no = ? RETURNING mismatches",
-                Integer.class, f.fileId, c.copy);
-        if (mismatches >= MAX_MISMATCHES) failForGood(c, f, error + " (" + MAX_MISMATCHES + " copies that do not match; the buffer file is intact)");
-        else requeue(c, f, error, true);
+        // mismatches only (V34): the copy's attempts also count failed mounts and drives, each charged to a whole list.
+        // Counted (and the file failed) only while the claim is still ours, in one commit: a copy taken over meanwhile is
+        // its new holder's, whose own write decides it
+        Boolean held = tx.execute(s -> {
+            if (!holds(c, f)) return false;
+            int mismatches = jdbc.queryForObject("""
+                    UPDATE archive_copy SET mismatches = mismatches + 1 WHERE file_id = ? AND copy_no = ? RETURNING mismatches""",
+                    Integer.class, f.fileId, c.copy);
+            if (mismatches >= MAX_MISMATCHES) failed(c, f, error + " (" + MAX_MISMATCHES + " copies that do not match; the buffer file is intact)");
+            else requeue(c, f, error, true);
+            return true;
+        });
+        if (!Boolean.TRUE.equals(held)) discarded(c, f, "its checksum mismatch is not counted");
+        // the spot on tape is suspect whoever holds the copy now: this drive wrote bad bytes there
         closeVolume(c, "checksum mismatch");
+    }
+
+    /**
+     * Whether the copy's claim is still this instance's (for this list's volume), locking the copy: the row every claim,
+     * requeue, record and delete locks first, so the claim cannot lapse or move before the caller's commit.
+     */
+    private boolean holds(Claim c, Item f) {
+        return !jdbc.queryForList("""
+                SELECT 1 FROM archive_copy WHERE file_id = ? AND copy_no = ? AND state = 'writing' AND claimed_by = ? AND volume_id = ?
+                   FOR UPDATE""", Integer.class, f.fileId, c.copy, instance, c.volumeId).isEmpty();
+    }
+
+    private void discarded(Claim c, Item f, String what) {
+        log.warn("archive: the result of writing {} (copy {}) to {} is discarded ({}): its claim lapsed and was taken over (or the "
+                + "file was queued again, failed or deleted) meanwhile", f.name, c.copy, c.label, what);
     }
 
     /** Why the buffer file can no longer be written as registered (deleted, or another size), or null. */
@@ -765,18 +787,31 @@ public final class ArchiveFlusher {
         }
     }
 
-    /** The file cannot be archived: its copies not yet written fail with {@code error}, the file stays in the buffer. */
+    /**
+     * The file cannot be archived: its copies not yet written fail with {@code error}, the file stays in the buffer. Only
+     * while the copy's claim is still this instance's: one that lapsed (this instance stalled past its lease) and was taken
+     * over is the new holder's, and failing the file under it failed a file the holder was writing (or had written: it
+     * then stayed failed with a segment). The late result is discarded, logged.
+     */
     private void failForGood(Claim c, Item f, String error) {
+        boolean held = Boolean.TRUE.equals(tx.execute(s -> {
+            if (!holds(c, f)) return false;
+            failed(c, f, error);
+            return true;
+        }));
+        if (!held) discarded(c, f, "not failed for good: " + error);
+    }
+
+    /** {@link #failForGood}'s changes, in the caller's transaction, the copy's claim checked. */
+    private void failed(Claim c, Item f, String error) {
         log.error("archive: {} (copy {}) failed for good: {}", f.name, c.copy, error);
-        tx.executeWithoutResult(s -> {
-            jdbc.update("""
-                    UPDATE archive_copy SET state = 'failed', claimed_by = NULL, lease_until = NULL, volume_id = NULL,
-                           attempts = attempts + CASE WHEN copy_no = ? THEN 1 ELSE 0 END, error = ?
-                     WHERE file_id = ? AND (state = 'queued' OR (copy_no = ? AND state = 'writing'))""",
-                    c.copy, error, f.fileId, c.copy);
-            jdbc.update("UPDATE archive_file SET state = 'failed', updated_at = now() WHERE file_id = ? AND state IN ('queued', 'writing')",
-                    f.fileId);
-        });
+        jdbc.update("""
+                UPDATE archive_copy SET state = 'failed', claimed_by = NULL, lease_until = NULL, volume_id = NULL,
+                       attempts = attempts + CASE WHEN copy_no = ? THEN 1 ELSE 0 END, error = ?
+                 WHERE file_id = ? AND (state = 'queued' OR (copy_no = ? AND state = 'writing'))""",
+                c.copy, error, f.fileId, c.copy);
+        jdbc.update("UPDATE archive_file SET state = 'failed', updated_at = now() WHERE file_id = ? AND state IN ('queued', 'writing')",
+                f.fileId);
     }
 
     /**
