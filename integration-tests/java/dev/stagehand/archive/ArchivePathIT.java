@@ -76,6 +76,8 @@ class ArchivePathIT {
     /** How long a flush claim lasts unless renewed (wall clock: the database's now()). */
     Duration lease = Duration.ofMinutes(10);
     SimulatedLibrary lib;
+    /** Mounts the library started, as "drive volume". */
+    final List<String> mountsStarted = Collections.synchronizedList(new ArrayList<>());
     JdbcArchiveBuffer buffer;
     ArchiveFlusher flusher;
     RecallService recall;
@@ -112,7 +114,12 @@ class ArchivePathIT {
         landing = tmp.resolve("landing");
         TapeModel small = TapeModel.lto9().withCapacity(volumeCapacity);
         lib = SimulatedLibrary.builder(clock).name("a" + tag).drives(drives).accessors(1).model(small)
-                .root(tmp.resolve("tape")).faults(faults).build();
+                .root(tmp.resolve("tape")).faults(faults)
+                .events(new dev.stagehand.tape.LibraryEvents() {
+                    @Override public void mountStarted(String drive, String volume, Instant at) {
+                        mountsStarted.add(drive + " " + volume);
+                    }
+                }).build();
         List<String> pool = new ArrayList<>();
         for (int i = 1; i <= poolSize; i++) pool.add(String.format("A%s%02d", tag, i));
         ArchiveProperties p = props(landing, bufferCapacity, 0.8, 0.5, volumeCapacity, pool, Duration.ZERO, lease);
@@ -1113,6 +1120,45 @@ class ArchivePathIT {
         buffer.evict();
         assertThat(state(bad)).isEqualTo("evicted");
         assertThat(back).doesNotExist();
+    }
+
+    /**
+     * The read-back of a bad copy's good copy holds a lease renewed while it runs, as a write's is: a mount and read
+     * longer than the lease left the claim lapsed, and the instance's other idle write drive claimed the same copy and
+     * mounted the good volume for it too (the read done twice, or the second mount failing against the first).
+     */
+    @Test
+    void aReadBackLongerThanTheLeaseIsNotClaimedAgain() throws Exception {
+        lease = Duration.ofSeconds(2);
+        start(4, 2, 100 * MB, 4, 10 * MB, List.of()); // two write drives; high-water 8 MB, low-water 5 MB
+        List<String> writers = lib.layout().drives().subList(2, 4);
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 7; i++) files.add(entry(land("rbl/f" + i, MB), "ds-rbl-" + tag, "dual"));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(ids) == 7 && !flusher.busy()
+                && writers.stream().allMatch(d -> lib.drive(d).state() == DriveState.EMPTY));
+        assertThat(buffer.evict()).isEqualTo(2);
+        long bad = ids.get(0);
+        jdbc.update("""
+                UPDATE segment SET state = 'suspect' WHERE file_id = ?
+                   AND volume_id = (SELECT volume_id FROM archive_copy WHERE file_id = ? AND copy_no = 1)""", bad, bad);
+        String good = jdbc.queryForObject("""
+                SELECT v.label FROM archive_copy c JOIN volume v ON v.id = c.volume_id WHERE c.file_id = ? AND c.copy_no = 2""", String.class, bad);
+        mountsStarted.clear();
+
+        flusher.poll(); // an empty write drive claims the read-back and mounts the good volume (the virtual clock stands still)
+        assertThat(flusher.busy()).isTrue();
+        assertThat(mountsStarted).singleElement().satisfies(m -> assertThat(m).endsWith(" " + good));
+        String lease = "SELECT claimed_by IS NOT NULL AND lease_until > now() FROM archive_copy WHERE file_id = ? AND copy_no = 1";
+        for (int i = 0; i < 3; i++) { // the mount outlasts the lease; the poller's rounds go on meanwhile
+            Thread.sleep(1200);
+            flusher.poll();
+            assertThat(jdbc.queryForObject(lease, Boolean.class, bad)).as("the read-back's claim is current").isTrue();
+        }
+        assertThat(mountsStarted).as("the good volume mounted once, for the one read-back").hasSize(1);
+
+        flushUntil(() -> state(bad).equals("archived") && !flusher.busy());
+        assertThat(buffer.file(bad).orElseThrow().error()).contains("read back from " + good);
     }
 
     /** Tape copies that keep failing their checksum (a drive writing bad data) close at most a few volumes. */

@@ -67,6 +67,11 @@ public final class ArchiveFlusher {
      * instead of being renewed for as long as this instance runs.
      */
     private final Set<CopyKey> inFlight = new HashSet<>();
+    /**
+     * Bad copies whose good copy this instance is reading back (their 'done' rows' claims): renewed as the writes' are, so
+     * a read (with its mount) longer than the lease is not claimed and read again by another drive or instance.
+     */
+    private final Set<CopyKey> reading = new HashSet<>();
     private boolean noBlankWarned;
     /**
      * A round is running (on this thread: the methods share this monitor). A list that ends inside it (a mount
@@ -247,6 +252,15 @@ public final class ArchiveFlusher {
                        AND (lease_until IS NULL OR lease_until < ?)""", until, instance,
                     inFlight.stream().map(CopyKey::fileId).toArray(Long[]::new),
                     inFlight.stream().map(CopyKey::copy).toArray(Integer[]::new),
+                    Timestamp.from(Instant.now().plus(props.flush().lease().dividedBy(2))));
+        }
+        if (!reading.isEmpty()) {
+            jdbc.update("""
+                    UPDATE archive_copy SET lease_until = ? WHERE state = 'done' AND claimed_by = ?
+                       AND (file_id, copy_no) IN (SELECT * FROM unnest(?::bigint[], ?::smallint[]))
+                       AND (lease_until IS NULL OR lease_until < ?)""", until, instance,
+                    reading.stream().map(CopyKey::fileId).toArray(Long[]::new),
+                    reading.stream().map(CopyKey::copy).toArray(Integer[]::new),
                     Timestamp.from(Instant.now().plus(props.flush().lease().dividedBy(2))));
         }
         jdbc.update("UPDATE archive_volume SET lease_until = ? WHERE claimed_by = ?", until, instance);
@@ -455,6 +469,7 @@ public final class ArchiveFlusher {
 
     private void restore(DriveJob job, Restore r) {
         job.busy = true;
+        reading.add(new CopyKey(r.fileId, r.copy));
         log.warn("archive: copy {} of {} on {} was found bad by a read (segment {}) after the file left the buffer: reading it "
                 + "back from {} to write it again", r.copy, r.name, r.badVolume, r.badState, r.goodLabel);
         CompletableFuture<Void> ready;
@@ -495,6 +510,8 @@ public final class ArchiveFlusher {
      * and only while the claim is still this instance's. Otherwise the claim is kept for the retry backoff.
      */
     private synchronized void restored(DriveJob job, Restore r, Throwable failure) {
+        // the read is over: its claim is no longer renewed (a failed one keeps it, not renewed, for the retry backoff)
+        reading.remove(new CopyKey(r.fileId, r.copy));
         try {
             String why = failure == null ? null : cause(failure).toString();
             if (why == null) {
