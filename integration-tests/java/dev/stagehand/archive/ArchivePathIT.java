@@ -930,6 +930,71 @@ class ArchivePathIT {
     }
 
     /**
+     * A file not on tape yet that finished stage requests named is deleted, and those requests keep it in their file list
+     * (its name, the state it ended in, its error) and their counts. Any stage request row naming the file refused the
+     * delete for ever (the rows' foreign key to the file): a request that failed on it, long over, kept the file from
+     * being cancelled and registered anew. Refused still while a request is open, or holds the file pinned on disk.
+     */
+    @Test
+    void aFileNamedOnlyByFinishedStageRequestsIsDeletedAndTheirHistoryKeepsIt() throws Exception {
+        start(3, 1, 100 * MB, 3, 500 * MB, List.of());
+        String ds = "ds-cxr-" + tag;
+        long id = registeredOne("cxr/f0", ds), other = registeredOne("cxr/f1", ds);
+        String name = buffer.file(id).orElseThrow().name(), otherName = buffer.file(other).orElseThrow().name();
+        UUID failed = requests.submit("it", new NewStageRequest(null, List.of(name, otherName), null, 3600L, null, "it")).request().id();
+        UUID pinned = requests.submit("it", new NewStageRequest(null, List.of(otherName), null, 3600L, null, "it")).request().id();
+        assertThatThrownBy(() -> buffer.delete(id)).as("wanted by an open request").isInstanceOfSatisfying(ArchiveRejected.class, e -> {
+            assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.CONFLICT);
+            assertThat(e.getMessage()).contains("stage request " + failed);
+        });
+        // both end: the first failed on the file (not on tape) and had the other on disk, released; the second has the other pinned
+        jdbc.update("""
+                UPDATE stage_request_file SET state = 'failed', error = 'no usable tape copy', started_at = now(), finished_at = now()
+                 WHERE request_id = ? AND file_id = ?""", failed, id);
+        jdbc.update("UPDATE stage_request_file SET state = 'on_disk', released = true, finished_at = now() WHERE request_id = ? AND file_id = ?",
+                failed, other);
+        jdbc.update("UPDATE stage_request_file SET state = 'on_disk', finished_at = now() WHERE request_id = ?", pinned);
+        jdbc.update("UPDATE stage_request SET state = CASE WHEN id = ? THEN 'failed' ELSE 'done' END, completed_at = now() WHERE id IN (?, ?)",
+                failed, failed, pinned);
+
+        assertThat(buffer.delete(id).state()).isEqualTo("queued");
+        assertThat(count("SELECT count(*) FROM file WHERE id = ?", id)).isZero();
+        StageRequests.StageRequestDetail f = requests.get(failed, 0, 10).orElseThrow();
+        assertThat(f.request().state()).isEqualTo(StageRequests.RequestState.FAILED);
+        assertThat(f.files()).extracting(StageRequests.RequestFile::path, r -> r.state().dbName(), StageRequests.RequestFile::error)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(name, "failed", "no usable tape copy"),
+                        org.assertj.core.groups.Tuple.tuple(otherName, "on_disk", null));
+        assertThat(f.counts().get(StageRequests.FileState.FAILED)).isEqualTo(1);
+        assertThat(f.counts().get(StageRequests.FileState.ON_DISK)).isEqualTo(1);
+        assertThat(f.released()).isEqualTo(1);
+
+        // a finished request holding the other file pinned on disk refuses its delete until released
+        assertThatThrownBy(() -> buffer.delete(other)).as("pinned on disk for a finished request").isInstanceOfSatisfying(ArchiveRejected.class,
+                e -> assertThat(e.getMessage()).contains("stage request " + pinned + " (the file pinned on disk"));
+        jdbc.update("UPDATE stage_request_file SET released = true WHERE request_id = ?", pinned);
+        assertThat(buffer.delete(other).state()).isEqualTo("queued");
+        StageRequests.StageRequestDetail p = requests.get(pinned, 0, 10).orElseThrow();
+        assertThat(p.files()).singleElement().satisfies(r -> {
+            assertThat(r.path()).isEqualTo(otherName);
+            assertThat(r.state()).isEqualTo(StageRequests.FileState.ON_DISK);
+            assertThat(r.released()).isTrue();
+            assertThat(r.finishedAt()).isNotNull();
+        });
+        assertThat(p.counts().get(StageRequests.FileState.ON_DISK)).isEqualTo(1);
+        assertThat(p.counts().get(StageRequests.FileState.FAILED)).isZero();
+        assertThat(p.released()).isEqualTo(1);
+        assertThat(requests.get(failed, 0, 10).orElseThrow().files()).extracting(StageRequests.RequestFile::path).containsExactly(name, otherName);
+        // a release naming the file (released already) leaves it as it ended
+        assertThat(requests.release(pinned, List.of(otherName)).unchanged()).containsExactly(
+                new StageRequests.Unchanged(otherName, StageRequests.FileState.ON_DISK));
+
+        // its name is registered anew; the finished requests' history is left as it was
+        long anew = buffer.register(List.of(entry(landing.resolve(tag + "/cxr/f0"), ds, null))).get(0).fileId();
+        assertThat(buffer.file(anew).orElseThrow().name()).isEqualTo(name);
+        assertThat(requests.get(failed, 0, 10).orElseThrow().files().get(0).state()).isEqualTo(StageRequests.FileState.FAILED);
+    }
+
+    /**
      * A file that failed its tape checksum again and again (the drive, not the buffer file) is not queued again by a
      * registration of the same bytes: each mismatch closes a volume, and only an operator's retry writes it again.
      */

@@ -128,7 +128,8 @@ class ConsoleViews {
                        sum(c.files) FILTER (WHERE c.state IN ('on_disk', 'transferring')) AS on_disk,
                        sum(c.files) FILTER (WHERE c.state = 'done') AS done,
                        coalesce(sum(c.files) FILTER (WHERE c.state = 'failed'), 0)
-                         + (SELECT count(*) FROM stage_request_absent a WHERE a.request_id = r.id) AS failed,
+                         + (SELECT count(*) FROM stage_request_absent a WHERE a.request_id = r.id
+                              AND coalesce(a.state, 'failed') = 'failed') AS failed,
                        sum(c.files) FILTER (WHERE c.state = 'cancelled') AS cancelled
                   FROM (SELECT * FROM stage_request
                          WHERE state IN ('submitted', 'active') OR completed_at > now() - interval '10 minutes'

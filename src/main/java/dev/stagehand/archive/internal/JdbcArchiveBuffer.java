@@ -705,11 +705,28 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
                     throw new ArchiveRejected(Kind.CONFLICT, f.name() + " is " + state.get(0) + ": every tape copy is written; only a "
                             + "file not yet on tape (queued or failed) can be deleted from the archive buffer",
                             List.of(EntryError.field("state", state.get(0))));
-                List<String> requests = jdbc.queryForList("SELECT request_id::text FROM stage_request_file WHERE file_id = ? LIMIT 1",
-                        String.class, fileId);
-                if (!requests.isEmpty())
-                    throw new ArchiveRejected(Kind.CONFLICT, f.name() + " is named by stage request " + requests.get(0)
-                            + ": not deleted (delete the request first)", List.of(EntryError.field("id", "named by a stage request")));
+                // locked: the rows are read and moved as they are (a pinned file is not released meanwhile)
+                jdbc.query("SELECT 1 FROM stage_request_file WHERE file_id = ? ORDER BY request_id FOR UPDATE", rs -> {}, fileId);
+                // wanted: the request still works (its file rows may yet change), or the file is being staged or sent, or
+                // is on disk and not released (the client's pin: a WLCG client reads it within its disk lifetime)
+                List<String> wanting = jdbc.queryForList("""
+                        SELECT srf.request_id::text || CASE WHEN r.state IN ('submitted', 'active') OR srf.state <> 'on_disk'
+                                                            THEN ' (still open)' ELSE ' (the file pinned on disk for it, not released)' END
+                          FROM stage_request_file srf JOIN stage_request r ON r.id = srf.request_id
+                         WHERE srf.file_id = ? AND (r.state IN ('submitted', 'active') OR srf.state IN ('queued', 'staging', 'transferring')
+                               OR (srf.state = 'on_disk' AND NOT srf.released))
+                         ORDER BY srf.request_id""", String.class, fileId);
+                if (!wanting.isEmpty())
+                    throw new ArchiveRejected(Kind.CONFLICT, f.name() + " is wanted by stage request " + wanting.get(0)
+                            + (wanting.size() > 1 ? " and " + (wanting.size() - 1) + " more" : "") + ": not deleted; cancel the "
+                            + "request or release the file first (finished requests' history does not hold it)",
+                            List.of(EntryError.field("id", "wanted by a stage request")));
+                // finished requests keep the file in their history under its name, with what it ended with (V59)
+                int history = jdbc.update("""
+                        INSERT INTO stage_request_absent (request_id, ordinal, path, state, error, released, started_at, finished_at)
+                        SELECT srf.request_id, srf.ordinal, fl.name, srf.state, srf.error, srf.released, srf.started_at, srf.finished_at
+                          FROM stage_request_file srf JOIN file fl ON fl.id = srf.file_id WHERE srf.file_id = ?""", fileId);
+                if (history > 0) jdbc.update("DELETE FROM stage_request_file WHERE file_id = ?", fileId);
                 List<String> onTape = jdbc.queryForList("""
                         SELECT v.label FROM segment s JOIN volume v ON v.id = s.volume_id WHERE s.file_id = ? ORDER BY v.label""",
                         String.class, fileId);

@@ -358,11 +358,13 @@ class JdbcStageRequests implements StageRequests {
         for (FileState st : FileState.values()) counts.put(st, 0L);
         long[] released = {0};
         // kept per state by V30's triggers (one row per state holding files); absent files fail at submission, so
-        // they are counted on their own table's key, as many rows as there are of them
+        // they are counted on their own table's key, as many rows as there are of them, with files deleted from the
+        // catalog after their request ended (V59) by the state they ended in
         jdbc.query("""
                 SELECT state, files, released FROM stage_request_count WHERE request_id = ?
                 UNION ALL
-                SELECT 'failed', count(*), 0 FROM stage_request_absent WHERE request_id = ?""", rs -> {
+                SELECT coalesce(state, 'failed'), count(*), count(*) FILTER (WHERE released) FROM stage_request_absent
+                 WHERE request_id = ? GROUP BY 1""", rs -> {
             counts.merge(FileState.ofDb(rs.getString(1)), rs.getLong(2), Long::sum);
             released[0] += rs.getLong(3);
         }, id, id);
@@ -386,7 +388,9 @@ class JdbcStageRequests implements StageRequests {
                   FROM stage_request_file srf JOIN file f ON f.id = srf.file_id
                  WHERE srf.request_id = ? AND srf.ordinal BETWEEN ? AND ?
                 UNION ALL
-                SELECT a.path, 'failed', ?, false, r.created_at, r.created_at, 0, a.ordinal
+                SELECT a.path, coalesce(a.state, 'failed'), CASE WHEN a.state IS NULL THEN ? ELSE a.error END, a.released,
+                       CASE WHEN a.state IS NULL THEN r.created_at ELSE a.started_at END,
+                       CASE WHEN a.state IS NULL THEN r.created_at ELSE a.finished_at END, 0, a.ordinal
                   FROM stage_request_absent a JOIN stage_request r ON r.id = a.request_id
                  WHERE a.request_id = ? AND a.ordinal BETWEEN ? AND ?
                 ORDER BY 8""",
@@ -644,10 +648,14 @@ class JdbcStageRequests implements StageRequests {
         if (Arrays.stream(named.ids()).allMatch(f -> f != 0)) return present;
         Map<String, Unchanged> byName = new HashMap<>();
         present.forEach(u -> byName.put(u.path(), u));
+        // a file deleted from the catalog after the request ended (V59) is left in the state it ended in
+        Map<String, FileState> absent = new HashMap<>();
+        jdbc.query("SELECT path, coalesce(state, 'failed') FROM stage_request_absent WHERE request_id = ? AND path = ANY(?)",
+                rs -> { absent.put(rs.getString(1), FileState.ofDb(rs.getString(2))); }, id, named.files().toArray(String[]::new));
         List<Unchanged> all = new ArrayList<>();
         for (int i = 0; i < named.ids().length; i++) {
             String name = named.files().get(i);
-            if (named.ids()[i] == 0) all.add(new Unchanged(name, FileState.FAILED));
+            if (named.ids()[i] == 0) all.add(new Unchanged(name, absent.getOrDefault(name, FileState.FAILED)));
             else if (byName.containsKey(name)) all.add(byName.get(name));
         }
         return all;
