@@ -1147,6 +1147,11 @@ class ArchivePathIT {
         assertThat(buffer.evict()).as("7 MB down to 5 MB: two files, not the one whose copy is bad").isEqualTo(2);
         assertThat(state(bad)).as(this::copies).isEqualTo("queued");
         assertThat(buffer.file(bad).orElseThrow().error()).contains("was found bad by a read (segment suspect)");
+        // queued, but archived before: not a file that may be cancelled
+        assertThatThrownBy(() -> buffer.delete(bad)).isInstanceOfSatisfying(ArchiveRejected.class, e -> {
+            assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.CONFLICT);
+            assertThat(e.getMessage()).contains("was archived at");
+        });
         flushUntil(() -> state(bad).equals("archived") && !flusher.busy());
         assertThat(count("SELECT count(*) FROM segment WHERE file_id = ? AND state = 'ok'", bad)).as("written again").isEqualTo(1);
         assertThat(buffer.locate(bad)).as("its bytes stay until evicted").isPresent();

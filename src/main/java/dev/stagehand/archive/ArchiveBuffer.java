@@ -49,7 +49,8 @@ public interface ArchiveBuffer {
      *
      * @return the file as it was just before it was deleted
      * @throws ArchiveRejected NOT_FOUND for an unknown file; CONFLICT when a copy is being written now (retry once the
-     *                         write ends), when every copy is on tape (archived, evictable or evicted: not a cancel), or
+     *                         write ends), when every copy is on tape (archived, evictable or evicted: not a cancel) or was (a
+     *                         file archived and queued again to make a bad copy again), or
      *                         while a stage request wants it (the request still open, or the file pinned on disk for it
      *                         and not released)
      */

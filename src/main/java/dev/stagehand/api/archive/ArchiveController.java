@@ -197,7 +197,8 @@ class ArchiveController {
             description = "For a queued or failed file, none of its copies being written: its catalog entry, queued copies and "
                     + "any copy already written go in one commit, and its name and path may be registered anew (with other "
                     + "bytes). Its bytes in the landing area are left in place. Answers the file as it was. 409 when a copy is "
-                    + "being written now, when it is archived (every copy on tape), or while a stage request wants it (the request "
+                    + "being written now, when it is archived (every copy on tape) or was (queued again only to make a bad tape "
+                    + "copy again), or while a stage request wants it (the request "
                     + "still open, or the file pinned on disk for it and not released). Finished requests keep the file in "
                     + "their file list under its name, with the state it ended in.")
     ArchiveFileStatus delete(@PathVariable String id) {

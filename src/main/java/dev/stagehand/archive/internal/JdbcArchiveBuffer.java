@@ -705,6 +705,12 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
                     throw new ArchiveRejected(Kind.CONFLICT, f.name() + " is " + state.get(0) + ": every tape copy is written; only a "
                             + "file not yet on tape (queued or failed) can be deleted from the archive buffer",
                             List.of(EntryError.field("state", state.get(0))));
+                // queued again after it was archived: a copy a read found bad is being made again (from the buffer, or read
+                // back from its good copy). Its producer was told it is archived, and its good copies are on tape: not a cancel
+                if (now.archivedAt() != null)
+                    throw new ArchiveRejected(Kind.CONFLICT, f.name() + " was archived at " + now.archivedAt() + " and is "
+                            + now.state() + " only to make a bad tape copy again: not deleted (only a file not yet on tape can be)",
+                            List.of(EntryError.field("state", "archived before")));
                 // locked: the rows are read and moved as they are (a pinned file is not released meanwhile)
                 jdbc.query("SELECT 1 FROM stage_request_file WHERE file_id = ? ORDER BY request_id FOR UPDATE", rs -> {}, fileId);
                 // wanted: the request still works (its file rows may yet change), or the file is being staged or sent, or
