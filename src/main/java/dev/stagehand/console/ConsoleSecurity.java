@@ -54,7 +54,7 @@ class ConsoleSecurity {
                         .requestMatchers("/console/audit", "/console/audit/**").hasRole("ADMIN")
                         .requestMatchers(HttpMethod.POST, "/console/volumes/**", "/console/drives/**").hasRole("ADMIN")
                         // the site's pages: only for users who see every experiment
-                        .requestMatchers(HttpMethod.POST, "/console/transfers/**").access(AuthorizationManagers.allOf(
+                        .requestMatchers(HttpMethod.POST, "/console/transfers/**", "/console/archive/**").access(AuthorizationManagers.allOf(
                                 AuthorityAuthorizationManager.hasRole("OPERATOR"), AuthorityAuthorizationManager.hasAuthority(ConsoleUser.SITE_WIDE)))
                         .requestMatchers(HttpMethod.GET, "/console/overview/**", "/console/timeline/**", "/console/transfers/**",
                                 "/console/volumes/**", "/console/archive/**").hasAuthority(ConsoleUser.SITE_WIDE)
