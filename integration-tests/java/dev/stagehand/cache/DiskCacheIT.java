@@ -646,6 +646,58 @@ class DiskCacheIT {
     }
 
     @Test
+    void twoInstancesOnOneHostKeepEachOthersReservationsAndARestartStillDiscardsItsOwn() throws Exception {
+        Path dir = tmp.resolve("host");
+        // both take the host-name default (node ""), as two services installed on one host by the same recipe
+        DiskCache a = hostDefault(dir);
+        long x = catalogFile(1000, null);
+        Reservation rx = a.reserve(x, 1000, "t").reservation();
+        a.startWriting(rx.id());
+        Files.write(rx.path(), bytes(400, 3)); // a's tape read is under way
+
+        DiskCache b = hostDefault(dir);
+        assertThat(a.reservation(rx.id())).as("b's start took nothing of a's in-flight read").isNotNull();
+        assertThat(rx.path()).exists();
+        assertThat(b.node()).as("the second instance on the host names itself apart").isNotEqualTo(a.node());
+        Files.write(rx.path(), bytes(1000, 3));
+        assertThat(a.commit(rx, adler(bytes(1000, 3))).verified()).isTrue();
+
+        long y = catalogFile(1000, null);
+        Reservation ry = a.reserve(y, 1000, "t").reservation();
+        Files.write(ry.path(), bytes(400, 4));
+        a.stop(); // a dies mid-read: its session ends
+        DiskCache again = hostDefault(dir);
+        assertThat(again.node()).as("a's restart takes its name back").isEqualTo(a.node());
+        assertThat(again.reservation(ry.id())).as("and discards its own half-written copy").isNull();
+        assertThat(ry.path()).doesNotExist();
+        assertThat(again.lookup(List.of(x)).get(x).cached()).isTrue();
+        again.stop();
+        b.stop();
+    }
+
+    @Test
+    void aConfiguredNodeNameThatARunningInstanceHoldsIsRefused() throws Exception {
+        Path dir = tmp.resolve("dup");
+        DiskCache a = cache("dup", dir, 10_000);
+        long x = catalogFile(1000, null);
+        Reservation rx = a.reserve(x, 1000, "t").reservation();
+        DiskCache b = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(10_000))),
+                a.node(), Duration.ofMinutes(1), Duration.ofMillis(300)), clock, null);
+        assertThatThrownBy(b::start).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("cache node " + a.node()).hasMessageContaining("held by a running instance")
+                .hasMessageContaining("pid ");
+        assertThat(a.reservation(rx.id())).as("a's reservation survives the refused start").isNotNull();
+    }
+
+    /** An instance with the host-name default, on one directory. */
+    DiskCache hostDefault(Path dir) {
+        DiskCache c = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(100_000))),
+                ""), clock, e -> events.add((CacheChanged) e));
+        c.start();
+        return c;
+    }
+
+    @Test
     void aDirectorySpelledAnotherWayKeepsTheCopiesRecordedUnderItsOtherName() throws Exception {
         // the same directory reached through a symbolic link (or another mount point of a shared file system, or
         // a configuration that changed its spelling): the copies' rows name it the first way
@@ -777,10 +829,9 @@ class DiskCacheIT {
     void severalDirectoriesAreFilledAndReportedSeparately() throws Exception {
         Path d1 = tmp.resolve("d1");
         Path d2 = tmp.resolve("d2");
-        DiskCache cache = new DiskCache(db, tx, new CacheProperties(List.of(
+        DiskCache cache = started(new DiskCache(db, tx, new CacheProperties(List.of(
                 new CacheProperties.Directory(d1, DataSize.ofBytes(300)),
-                new CacheProperties.Directory(d2, DataSize.ofBytes(250))), "multi"), clock, e -> events.add((CacheChanged) e));
-        cache.start();
+                new CacheProperties.Directory(d2, DataSize.ofBytes(250))), "multi"), clock, e -> events.add((CacheChanged) e)));
         List<SpaceRequest> reqs = new ArrayList<>();
         for (int i = 0; i < 5; i++) reqs.add(new SpaceRequest(catalogFile(100, null), 100));
         long big = catalogFile(260, null);
@@ -838,12 +889,29 @@ class DiskCacheIT {
 
     // ---------------------------------------------------------------------------------------------------
 
+    /**
+     * A started instance of node {@code node}. Starting a node this test started before is its restart: the earlier
+     * instance died (its database session, and with it the node's lease, ends).
+     */
     DiskCache cache(String node, Path dir, long capacity) {
-        DiskCache c = new DiskCache(db, tx, new CacheProperties(
+        return started(new DiskCache(db, tx, new CacheProperties(
                 List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(capacity))), node + "-" + dir.hashCode()),
-                clock, e -> events.add((CacheChanged) e));
+                clock, e -> events.add((CacheChanged) e)));
+    }
+
+    final Map<String, DiskCache> running = new java.util.concurrent.ConcurrentHashMap<>();
+
+    DiskCache started(DiskCache c) {
+        DiskCache before = running.remove(c.node());
+        if (before != null) before.stop();
         c.start();
+        running.put(c.node(), c);
         return c;
+    }
+
+    @org.junit.jupiter.api.AfterEach
+    void stopInstances() {
+        running.values().forEach(DiskCache::stop);
     }
 
     long catalogFile(long size, String adler32) {

@@ -78,6 +78,7 @@ class CacheConfiguration {
             long ms = interval.toMillis();
             housekeeping.scheduleWithFixedDelay(() -> {
                 try {
+                    cache.keepNode();
                     int n = cache.purgeExpiredPins();
                     if (n > 0) log.debug("purged {} expired pins", n);
                 } catch (RuntimeException e) {
@@ -93,6 +94,7 @@ class CacheConfiguration {
         public synchronized void stop() {
             if (housekeeping != null) housekeeping.shutdownNow();
             housekeeping = null;
+            cache.stop();
         }
 
         @Override

@@ -16,15 +16,20 @@ import org.springframework.util.unit.DataSize;
  *                    accounting through the database.
  * @param housekeepingInterval how often expired pins are purged
  * @param node        name of this service instance; reservations it holds are discarded when an instance
- *                    of the same name starts again (a crash left them half-written). Empty: the host name.
+ *                    of the same name starts again (a crash left them half-written). Held for the instance's
+ *                    life (a PostgreSQL advisory lock): a name another running instance holds is refused.
+ *                    Empty: the host name, or host-2, host-3, ... while other instances on the host hold it.
+ * @param nodeWait    how long a start waits for a configured node name held by another session to be freed
+ *                    (a dead host's session ends within about a minute) before it refuses to start
  */
 @ConfigurationProperties("stagehand.cache")
 public record CacheProperties(@DefaultValue List<Directory> directories, @DefaultValue("") String node,
-                              @DefaultValue("1m") Duration housekeepingInterval) {
+                              @DefaultValue("1m") Duration housekeepingInterval,
+                              @DefaultValue("90s") Duration nodeWait) {
 
-    /** With the default housekeeping interval. */
+    /** With the default housekeeping interval; a held node name is refused at once. */
     public CacheProperties(List<Directory> directories, String node) {
-        this(directories, node, Duration.ofMinutes(1));
+        this(directories, node, Duration.ofMinutes(1), Duration.ZERO);
     }
 
     /** One cache directory. */
@@ -53,6 +58,9 @@ public record CacheProperties(@DefaultValue List<Directory> directories, @Defaul
         node = node == null ? "" : node.strip();
         if (housekeepingInterval == null || housekeepingInterval.isNegative() || housekeepingInterval.isZero()) {
             throw new IllegalArgumentException("stagehand.cache.housekeeping-interval must be positive, got " + housekeepingInterval);
+        }
+        if (nodeWait == null || nodeWait.isNegative()) {
+            throw new IllegalArgumentException("stagehand.cache.node-wait must be >= 0, got " + nodeWait);
         }
     }
 }

@@ -68,7 +68,11 @@ public class DiskCache {
     private final JdbcClient db;
     private final TransactionTemplate tx;
     private final Clock clock;
-    private final String node;
+    /** stagehand.cache.node; empty: the host name, or a numbered one while another instance there holds it. */
+    private final String configuredNode;
+    private final Duration nodeWait;
+    private volatile String node;
+    private NodeLease lease; // held from start() to stop()
     private final List<CacheProperties.Directory> configured;
     private final ApplicationEventPublisher events;
     private volatile Map<Integer, Path> directories = Map.of(); // id -> path, set by start()
@@ -78,23 +82,97 @@ public class DiskCache {
         this.db = db;
         this.tx = tx;
         this.clock = clock;
+        this.configuredNode = props.node();
+        this.nodeWait = props.nodeWait();
         this.node = props.node().isEmpty() ? hostName() : props.node();
         this.configured = props.directories();
         this.events = events != null ? events : e -> {};
     }
 
-    /** The name this instance's reservations carry. */
+    /** The name this instance's reservations carry (taken at {@link #start()}). */
     public String node() {
         return node;
     }
 
     /**
-     * Registers the configured directories (creating them on disk, updating capacities), then recovers:
+     * Takes this instance's node name for its life ({@link NodeLease}): another running instance with the same
+     * name would otherwise have its in-flight reservations discarded by this one's start, taken for its own
+     * restart. A configured name held by a running instance is waited for ({@code node-wait}) and then refused;
+     * the host-name default takes the next free of host, host-2, host-3, ... so several instances on one host
+     * each get a name of their own (and a restarted one its old name back while the others run).
+     */
+    private void takeNode() {
+        if (lease != null && lease.alive()) return;
+        if (lease != null) lease.close();
+        javax.sql.DataSource ds = dataSource();
+        if (!configuredNode.isEmpty()) {
+            lease = NodeLease.take(ds, configuredNode, nodeWait);
+            if (lease == null) {
+                throw new IllegalStateException("cache node " + configuredNode + " (stagehand.cache.node) is held by "
+                        + NodeLease.holder(ds, configuredNode) + ": two instances with one node name would discard each "
+                        + "other's staging reservations. Give each instance its own stagehand.cache.node; if that instance "
+                        + "is gone, its session ends within about a minute (or end it with pg_terminate_backend(pid))");
+            }
+        } else {
+            String host = hostName();
+            for (int i = 1; i <= MAX_HOST_NODES && lease == null; i++) {
+                String name = i == 1 ? host : host + "-" + i;
+                lease = NodeLease.tryTake(ds, name);
+                if (lease != null && i > 1) {
+                    log.warn("cache node {} is held by {}: this instance is cache node {} (set stagehand.cache.node "
+                            + "to name each instance on this host)", host, NodeLease.holder(ds, host), name);
+                }
+            }
+            if (lease == null) {
+                throw new IllegalStateException("cache nodes " + host + " to " + host + "-" + MAX_HOST_NODES
+                        + " are all held by running instances: set stagehand.cache.node");
+            }
+        }
+        node = lease.node;
+    }
+
+    /** Instances on one host that the host-name default tells apart. */
+    private static final int MAX_HOST_NODES = 64;
+
+    private javax.sql.DataSource dataSource() {
+        if (tx.getTransactionManager() instanceof org.springframework.jdbc.datasource.DataSourceTransactionManager m) {
+            return m.getDataSource();
+        }
+        throw new IllegalStateException("the disk cache needs a DataSourceTransactionManager, not " + tx.getTransactionManager());
+    }
+
+    /**
+     * Called by housekeeping: a database restart ended the node's session and its lock; takes the name again, or
+     * says loudly that another instance took it meanwhile (its start discarded this one's reservations: their
+     * commits report them lost and the files are read again).
+     */
+    public synchronized void keepNode() {
+        if (lease == null || lease.alive()) return;
+        lease.close();
+        lease = NodeLease.tryTake(dataSource(), node);
+        if (lease == null) {
+            log.error("cache node {} lost its database session and is now held by {}; this instance's reservations "
+                    + "may have been discarded (set a distinct stagehand.cache.node per instance)", node,
+                    NodeLease.holder(dataSource(), node));
+        } else {
+            log.info("cache node {}: database session lost and name taken again", node);
+        }
+    }
+
+    /** Gives up the node name (shutdown): a later start of an instance with this name discards its reservations. */
+    public synchronized void stop() {
+        if (lease != null) lease.close();
+        lease = null;
+    }
+
+    /**
+     * Takes this instance's node name ({@link #takeNode}), registers the configured directories (creating them on disk, updating capacities), then recovers:
      * reservations this node held before a restart are discarded (their half-written files deleted, their
      * space returned), cached copies whose file is gone from disk are discarded ({@link #dropMissing}), and the
      * directories' counters are recomputed from the copies. Idempotent.
      */
     public synchronized void start() {
+        takeNode();
         Map<Integer, Path> ids = new LinkedHashMap<>();
         for (CacheProperties.Directory d : configured) {
             try {
