@@ -71,6 +71,7 @@ class ArchiveReplicationEndToEndIT {
         r.add("stagehand.tape.library", () -> "e2e-" + TAG); // its volumes are this library's alone
         r.add("stagehand.cache.directories[0].path", () -> root.resolve("cache").toString());
         r.add("stagehand.cache.directories[0].capacity", () -> "1GB");
+        r.add("stagehand.cache.directories[0].create-missing", () -> "true");
         r.add("stagehand.archive.landing", () -> root.resolve("landing").toString());
         r.add("stagehand.archive.pool.prefix", () -> "E" + TAG.substring(0, 4).toUpperCase());
         r.add("stagehand.archive.pool.count", () -> "4");

@@ -214,7 +214,7 @@ public final class CacheBench {
             // the kernel's dentry cache is warm (the files were just made): a node after a reboot reads them cold
             long t1 = System.nanoTime();
             DiskCache c = new DiskCache(db, tx, new CacheProperties(
-                    List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(Long.MAX_VALUE / 4))), node), Clock.systemUTC(), null);
+                    List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(Long.MAX_VALUE / 4), true)), node), Clock.systemUTC(), null);
             c.start();
             double s = (System.nanoTime() - t1) / 1e9;
             long gone = db.sql("SELECT count(*) FROM cache_file WHERE directory_id = :d AND state = 'discarded'").param("d", dirId)
@@ -232,13 +232,14 @@ public final class CacheBench {
         return new SpringApplicationBuilder(StagehandApplication.class)
                 .web(WebApplicationType.NONE)
                 .properties("stagehand.db.local-dir=target/pg", "stagehand.db.local-database=stagehand_bench",
-                        "stagehand.cache.directories[0].path=" + work.resolve("default"), "logging.level.root=WARN")
+                        "stagehand.cache.directories[0].path=" + work.resolve("default"),
+                        "stagehand.cache.directories[0].create-missing=true", "logging.level.root=WARN")
                 .run();
     }
 
     static DiskCache cache(JdbcClient db, TransactionTemplate tx, Path dir, long capacity, String node) {
         DiskCache c = new DiskCache(db, tx, new CacheProperties(
-                List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(capacity))), node), Clock.systemUTC(), null);
+                List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(capacity), true)), node), Clock.systemUTC(), null);
         c.start();
         return c;
     }

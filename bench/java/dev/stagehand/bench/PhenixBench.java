@@ -69,6 +69,7 @@ public final class PhenixBench {
                              "stagehand.tape.sim.root=" + work.resolve("service-tape"),
                              "stagehand.cache.directories[0].path=" + work.resolve("cache"),
                              "stagehand.cache.directories[0].capacity=1GB",
+                             "stagehand.cache.directories[0].create-missing=true",
                              "stagehand.replication.pass-interval=200ms", "stagehand.transfer.queue.poll-interval=100ms",
                              "stagehand.transfer.mover.backoff=100ms", "logging.level.root=WARN")
                      .run()) {

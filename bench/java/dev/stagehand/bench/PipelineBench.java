@@ -144,6 +144,7 @@ public final class PipelineBench {
                         "stagehand.tape.persist-drives=false", "stagehand.tape.sim.model.bytes-per-second=" + 400_000_000L / byteScale, "stagehand.tape.sim.root=" + work.resolve("lib-" + tag),
                         "stagehand.cache.directories[0].path=" + work.resolve("cache-" + tag),
                         "stagehand.cache.directories[0].capacity=" + cacheBytes + "B",
+                        "stagehand.cache.directories[0].create-missing=true",
                         // the recall and transfer queues poll at their defaults (2 s, 1 s): hand-offs and claims
                         // are woken by the service itself; -Dstagehand.recall.poll-interval=... overrides
                         "stagehand.recall.min-mount-age=0s",

@@ -190,7 +190,7 @@ class TapeRestApiIT {
     Recall recall(LibraryEvents events) {
         VirtualClock clock = new VirtualClock();
         DiskCache cache = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(tmp.resolve("cache"),
-                DataSize.ofMegabytes(100))), "wlcg-" + tag), new Clock() {
+                DataSize.ofMegabytes(100), true)), "wlcg-" + tag), new Clock() {
                     @Override public ZoneId getZone() { return ZoneOffset.UTC; }
                     @Override public Clock withZone(ZoneId zone) { return this; }
                     @Override public Instant instant() { return clock.now(); }

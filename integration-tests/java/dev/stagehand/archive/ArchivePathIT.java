@@ -134,7 +134,7 @@ class ArchivePathIT {
             @Override public Instant instant() { return clock.now(); }
         };
         DiskCache cache = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(cacheDir,
-                DataSize.ofGigabytes(1))), "arc-" + tag), c, null);
+                DataSize.ofGigabytes(1), true)), "arc-" + tag), c, null);
         cache.start();
         recall = new RecallService(jdbc, roles.forReading(lib), clock, small, new RecallProperties(true, "tape-aware", 100 * MB,
                 Duration.ZERO, Duration.ofMinutes(10), "arc-" + tag, 500_000_000_000L, 10_000, Duration.ofMinutes(5),

@@ -689,9 +689,45 @@ class DiskCacheIT {
         assertThat(a.reservation(rx.id())).as("a's reservation survives the refused start").isNotNull();
     }
 
+    @Test
+    void aMissingCacheDirectoryIsRefusedAtStartUnlessItMayBeCreated() {
+        Path mountPoint = tmp.resolve("data"); // its disk is not mounted: the cache directory on it is missing
+        Path dir = mountPoint.resolve("cache");
+        DiskCache refused = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(10_000))),
+                "unmounted-" + tag()), clock, null);
+        assertThatThrownBy(refused::start).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("cache directory " + dir + " does not exist")
+                .hasMessageContaining("stagehand.cache.directories[0].create-missing");
+        refused.stop();
+        assertThat(mountPoint).as("nothing made on the file system under the mount point").doesNotExist();
+
+        DiskCache created = started(new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(dir,
+                DataSize.ofBytes(10_000), true)), "create-" + tag()), clock, null));
+        assertThat(dir).isDirectory();
+        assertThat(created.usage()).extracting(DirectoryUsage::path).containsExactly(dir);
+    }
+
+    @Test
+    void aCacheDirectoryGoneUnderTheRunningServiceIsNotMadeAgain() throws Exception {
+        Path dir = tmp.resolve("mounted");
+        DiskCache cache = cache("gone", dir, 10_000);
+        long x = catalogFile(1000, null);
+        org.springframework.util.FileSystemUtils.deleteRecursively(dir); // its disk unmounted under the service
+        assertThatThrownBy(() -> cache.reserve(x, 1000, "t")).isInstanceOf(java.io.UncheckedIOException.class)
+                .hasMessageContaining("the cache directory " + dir + " is gone");
+        assertThat(dir).as("not made again on the file system under it").doesNotExist();
+        assertThat(cache.lookup(List.of(x))).as("the reservation is given up").isEmpty();
+        assertThat(db.sql("SELECT reserved_bytes FROM cache_directory WHERE path = :p").param("p", dir.toString())
+                .query(Long.class).single()).isZero();
+    }
+
+    static String tag() {
+        return UUID.randomUUID().toString().substring(0, 8);
+    }
+
     /** An instance with the host-name default, on one directory. */
     DiskCache hostDefault(Path dir) {
-        DiskCache c = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(100_000))),
+        DiskCache c = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(100_000), true)),
                 ""), clock, e -> events.add((CacheChanged) e));
         c.start();
         return c;
@@ -830,8 +866,8 @@ class DiskCacheIT {
         Path d1 = tmp.resolve("d1");
         Path d2 = tmp.resolve("d2");
         DiskCache cache = started(new DiskCache(db, tx, new CacheProperties(List.of(
-                new CacheProperties.Directory(d1, DataSize.ofBytes(300)),
-                new CacheProperties.Directory(d2, DataSize.ofBytes(250))), "multi"), clock, e -> events.add((CacheChanged) e)));
+                new CacheProperties.Directory(d1, DataSize.ofBytes(300), true),
+                new CacheProperties.Directory(d2, DataSize.ofBytes(250), true)), "multi"), clock, e -> events.add((CacheChanged) e)));
         List<SpaceRequest> reqs = new ArrayList<>();
         for (int i = 0; i < 5; i++) reqs.add(new SpaceRequest(catalogFile(100, null), 100));
         long big = catalogFile(260, null);
@@ -895,7 +931,7 @@ class DiskCacheIT {
      */
     DiskCache cache(String node, Path dir, long capacity) {
         return started(new DiskCache(db, tx, new CacheProperties(
-                List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(capacity))), node + "-" + dir.hashCode()),
+                List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(capacity), true)), node + "-" + dir.hashCode()),
                 clock, e -> events.add((CacheChanged) e)));
     }
 

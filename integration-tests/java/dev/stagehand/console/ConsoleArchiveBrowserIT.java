@@ -67,6 +67,7 @@ class ConsoleArchiveBrowserIT {
         r.add("stagehand.tape.sim.root", () -> root.resolve("tape").toString());
         r.add("stagehand.cache.directories[0].path", () -> root.resolve("cache").toString());
         r.add("stagehand.cache.directories[0].capacity", () -> "1GB");
+        r.add("stagehand.cache.directories[0].create-missing", () -> "true");
         r.add("stagehand.archive.landing", () -> root.resolve("landing").toString());
         r.add("stagehand.tape.library", () -> "console-" + TAG); // its volumes are this library's alone
         r.add("stagehand.archive.pool.prefix", () -> "C" + TAG.substring(0, 3).toUpperCase());

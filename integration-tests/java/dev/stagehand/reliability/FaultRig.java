@@ -129,6 +129,7 @@ final class FaultRig implements AutoCloseable {
         p.put("stagehand.tape.sim.read-log", readLog.toString());
         p.put("stagehand.cache.directories[0].path", dir.resolve("cache-" + instance).toString());
         p.put("stagehand.cache.directories[0].capacity", "200MB");
+        p.put("stagehand.cache.directories[0].create-missing", "true");
         p.put("stagehand.cache.node", instance);
         p.put("stagehand.recall.instance-id", instance);
         p.put("stagehand.recall.poll-interval", "500ms");

@@ -49,6 +49,7 @@ class TapeSourcedReplicationIT {
         r.add("stagehand.tape.library", () -> "repl-it");
         r.add("stagehand.cache.directories[0].path", () -> root.resolve("cache").toString());
         r.add("stagehand.cache.directories[0].capacity", () -> "1GB");
+        r.add("stagehand.cache.directories[0].create-missing", () -> "true");
         server = scratch.anonymous("server");
     }
 

@@ -25,7 +25,7 @@ final class TestCaches {
             @Override public Instant instant() { return clock.now(); }
         };
         DiskCache cache = new DiskCache(db, tx, new CacheProperties(
-                List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(capacityBytes))), node), c, null);
+                List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(capacityBytes), true)), node), c, null);
         cache.start();
         return cache;
     }

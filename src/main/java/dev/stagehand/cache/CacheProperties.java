@@ -32,8 +32,22 @@ public record CacheProperties(@DefaultValue List<Directory> directories, @Defaul
         this(directories, node, Duration.ofMinutes(1), Duration.ZERO);
     }
 
-    /** One cache directory. */
-    public record Directory(Path path, @DefaultValue("50GB") DataSize capacity) {
+    /**
+     * One cache directory.
+     *
+     * @param createMissing create the directory at start when it does not exist. Off by default: a missing cache
+     *                      directory is most often a disk that is not mounted, and creating it would stage files
+     *                      onto the file system under the mount point (the root file system) until it is full. The
+     *                      embedded default directory ({@code var/cache}) is created.
+     */
+    public record Directory(Path path, @DefaultValue("50GB") DataSize capacity, @DefaultValue("false") boolean createMissing) {
+
+        /** A directory that must exist at start. */
+        public Directory(Path path, DataSize capacity) {
+            this(path, capacity, false);
+        }
+
+        @org.springframework.boot.context.properties.bind.ConstructorBinding
         public Directory {
             if (path == null || path.toString().isBlank()) {
                 throw new IllegalArgumentException("stagehand.cache.directories[].path must be set");
@@ -48,7 +62,7 @@ public record CacheProperties(@DefaultValue List<Directory> directories, @Defaul
     @org.springframework.boot.context.properties.bind.ConstructorBinding
     public CacheProperties {
         if (directories == null || directories.isEmpty()) {
-            directories = List.of(new Directory(Path.of("var/cache"), DataSize.ofGigabytes(50)));
+            directories = List.of(new Directory(Path.of("var/cache"), DataSize.ofGigabytes(50), true));
         }
         var seen = new HashSet<Path>();
         for (Directory d : directories) {

@@ -166,7 +166,8 @@ public class DiskCache {
     }
 
     /**
-     * Takes this instance's node name ({@link #takeNode}), registers the configured directories (creating them on disk, updating capacities), then recovers:
+     * Takes this instance's node name ({@link #takeNode}), registers the configured directories (a missing one is
+     * refused unless {@code create-missing} is set; capacities updated), then recovers:
      * reservations this node held before a restart are discarded (their half-written files deleted, their
      * space returned), cached copies whose file is gone from disk are discarded ({@link #dropMissing}), and the
      * directories' counters are recomputed from the copies. Idempotent.
@@ -174,11 +175,23 @@ public class DiskCache {
     public synchronized void start() {
         takeNode();
         Map<Integer, Path> ids = new LinkedHashMap<>();
-        for (CacheProperties.Directory d : configured) {
-            try {
-                Files.createDirectories(d.path());
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot create cache directory " + d.path(), e);
+        for (int i = 0; i < configured.size(); i++) {
+            CacheProperties.Directory d = configured.get(i);
+            if (!Files.isDirectory(d.path())) {
+                if (Files.exists(d.path())) throw new IllegalStateException("cache directory " + d.path() + " is not a directory");
+                if (!d.createMissing()) {
+                    // dCache refuses a pool whose directory is missing, for the same reason
+                    throw new IllegalStateException("cache directory " + d.path() + " does not exist: it is not created, since a "
+                            + "missing cache directory is most often a disk that is not mounted and staged files would fill the "
+                            + "file system under it. Mount its disk or create the directory, or set "
+                            + "stagehand.cache.directories[" + i + "].create-missing: true");
+                }
+                try {
+                    Files.createDirectories(d.path());
+                    log.info("cache directory {} created (create-missing)", d.path());
+                } catch (IOException e) {
+                    throw new UncheckedIOException("cannot create cache directory " + d.path(), e);
+                }
             }
             if (!Files.isWritable(d.path())) throw new IllegalStateException("cache directory not writable: " + d.path());
             try {
@@ -340,7 +353,15 @@ public class DiskCache {
         deleteFiles(evicted);
         if (!evictedFiles.isEmpty()) events.publishEvent(new CacheChanged(CacheChanged.Kind.EVICTED, evictedFiles));
         for (ReserveResult r : results) {
-            if (r.reserved()) createParent(r.reservation().path());
+            if (!r.reserved()) continue;
+            try {
+                createFanOut(r.reservation().path());
+            } catch (UncheckedIOException e) {
+                // the cache directory went away under the running service (its disk unmounted): nothing is staged
+                // onto the file system under it; the batch's reservations are given up
+                for (ReserveResult o : results) if (o.reserved()) abort(o.reservation(), e.getMessage());
+                throw e;
+            }
         }
         return results;
     }
@@ -1236,11 +1257,20 @@ public class DiskCache {
         }
     }
 
-    private static void createParent(Path p) {
+    /**
+     * Creates the copy's fan-out subdirectory, never the cache directory itself: recreated after its disk was
+     * unmounted, it would take staged files onto the file system under the mount point.
+     */
+    private static void createFanOut(Path p) {
+        Path fan = p.getParent();
+        if (Files.isDirectory(fan)) return;
         try {
-            Files.createDirectories(p.getParent());
+            Files.createDirectory(fan);
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+            // made meanwhile by another reservation
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot create " + p.getParent(), e);
+            throw new UncheckedIOException("cannot create " + fan + (Files.isDirectory(fan.getParent()) ? ""
+                    : ": the cache directory " + fan.getParent() + " is gone (disk unmounted?)"), e);
         }
     }
 

@@ -91,6 +91,7 @@ final class DemoRun implements AutoCloseable {
         context = app.run("--server.port=" + port, "--stagehand.security.admin-token=" + adminToken,
                 "--stagehand.console.admin-password=" + adminPassword, "--stagehand.db.local-database=" + DATABASE, "--logging.level.root=WARN",
                 "--stagehand.tape.clock=scaled", "--stagehand.tape.scale=60", "--stagehand.cache.directories[0].path=" + CACHE, "--stagehand.cache.directories[0].capacity=20GB",
+                "--stagehand.cache.directories[0].create-missing=true",
                 "--stagehand.recall.poll-interval=500ms", "--stagehand.transfer.queue.poll-interval=250ms");
         int actual = ((WebServerApplicationContext) context).getWebServer().getPort();
         baseUrl = "http://localhost:" + actual;

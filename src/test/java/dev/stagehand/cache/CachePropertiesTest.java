@@ -24,7 +24,7 @@ class CachePropertiesTest {
     void defaultIsOneDirectoryOf50GB() {
         CacheProperties p = bind(Map.of());
         assertThat(p.directories()).containsExactly(
-                new CacheProperties.Directory(Path.of("var/cache"), DataSize.ofGigabytes(50)));
+                new CacheProperties.Directory(Path.of("var/cache"), DataSize.ofGigabytes(50), true));
         assertThat(p.directories().getFirst().path()).isAbsolute();
         assertThat(p.node()).isEmpty();
     }
@@ -41,6 +41,11 @@ class CachePropertiesTest {
         assertThat(p.directories().get(0).capacity()).isEqualTo(DataSize.ofTerabytes(2));
         assertThat(p.directories().get(1).capacity()).isEqualTo(DataSize.ofGigabytes(50));
         assertThat(p.node()).isEqualTo("stage-01");
+        assertThat(p.directories()).as("a configured directory must exist unless create-missing is set")
+                .noneMatch(CacheProperties.Directory::createMissing);
+        assertThat(p.nodeWait()).hasSeconds(90);
+        assertThat(bind(Map.of("stagehand.cache.directories[0].path", "/data/c1",
+                "stagehand.cache.directories[0].create-missing", "true")).directories().getFirst().createMissing()).isTrue();
     }
 
     @Test
