@@ -725,6 +725,19 @@ class DiskCacheIT {
         return UUID.randomUUID().toString().substring(0, 8);
     }
 
+    @Test
+    void aNodeWhoseDatabaseSessionEndedTakesItsNameAgain() {
+        Path dir = tmp.resolve("outage");
+        DiskCache a = cache("outage", dir, 10_000);
+        // the lease's session ends as in a database restart: the name is free until housekeeping takes it again
+        assertThat(db.sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = :app")
+                .param("app", "stagehand cache node " + a.node()).query(Long.class).single()).isEqualTo(1);
+        a.keepNode();
+        DiskCache b = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(10_000))),
+                a.node()), clock, null);
+        assertThatThrownBy(b::start).isInstanceOf(IllegalStateException.class).hasMessageContaining("held by a running instance");
+    }
+
     /** An instance with the host-name default, on one directory. */
     DiskCache hostDefault(Path dir) {
         DiskCache c = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(100_000), true)),
