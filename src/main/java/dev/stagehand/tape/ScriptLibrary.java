@@ -256,6 +256,14 @@ public final class ScriptLibrary implements TapeLibrary {
         return s;
     }
 
+    /**
+     * Claims the drive for a list, as {@link #claimIdle}, unless an operator is taking it down: a list asked before
+     * the scheduler saw that (its next round) is refused ({@link #listNotStarted}, DRIVE_DOWN) rather than started.
+     */
+    private synchronized DriveStatus claimForList(String drive, DriveState to, String volume) {
+        return down.contains(drive) ? null : claimIdle(drive, to, volume);
+    }
+
     /** A list or dismount is taken while a volume is mounted, the drive idle or still busy with a list. */
     private static void checkMounted(String drive, DriveStatus s, String what) {
         switch (s.state()) {
@@ -286,6 +294,14 @@ public final class ScriptLibrary implements TapeLibrary {
         if (unusable(s)) return driveUnusable(drive, s);
         return new IllegalStateException("drive " + drive + " is " + s.state() + " with " + s.volume() + ", not idle with "
                 + (volume == null ? "a volume" : volume));
+    }
+
+    /** Why a list that waited its turn cannot run: as {@link #notIdle}, or the drive is going down. */
+    private RuntimeException listNotStarted(String drive, String volume) {
+        DriveStatus s = flagged(drive(drive));
+        if (!unusable(s) && s.downRequested())
+            return new TapeFailure(TapeFailure.Kind.DRIVE_DOWN, drive, s.volume(), "an operator is taking the drive down; list not started");
+        return notIdle(drive, volume);
     }
 
     /** The list file could not be written: the call is not run and the drive is left as it was. */
@@ -377,11 +393,11 @@ public final class ScriptLibrary implements TapeLibrary {
                 mf == null ? Map.of() : Map.of(METADATA_ENV, mf.toString()));
         batch.call = call;
         afterPrevious(drive, batch.done, () -> {
-            DriveStatus idle = claimIdle(drive, DriveState.READING, volume);
+            DriveStatus idle = claimForList(drive, DriveState.READING, volume);
             if (idle == null) {
                 deleteQuietly(lf);
                 if (mf != null) deleteQuietly(mf);
-                batch.end(notIdle(drive, volume));
+                batch.end(listNotStarted(drive, volume));
                 return;
             }
             events.driveChanged(layout.name(), flagged(drive(drive)), Instant.now());
@@ -467,10 +483,10 @@ public final class ScriptLibrary implements TapeLibrary {
         Call call = new Call("write", List.of(drive, volume, listFile.toString()), cfg.writeTimeout(), drive, volume);
         batch.call = call;
         afterPrevious(drive, batch.done, () -> {
-            DriveStatus idle = claimIdle(drive, DriveState.WRITING, volume);
+            DriveStatus idle = claimForList(drive, DriveState.WRITING, volume);
             if (idle == null) {
                 deleteQuietly(listFile);
-                batch.end(notIdle(drive, volume));
+                batch.end(listNotStarted(drive, volume));
                 return;
             }
             events.driveChanged(layout.name(), flagged(drive(drive)), Instant.now());
@@ -795,6 +811,8 @@ public final class ScriptLibrary implements TapeLibrary {
                 TapeFailure.Kind kind;
                 try {
                     kind = TapeFailure.Kind.valueOf(p[2].toUpperCase(Locale.ROOT));
+                    // only the library says a drive is going down: from a script it is a file's failure
+                    if (kind == TapeFailure.Kind.DRIVE_DOWN) kind = TapeFailure.Kind.MEDIA_ERROR;
                 } catch (IllegalArgumentException e) {
                     kind = TapeFailure.Kind.MEDIA_ERROR;
                 }

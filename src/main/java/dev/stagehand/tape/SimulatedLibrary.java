@@ -687,6 +687,11 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
 
     private void nextJob(Drive d) {
         d.current = d.jobs.poll();
+        while (d.current != null && d.down) { // taken down: a list not yet started is refused, the drive is unloaded
+            d.current.failAll(new TapeFailure(TapeFailure.Kind.DRIVE_DOWN, d.name, d.volume,
+                    "an operator is taking the drive down; list not started"));
+            d.current = d.jobs.poll();
+        }
         if (d.current == null) {
             if (d.state == DriveState.FAILED) return;
             if (d.pendingDismount != null) {

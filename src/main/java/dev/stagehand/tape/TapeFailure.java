@@ -14,7 +14,12 @@ public final class TapeFailure extends RuntimeException {
         /** The volume cannot be mounted (missing from the library, broken, disabled). */
         VOLUME_UNAVAILABLE,
         /** An operation did not finish in its time limit. */
-        TIMEOUT
+        TIMEOUT,
+        /**
+         * A list refused, not started, because an operator is taking the drive down ({@link DriveStatus#downRequested()}):
+         * nothing is wrong with the drive, the volume or the files. They go back to their queue; the drive is unloaded.
+         */
+        DRIVE_DOWN
     }
 
     private final Kind kind;

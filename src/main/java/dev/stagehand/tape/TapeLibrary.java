@@ -63,7 +63,8 @@ public interface TapeLibrary {
      * Operator action: takes an empty drive out of service (DISABLED) or puts a disabled one back (EMPTY). A drive
      * holding a volume is marked down instead ({@link DriveStatus#downRequested()}, CTA's "down"): the schedulers give
      * it no new work from their next round and unload it once its current list ends; the library then has it
-     * DISABLED. Enabling it before then cancels that. Refused (IllegalStateException) for a failed drive.
+     * DISABLED. A list asked of it meanwhile (before a scheduler's round saw the down) is refused, not started:
+     * its items fail with {@link TapeFailure.Kind#DRIVE_DOWN}. Enabling it before then cancels that. Refused (IllegalStateException) for a failed drive.
      */
     void setEnabled(String drive, boolean enabled);
 

@@ -112,6 +112,32 @@ class ScriptLibraryTest {
                 "read end", "dismount start", "dismount end");
     }
 
+    /**
+     * A drive an operator takes down runs the list under way, but a list asked after that (the scheduler sees the
+     * down only at its next round) is refused with DRIVE_DOWN, not run; the drive is DISABLED once unloaded.
+     */
+    @Test
+    void aListAskedOfADriveGoingDownIsRefusedNotRun() throws Exception {
+        SegmentRead first = segment(1);
+        ReadBatch running = lib.read("d1", List.of(first));
+        lib.setEnabled("d1", false);
+        SegmentRead next = segment(2);
+        ReadBatch refused = lib.read("d1", List.of(next));
+        FileWrite w = new FileWrite(7, "/w", Files.writeString(tmp.resolve("src"), "x"), 1);
+        WriteBatch write = lib.write("d1", List.of(w));
+        assertThat(get(running.result(first)).adler32()).isEqualTo(1);
+        for (CompletableFuture<?> f : List.of(refused.result(next), write.result(w))) {
+            ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, () -> get(f));
+            assertThat(e.getCause()).isInstanceOf(TapeFailure.class);
+            assertThat(((TapeFailure) e.getCause()).kind()).isEqualTo(TapeFailure.Kind.DRIVE_DOWN);
+        }
+        get(write.done());
+        assertThat(lib.drives().get(0)).isEqualTo(new DriveStatus("d1", DriveState.MOUNTED_IDLE, "V1", 100, true));
+        get(lib.dismount("d1"));
+        assertThat(state()).isEqualTo(DriveState.DISABLED);
+        assertThat(calls()).containsExactly("mount start", "mount end", "read start", "read end", "dismount start", "dismount end");
+    }
+
     @Test
     void aListFileThatCannotBeWrittenFailsTheListAndLeavesTheDriveIdle() throws Exception {
         Files.delete(work);

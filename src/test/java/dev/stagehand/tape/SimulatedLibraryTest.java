@@ -81,18 +81,28 @@ class SimulatedLibraryTest {
         assertThat(st.drives().get("drive01").readSeconds()).isCloseTo(4.5, within(1e-9));
     }
 
-    /** CTA's drive "down": a drive disabled while it holds a volume reads its list, and is DISABLED once unloaded. */
+    /**
+     * CTA's drive "down": a drive disabled while it holds a volume reads the list under way, refuses a new one
+     * (DRIVE_DOWN: the scheduler may ask before its next round sees the down), and is DISABLED once unloaded.
+     */
     @Test
     void aMountedDriveDisabledGoesDownOnceItsVolumeIsUnloaded() {
         SimulatedLibrary lib = library(1, 1);
         lib.mount("drive01", "V1");
         clock.runUntilIdle();
-        lib.setEnabled("drive01", false);
-        assertThat(lib.drive("drive01")).isEqualTo(new DriveStatus("drive01", DriveState.MOUNTED_IDLE, "V1", 0, true));
         SegmentRead s = seg(1, "V1", 0, 400_000_000L);
         CompletableFuture<ReadResult> r = lib.read("drive01", List.of(s)).result(s);
+        lib.setEnabled("drive01", false);
+        assertThat(lib.drive("drive01").downRequested()).isTrue();
         clock.runUntilIdle();
-        assertThat(r).isCompleted();
+        assertThat(r).as("the list under way is read").isCompleted();
+        assertThat(lib.drive("drive01")).isEqualTo(new DriveStatus("drive01", DriveState.MOUNTED_IDLE, "V1", 400_000_000L, true));
+        SegmentRead s2 = seg(2, "V1", 400_000_000L, 400_000_000L);
+        CompletableFuture<ReadResult> r2 = lib.read("drive01", List.of(s2)).result(s2);
+        clock.runUntilIdle();
+        assertThat(r2).isCompletedExceptionally();
+        assertThat(r2.handle((v, e) -> ((TapeFailure) e).kind()).join()).isEqualTo(TapeFailure.Kind.DRIVE_DOWN);
+        assertThat(lib.drive("drive01").state()).isEqualTo(DriveState.MOUNTED_IDLE);
         lib.dismount("drive01");
         clock.runUntilIdle();
         assertThat(lib.drive("drive01")).isEqualTo(new DriveStatus("drive01", DriveState.DISABLED, null, 0));

@@ -632,13 +632,15 @@ public final class ArchiveFlusher {
             if (e != null) {
                 Throwable cause = cause(e);
                 boolean cancelled = cause instanceof CancellationException;
+                // refused, not started, because an operator is taking the drive down: not the file's fault, not charged
+                boolean refused = cause instanceof TapeFailure down && down.kind() == TapeFailure.Kind.DRIVE_DOWN;
                 log.warn("archive: writing {} (copy {}) to {} failed: {}", f.name, c.copy, c.label, cause.toString());
-                String gone = cancelled ? null : bufferFileGone(f);
+                String gone = cancelled || refused ? null : bufferFileGone(f);
                 if (gone != null) { // writing it again cannot help: it was retried every backoff for ever
                     failForGood(c, f, gone);
                     return;
                 }
-                requeue(c, f, cancelled ? "write cancelled" : cause.getMessage(), !cancelled);
+                requeue(c, f, cancelled ? "write cancelled" : cause.getMessage(), !cancelled && !refused);
                 if (cause instanceof TapeFailure tf && (tf.kind() == TapeFailure.Kind.MEDIA_ERROR
                         || tf.kind() == TapeFailure.Kind.VOLUME_UNAVAILABLE))
                     closeVolume(c, tf.kind().name()); // no appending after a bad or full spot: the family moves on

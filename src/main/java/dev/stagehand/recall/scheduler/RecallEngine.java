@@ -763,6 +763,11 @@ public final class RecallEngine {
         TapeFailure tf = tapeFailure(e);
         if (tf == null || rootCause(e) instanceof CancellationException) {
             putBack(f);
+        } else if (tf.kind() == TapeFailure.Kind.DRIVE_DOWN) {
+            // the library refused the list: an operator took the drive down before this engine's round saw it.
+            // Nothing is wrong with the file or its volume: it waits, and the drive is unloaded once the list settles
+            d.draining = true;
+            putBack(f);
         } else if (tf.kind() == TapeFailure.Kind.DRIVE_FAILURE) {
             d.failed = true;
             model.requeue(f, v -> false);

@@ -159,6 +159,40 @@ class RecallEngineTest {
         assertThat(h.engine.model().request("r2").finished()).isTrue();
     }
 
+    /**
+     * The operator's down reaches the library at once but this engine only at its next intake round: a request
+     * arriving meanwhile for the mounted volume had its list started on the drive going down. The library now
+     * refuses it (DRIVE_DOWN): the file stays queued (not failed, its volume not marked unavailable), the drive is
+     * unloaded and DISABLED, and the file is read once the drive is enabled again.
+     */
+    @Test
+    void aListAskedOfADriveGoingDownBeforeTheEngineKnowsIsRefusedAndItsFilesWait() {
+        dev.stagehand.platform.VirtualClock clock = new dev.stagehand.platform.VirtualClock();
+        dev.stagehand.tape.SimulatedLibrary library = dev.stagehand.tape.SimulatedLibrary.builder(clock).drives(1).accessors(1).build();
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
+                QueueStore.IN_MEMORY, Staging.NONE, EngineListener.NONE);
+        engine.submit("r1", clock.now(), 0, "exp", List.of(file(1, "V1", 0, GB)));
+        for (int i = 0; i < 200 && !engine.model().request("r1").finished(); i++) clock.advance(Duration.ofSeconds(5));
+        assertThat(engine.model().request("r1").finished()).isTrue();
+        assertThat(library.drive("drive01").state()).isEqualTo(dev.stagehand.tape.DriveState.MOUNTED_IDLE);
+
+        library.setEnabled("drive01", false); // the engine is not told: its intake round has not come
+        engine.submit("r2", clock.now(), 0, "exp", List.of(file(2, "V1", 5 * GB, GB)));
+        clock.advance(Duration.ofSeconds(600));
+        assertThat(engine.model().request("r2").finished()).as("not read on the drive going down").isFalse();
+        assertThat(engine.model().file(2).state()).isEqualTo(FileWork.State.QUEUED);
+        assertThat(engine.unavailableVolumes()).isEmpty();
+        assertThat(library.drive("drive01")).isEqualTo(new dev.stagehand.tape.DriveStatus("drive01",
+                dev.stagehand.tape.DriveState.DISABLED, null, 0));
+
+        library.setEnabled("drive01", true);
+        engine.libraryDrives(library.drives());
+        clock.advance(Duration.ofSeconds(600));
+        assertThat(engine.model().request("r2").finished()).isTrue();
+        assertThat(engine.model().file(2).state()).isEqualTo(FileWork.State.ON_DISK);
+        library.close();
+    }
+
     @Test
     void agingServesAnOldLowPriorityRequestBeforeAStreamOfUrgentOnes() {
         double aging = 1200;
