@@ -130,6 +130,54 @@ class TapeLibraryPersistenceIT {
         mount.cancel(true); // kills the first library's mount script
     }
 
+    /**
+     * Drive down across a restart (the saved flag read back): a mounted drive taken down is still going down in the
+     * next library (a list refused, DISABLED once unloaded), and one that failed while going down, or whose mount the
+     * stop cut off (FAILED: where its cartridge is nobody knows), is DISABLED, not back in service, once recovered, as
+     * without the restart.
+     */
+    @Test
+    void aDriveGoingDownIsStillGoingDownAfterARestart(@TempDir Path tmp) throws Exception {
+        String lib = "it-" + UUID.randomUUID().toString().substring(0, 8);
+        TapeProperties.Script cfg = hsmScript(tmp, """
+                #!/bin/sh
+                # verb drive volume [list]: reads on d1 report every file; a read on d2 breaks the drive; d3 is slow to mount
+                if [ "$1" = mount ] && [ "$2" = d3 ]; then sleep 30; fi
+                if [ "$1" = read ] && [ "$2" = d2 ]; then sleep 1; exit 3; fi
+                if [ "$1" = read ]; then while IFS="$(printf '\\t')" read -r id rest; do echo "OK $id 1"; done < "$4"; fi
+                """, Duration.ofSeconds(30), Duration.ofSeconds(30));
+        LibraryLayout layout = new LibraryLayout(lib, List.of("d1", "d2", "d3"), 1);
+        ScriptLibrary hsm = new ScriptLibrary(layout, cfg, store, List.of());
+        hsm.mount("d1", "D00001").get(30, TimeUnit.SECONDS);
+        hsm.mount("d2", "D00002").get(30, TimeUnit.SECONDS);
+        hsm.setEnabled("d1", false);
+        SegmentRead onD2 = new SegmentRead(2, "/d/2", "D00002", 0, 100, tmp.resolve("f2"));
+        ReadBatch breaking = hsm.read("d2", List.of(onD2));
+        hsm.setEnabled("d2", false); // while its list runs: the drive then fails with its volume
+        breaking.done().get(30, TimeUnit.SECONDS);
+        java.util.concurrent.CompletableFuture<Void> cutOff = hsm.mount("d3", "D00003");
+        hsm.setEnabled("d3", false);
+        assertThat(store.load(lib)).containsExactly(new DriveStatus("d1", DriveState.MOUNTED_IDLE, "D00001", 0, true),
+                new DriveStatus("d2", DriveState.FAILED, "D00002", 0, true),
+                new DriveStatus("d3", DriveState.MOUNTING, "D00003", 0, true));
+
+        ScriptLibrary restarted = new ScriptLibrary(layout, cfg, store, store.load(lib));
+        assertThat(restarted.drives()).containsExactly(new DriveStatus("d1", DriveState.MOUNTED_IDLE, "D00001", 0, true),
+                new DriveStatus("d2", DriveState.FAILED, "D00002", 0, true),
+                new DriveStatus("d3", DriveState.FAILED, "D00003", 0, true));
+        SegmentRead onD1 = new SegmentRead(1, "/d/1", "D00001", 0, 100, tmp.resolve("f1"));
+        assertThatThrownBy(() -> restarted.read("d1", List.of(onD1)).result(onD1).get(30, TimeUnit.SECONDS))
+                .hasCauseInstanceOf(TapeFailure.class).hasMessageContaining("DRIVE_DOWN");
+        restarted.dismount("d1").get(30, TimeUnit.SECONDS);
+        restarted.recover("d2").get(30, TimeUnit.SECONDS);
+        restarted.recover("d3").get(30, TimeUnit.SECONDS);
+        List<DriveStatus> down = List.of(new DriveStatus("d1", DriveState.DISABLED, null, 0),
+                new DriveStatus("d2", DriveState.DISABLED, null, 0), new DriveStatus("d3", DriveState.DISABLED, null, 0));
+        assertThat(restarted.drives()).isEqualTo(down);
+        assertThat(store.load(lib)).isEqualTo(down);
+        cutOff.cancel(true); // kills the first library's mount script
+    }
+
     @Test
     void theTableRefusesInconsistentRows() {
         assertThatThrownBy(() -> jdbc.update(

@@ -141,9 +141,10 @@ public final class ScriptLibrary implements TapeLibrary {
     private DriveStatus restored(DriveStatus s) {
         DriveStatus r = restored0(s);
         if (!s.downRequested()) return r;
-        // taken down while it held a volume: still going down, or down once empty
+        // taken down while it held a volume: still going down, or down once empty. A drive FAILED (its mount or
+        // dismount cut off by the stop, too) keeps the request: recovered, it is DISABLED, as without the restart
         if (r.state() == DriveState.EMPTY) return new DriveStatus(r.drive(), DriveState.DISABLED, null, 0);
-        if (r.state() == DriveState.DISABLED || r.state() == DriveState.FAILED) return r;
+        if (r.state() == DriveState.DISABLED) return r;
         return new DriveStatus(r.drive(), r.state(), r.volume(), r.bytesMoved(), true);
     }
 

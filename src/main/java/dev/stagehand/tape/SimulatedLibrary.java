@@ -366,7 +366,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
                 case MOUNTING, MOUNTED_IDLE, LOCATING, READING, WRITING, UNLOADING -> true;
                 default -> false;
             };
-            if (holding && d.down == enabled) {
+            if (holding && d.down == enabled || enabled && d.down) { // a FAILED drive may be going down too
                 d.down = !enabled;
                 DriveStatus st = d.status();
                 Instant now = clock.now();
@@ -544,7 +544,8 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
             default -> s.volume() == null ? DriveState.EMPTY : DriveState.MOUNTED_IDLE;
         };
         if (s.downRequested() && state == DriveState.EMPTY) state = DriveState.DISABLED; // taken down, and now empty
-        d.down = s.downRequested() && state != DriveState.DISABLED && state != DriveState.FAILED;
+        // a FAILED drive keeps the request: recovered, it is DISABLED, as without the restart
+        d.down = s.downRequested() && state != DriveState.DISABLED;
         d.state = state;
         d.volume = state == DriveState.EMPTY || state == DriveState.DISABLED ? null : s.volume();
         d.bytesMoved = d.volume == null ? 0 : s.bytesMoved();

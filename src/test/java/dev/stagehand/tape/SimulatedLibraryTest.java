@@ -110,6 +110,27 @@ class SimulatedLibraryTest {
         assertThat(lib.drive("drive01").state()).isEqualTo(DriveState.EMPTY);
     }
 
+    /**
+     * A drive that failed while going down (or whose mount the stop cut off) keeps the request across a restart:
+     * recovered, it is DISABLED, as without the restart; it was back in service. One still holding its volume is
+     * still going down.
+     */
+    @Test
+    void aDriveGoingDownIsStillGoingDownAfterARestartEvenWhenItFailed() {
+        SimulatedLibrary lib = SimulatedLibrary.builder(clock).drives(3).accessors(1).root(tmp.resolve("tape"))
+                .initialDrives(List.of(new DriveStatus("drive01", DriveState.FAILED, "V1", 0, true),
+                        new DriveStatus("drive02", DriveState.MOUNTING, "V2", 0, true),
+                        new DriveStatus("drive03", DriveState.MOUNTED_IDLE, "V3", 0, true))).build();
+        assertThat(lib.drive("drive01")).isEqualTo(new DriveStatus("drive01", DriveState.FAILED, "V1", 0, true));
+        assertThat(lib.drive("drive02")).as("its cartridge back in its slot").isEqualTo(new DriveStatus("drive02", DriveState.DISABLED, null, 0));
+        assertThat(lib.drive("drive03")).isEqualTo(new DriveStatus("drive03", DriveState.MOUNTED_IDLE, "V3", 0, true));
+        lib.recover("drive01");
+        lib.dismount("drive03");
+        clock.runUntilIdle();
+        assertThat(lib.drive("drive01")).isEqualTo(new DriveStatus("drive01", DriveState.DISABLED, null, 0));
+        assertThat(lib.drive("drive03")).isEqualTo(new DriveStatus("drive03", DriveState.DISABLED, null, 0));
+    }
+
     @Test
     void unloadAfter60GigabytesTakes195Seconds() {
         SimulatedLibrary lib = library(1, 1);

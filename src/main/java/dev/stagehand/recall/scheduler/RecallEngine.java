@@ -116,7 +116,12 @@ public final class RecallEngine {
         for (DriveStatus s : library.drives()) {
             Drive d = new Drive(s.drive());
             switch (s.state()) {
-                case MOUNTED_IDLE -> { d.state = DState.IDLE; d.volume = s.volume(); d.moved = s.bytesMoved(); }
+                case MOUNTED_IDLE -> {
+                    d.state = DState.IDLE;
+                    d.volume = s.volume();
+                    d.moved = s.bytesMoved();
+                    d.draining = s.downRequested(); // taken down before a restart: unloaded at the first pass
+                }
                 // a failed drive may hold its cartridge: that volume is known to be stuck, not mounted elsewhere
                 case FAILED, DISABLED -> { d.state = DState.FAILED; d.volume = s.volume(); }
                 case EMPTY -> { }

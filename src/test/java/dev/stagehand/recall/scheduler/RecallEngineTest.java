@@ -193,6 +193,28 @@ class RecallEngineTest {
         library.close();
     }
 
+    /**
+     * Restarted with a drive an operator was taking down (the saved flag read back): the engine unloads it at
+     * once and it is DISABLED. It was taken for an idle drive like any other, kept mounted until its idle time ran
+     * out (or the intake's next look at the library).
+     */
+    @Test
+    void aDriveGoingDownWhenTheServiceStoppedIsUnloadedAtStart() {
+        dev.stagehand.platform.VirtualClock clock = new dev.stagehand.platform.VirtualClock();
+        dev.stagehand.tape.SimulatedLibrary library = dev.stagehand.tape.SimulatedLibrary.builder(clock).drives(2).accessors(1)
+                .initialDrives(List.of(new dev.stagehand.tape.DriveStatus("drive01", dev.stagehand.tape.DriveState.MOUNTED_IDLE, "V1", 0, true),
+                        new dev.stagehand.tape.DriveStatus("drive02", dev.stagehand.tape.DriveState.MOUNTED_IDLE, "V2", 0)))
+                .build();
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
+                QueueStore.IN_MEMORY, Staging.NONE, EngineListener.NONE);
+        engine.requestPass();
+        clock.advance(Duration.ofSeconds(200)); // less than the idle dismount (300 s)
+        assertThat(library.drive("drive01")).isEqualTo(new dev.stagehand.tape.DriveStatus("drive01",
+                dev.stagehand.tape.DriveState.DISABLED, null, 0));
+        assertThat(library.drive("drive02").state()).as("not going down: kept").isEqualTo(dev.stagehand.tape.DriveState.MOUNTED_IDLE);
+        library.close();
+    }
+
     @Test
     void agingServesAnOldLowPriorityRequestBeforeAStreamOfUrgentOnes() {
         double aging = 1200;
