@@ -48,7 +48,7 @@ final class DriveReadiness {
      * arriving meanwhile (a bulk recall's next, bigger tapes). A pass runs again once it is old enough.
      */
     boolean holdLastDrive(VolumeQueue q, double now, Set<Drive> victims, List<VolumeQueue> cands, int i) {
-        if (config.policy() != Policy.TAPE_AWARE || drives.size() < 4 || q.completable() != 0
+        if (config.policy() != Policy.TAPE_AWARE || engine.usableDrives() < 4 || q.completable() != 0
                 || mountPlanner.worthMounting(q, now)) return false;
         // Balancing may put q ahead of worthy queues (a longer tape of the same bulk recall, arrived later):
         // holding q would not keep the drive free, the next worthy one would take it instead of q.
@@ -81,9 +81,11 @@ final class DriveReadiness {
      */
     void keepDrivesReady(Set<Drive> taken) {
         int ready = 0;
-        for (Drive d : drives.values()) if (d.state == DState.EMPTY || d.state == DState.UNLOADING) ready++;
-        // with fewer than four drives an empty one is too large a share of the capacity to hold back
-        int want = drives.size() < 4 ? 0 : (int) (drives.size() * READY_SHARE);
+        for (Drive d : drives.values()) if (RecallEngine.usable(d) && (d.state == DState.EMPTY || d.state == DState.UNLOADING)) ready++;
+        // with fewer than four drives an empty one is too large a share of the capacity to hold back. Only the
+        // drives this engine can use: not failed, disabled, going down or another instance's (a shared library)
+        int usable = engine.usableDrives();
+        int want = usable < 4 ? 0 : (int) (usable * READY_SHARE);
         double now = engine.now();
         while (ready < want) {
             double soonest = Double.POSITIVE_INFINITY;

@@ -63,7 +63,7 @@ final class LongWorkShare {
         if (mountPlanner.starving(head, now)) return i;
         int holding = 0, usable = 0;
         for (Drive d : drives.values()) {
-            if (d.state == DState.FAILED) continue;
+            if (!RecallEngine.usable(d)) continue; // failed, disabled, going down or another instance's
             usable++;
             if (d.longWork && d.volume != null && d.state != DState.UNLOADING) holding++;
         }

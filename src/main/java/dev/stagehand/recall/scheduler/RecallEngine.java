@@ -414,7 +414,8 @@ public final class RecallEngine {
             if (d.state == DState.MOUNTING) mounting++;
         }
         double tailLine = shortRequestsFirst.recentP95();
-        List<VolumeQueue> cands = mountPlanner.rank(model, now, busy, inUse, tailLine, drives.size());
+        int usable = usableDrives();
+        List<VolumeQueue> cands = mountPlanner.rank(model, now, busy, inUse, tailLine, usable);
         List<VolumeQueue> ranked = cands;
         int limit = config.policy() == Policy.TAPE_AWARE ? accessors * config.exchangesPerAccessor() : Integer.MAX_VALUE;
         boolean rerank = !config.experimentShares().isEmpty(); // shares move with every mount
@@ -470,7 +471,7 @@ public final class RecallEngine {
                     free[di] = now + s + cost.dismountSeconds(q.bytes());
                 }
                 if (rerank) {
-                    cands = mountPlanner.rank(model, now, busy, inUse, tailLine, drives.size());
+                    cands = mountPlanner.rank(model, now, busy, inUse, tailLine, usable);
                     i = -1;
                 }
                 continue;
@@ -490,10 +491,25 @@ public final class RecallEngine {
     private long roomForMounts() {
         long promisedBytes = 0;
         for (long p : promised.values()) promisedBytes += p;
-        long wanted = promisedBytes + Math.max(staging.usefulBatchBytes(), 1) * (long) drives.size();
+        long wanted = promisedBytes + Math.max(staging.usefulBatchBytes(), 1) * (long) Math.max(1, usableDrives());
         long room = staging.reservableBytes(wanted);
         if (room != Long.MAX_VALUE) room -= promisedBytes;
         return room;
+    }
+
+    /**
+     * Whether the drive can take new work here: not failed, disabled or used by another instance sharing the
+     * library (all FAILED here), nor going down. Mount plans are sized by these drives only: counting another
+     * instance's drives made two drives of four look like four (half of them then kept empty).
+     */
+    static boolean usable(Drive d) {
+        return d.state != DState.FAILED && !d.draining;
+    }
+
+    int usableDrives() {
+        int n = 0;
+        for (Drive d : drives.values()) if (usable(d)) n++;
+        return n;
     }
 
     // hasWork, firstDrive, mount, dismount and startBatch are package-private: DriveReadiness and FifoPolicy

@@ -36,6 +36,7 @@ final class FakeLibrary implements TapeLibrary {
     final Set<String> outOfService = new HashSet<>(); // drives reported DISABLED
     final Set<String> goingDown = new HashSet<>(); // disabled while holding a volume: DISABLED once unloaded
     final List<String> dismounts = new ArrayList<>();
+    final Set<String> elsewhere = new HashSet<>(); // drives reported ELSEWHERE (used by another instance)
     int maxConcurrentMoves;
     private final List<double[]> moves = new ArrayList<>();
 
@@ -53,7 +54,7 @@ final class FakeLibrary implements TapeLibrary {
     public List<DriveStatus> drives() {
         List<DriveStatus> l = new ArrayList<>();
         for (String d : layout.drives()) {
-            l.add(new DriveStatus(d, outOfService.contains(d) ? DriveState.DISABLED
+            l.add(new DriveStatus(d, elsewhere.contains(d) ? DriveState.ELSEWHERE : outOfService.contains(d) ? DriveState.DISABLED
                     : mounted.containsKey(d) ? DriveState.MOUNTED_IDLE : DriveState.EMPTY, mounted.get(d), 0, goingDown.contains(d)));
         }
         return l;

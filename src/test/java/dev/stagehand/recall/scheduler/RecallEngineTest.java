@@ -215,6 +215,28 @@ class RecallEngineTest {
         library.close();
     }
 
+    /**
+     * A shared library: of four drives, two are used by another instance (ELSEWHERE). This engine has two drives,
+     * too few to hold one back empty for requests to come; counting the other instance's it kept half of four
+     * "ready" and so unloaded both its drives as soon as their reads ended (a volume's next request mounted it again).
+     */
+    @Test
+    void drivesAnotherInstanceUsesAreNotCountedWhenKeepingDrivesReady() {
+        TestClock clock = new TestClock();
+        FakeLibrary library = new FakeLibrary(clock, 4, 1);
+        library.elsewhere.addAll(List.of("d2", "d3"));
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
+                QueueStore.IN_MEMORY, Staging.NONE, EngineListener.NONE);
+        clock.schedule(Duration.ZERO, () -> engine.submit("r1", Instant.EPOCH, 0, "exp",
+                List.of(file(1, "V1", 0, 100 * GB), file(2, "V2", 0, 100 * GB))));
+        double t = 0;
+        while (library.reads.size() < 2 && t < 10_000) clock.run(t += 1);
+        assertThat(library.mounts).containsExactlyInAnyOrder("V1", "V2");
+        clock.run(t + 100); // well within the idle dismount (300 s)
+        assertThat(library.dismounts).as("both drives keep their volumes while idle").isEmpty();
+        assertThat(engine.driveStates()).containsEntry("d2", "FAILED").containsEntry("d3", "FAILED");
+    }
+
     @Test
     void agingServesAnOldLowPriorityRequestBeforeAStreamOfUrgentOnes() {
         double aging = 1200;
