@@ -155,17 +155,23 @@ class ScriptLibraryIT {
         assertThat(Files.readAllLines(root.resolve("read-metadata.log"))).hasSize(1);
     }
 
-    /** CTA's drive "down": a drive disabled while it holds a volume finishes its list, and is DISABLED once unloaded. */
+    /**
+     * CTA's drive "down": a drive disabled while it holds a volume finishes its list, refuses a new one (DRIVE_DOWN),
+     * and is DISABLED once unloaded.
+     */
     @Test
     void aMountedDriveDisabledGoesDownOnceItsVolumeIsUnloaded() throws Exception {
         ScriptLibrary lib = library(Duration.ofSeconds(30));
         get(lib.mount("drive01", "V1"));
-        lib.setEnabled("drive01", false);
-        assertThat(lib.drives().get(0).state()).isEqualTo(DriveState.MOUNTED_IDLE);
         SegmentRead a = new SegmentRead(1, "/d/a", "V1", 0, 100_000, tmp.resolve("cache/a"));
-        ReadBatch batch = lib.read("drive01", List.of(a)); // the schedulers give it no new list; one under way ends
+        ReadBatch batch = lib.read("drive01", List.of(a));
+        lib.setEnabled("drive01", false); // the list under way ends
+        assertThat(lib.drives().get(0).downRequested()).isTrue();
         get(batch.done());
         assertThat(get(batch.result(a)).adler32()).isEqualTo(adler(tmp.resolve("cache/a")));
+        assertThat(lib.drives().get(0).state()).isEqualTo(DriveState.MOUNTED_IDLE);
+        SegmentRead b = new SegmentRead(2, "/d/b", "V1", 100_000, 100_000, tmp.resolve("cache/b"));
+        assertThat(failure(lib.read("drive01", List.of(b)).result(b)).kind()).as("no new list").isEqualTo(TapeFailure.Kind.DRIVE_DOWN);
         get(lib.dismount("drive01"));
         assertThat(lib.drives().get(0).state()).isEqualTo(DriveState.DISABLED);
         assertThat(log.getLast()).isEqualTo("drive01 DISABLED");
