@@ -95,8 +95,10 @@ class SharedLibraryIT {
                 }
             }
         };
+        List<DriveStatus> rows = store.load(libraryName); // as TapeConfiguration builds it
+        if (shared) rows = SharedDrives.rowsToRestore(db, libraryName, instance, rows);
         ScriptLibrary script = new ScriptLibrary(new LibraryLayout(libraryName, List.of("drive01"), 1), cfg,
-                LibraryEvents.all(List.of(store, tracker)), store.load(libraryName));
+                LibraryEvents.all(List.of(store, tracker)), rows);
         return shared ? new SharedDrives(script, db, store, instance, Duration.ofSeconds(2)) : script;
     }
 
@@ -184,6 +186,39 @@ class SharedLibraryIT {
         assertThat(allDone(requests)).isTrue();
         assertThat(jdbc.queryForObject("SELECT count(*) FROM drive_lease WHERE library = ?", Integer.class, libraryName))
                 .as("leases given up on shutdown").isZero();
+    }
+
+    /**
+     * An instance starting while another is mounting on a shared drive took that drive's row for its own state
+     * cut off by a stop: it warned that the drive 'was MOUNTING when the service stopped' and held it FAILED behind
+     * ELSEWHERE. It now leaves such a drive alone; if that instance dies mid-mount, the takeover reads the row then.
+     */
+    @Test
+    @org.junit.jupiter.api.extension.ExtendWith(org.springframework.boot.test.system.OutputCaptureExtension.class)
+    void anInstanceStartingWhileAnotherMountsDoesNotTakeThatMountForOneItsStopCutOff(
+            org.springframework.boot.test.system.CapturedOutput output) throws Exception {
+        tag = "M" + UUID.randomUUID().toString().substring(0, 6);
+        libraryName = "shared-" + tag;
+        String ia = "a-" + tag, ib = "b-" + tag;
+        // A is mounting on drive01: its lease and its row
+        jdbc.update("INSERT INTO drive_lease (library, drive, instance, lease_until) VALUES (?, 'drive01', ?, now() + interval '1 minute')",
+                libraryName, ia);
+        new DriveStateStore(db).save(libraryName, new DriveStatus("drive01", DriveState.MOUNTING, tag + "a", 0));
+        SharedDrives libB = (SharedDrives) library(ib, true);
+        libB.sync();
+        try {
+            assertThat(libB.drives().getFirst().state()).isEqualTo(DriveState.ELSEWHERE);
+            assertThat(output.getAll()).as("no warning about a mount B never made").doesNotContain("when the service stopped");
+            assertThat(libB.script().drives().getFirst().state()).isEqualTo(DriveState.EMPTY);
+
+            // A dies mid-mount: B takes the drive over as A's row says, and now the cut-off mount is B's to report
+            jdbc.update("UPDATE drive_lease SET lease_until = now() - interval '1 second' WHERE library = ?", libraryName);
+            libB.sync();
+            assertThat(libB.drives().getFirst()).isEqualTo(new DriveStatus("drive01", DriveState.FAILED, tag + "a", 0));
+            assertThat(output.getAll()).contains("was MOUNTING " + tag + "a when the service stopped");
+        } finally {
+            libB.close();
+        }
     }
 
     @Test

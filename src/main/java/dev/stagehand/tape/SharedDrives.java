@@ -52,6 +52,20 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
         this.name = library.layout().name();
     }
 
+    /**
+     * The saved drive rows a starting instance's script driver is built from: all but those of drives another
+     * instance holds a live lease on. That instance is using them, and a mount or dismount it has under way was not
+     * cut off by a stop: restored, such a drive was held FAILED with a warning that it was MOUNTING when the service
+     * stopped. Its row is read when this instance takes the drive ({@link ScriptLibrary#adopt}); until then it is
+     * {@link DriveState#ELSEWHERE} here.
+     */
+    public static List<DriveStatus> rowsToRestore(JdbcClient jdbc, String library, String instance, List<DriveStatus> persisted) {
+        Set<String> held = new HashSet<>(jdbc.sql(
+                "SELECT drive FROM drive_lease WHERE library = ? AND instance <> ? AND lease_until >= now()")
+                .params(library, instance).query(String.class).list());
+        return persisted.stream().filter(s -> !held.contains(s.drive())).toList();
+    }
+
     /** Looks once, then keeps the leases renewed (every quarter of the lease) until {@link #close}. */
     public synchronized SharedDrives start() {
         sync();

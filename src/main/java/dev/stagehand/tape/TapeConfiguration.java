@@ -73,11 +73,12 @@ class TapeConfiguration {
             case SCRIPT -> {
                 List<String> names = new ArrayList<>();
                 for (int i = 1; i <= props.drives(); i++) names.add(String.format("%s%02d", props.drivePrefix(), i));
+                String instance = InstanceId.orHostAndPid(shared.instanceId());
+                if (shared.enabled()) persisted = SharedDrives.rowsToRestore(jdbc, props.library(), instance, persisted);
                 ScriptLibrary script = new ScriptLibrary(new LibraryLayout(props.library(), names, props.accessors()),
                         props.script(), events, persisted);
                 // closed with the context (inferred close()): its drive leases are given up
-                yield shared.enabled() ? new SharedDrives(script, jdbc, store,
-                        InstanceId.orHostAndPid(shared.instanceId()), shared.lease()).start() : script;
+                yield shared.enabled() ? new SharedDrives(script, jdbc, store, instance, shared.lease()).start() : script;
             }
         };
     }
