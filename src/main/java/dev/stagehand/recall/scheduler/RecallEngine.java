@@ -789,6 +789,7 @@ public final class RecallEngine {
             // Nothing is wrong with the file or its volume: it waits, and the drive is unloaded once the list settles
             d.draining = true;
             putBack(f);
+            if (config.policy() == Policy.FIFO) fifo.backToHead(f); // its turn kept: it is read once a drive takes its volume
         } else if (tf.kind() == TapeFailure.Kind.DRIVE_FAILURE) {
             d.failed = true;
             model.requeue(f, v -> false);

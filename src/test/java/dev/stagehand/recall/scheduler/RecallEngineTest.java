@@ -165,11 +165,12 @@ class RecallEngineTest {
      * refuses it (DRIVE_DOWN): the file stays queued (not failed, its volume not marked unavailable), the drive is
      * unloaded and DISABLED, and the file is read once the drive is enabled again.
      */
-    @Test
-    void aListAskedOfADriveGoingDownBeforeTheEngineKnowsIsRefusedAndItsFilesWait() {
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.EnumSource(value = Policy.class, names = {"TAPE_AWARE", "FIFO"})
+    void aListAskedOfADriveGoingDownBeforeTheEngineKnowsIsRefusedAndItsFilesWait(Policy policy) {
         dev.stagehand.platform.VirtualClock clock = new dev.stagehand.platform.VirtualClock();
         dev.stagehand.tape.SimulatedLibrary library = dev.stagehand.tape.SimulatedLibrary.builder(clock).drives(1).accessors(1).build();
-        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(policy),
                 QueueStore.IN_MEMORY, Staging.NONE, EngineListener.NONE);
         engine.submit("r1", clock.now(), 0, "exp", List.of(file(1, "V1", 0, GB)));
         for (int i = 0; i < 200 && !engine.model().request("r1").finished(); i++) clock.advance(Duration.ofSeconds(5));
