@@ -85,6 +85,11 @@ class ArchiveRoundsIT {
 
     /** A simulated library with one write drive, the buffer and the flusher on the virtual clock; failed writes wait 1 min. */
     void start() {
+        start(l -> l);
+    }
+
+    /** As {@link #start()}, the flusher seeing the library through {@code view}. */
+    void start(java.util.function.UnaryOperator<dev.stagehand.tape.TapeLibrary> view) {
         long volumeCapacity = 100 * MB;
         TapeModel small = TapeModel.lto9().withCapacity(volumeCapacity);
         lib = SimulatedLibrary.builder(clock).name("r" + tag).drives(2).accessors(1).model(small)
@@ -96,7 +101,7 @@ class ArchiveRoundsIT {
             @Override public Instant instant() { return clock.now(); }
         };
         buffer = new JdbcArchiveBuffer(jdbc, tx, p, volumeCapacity, List.of(), c);
-        flusher = new ArchiveFlusher(jdbc, tx, lib, new DriveRoles(1).writeDrives(lib.layout()), p, volumeCapacity, e -> {},
+        flusher = new ArchiveFlusher(jdbc, tx, view.apply(lib), new DriveRoles(1).writeDrives(lib.layout()), p, volumeCapacity, e -> {},
                 p.instanceId(), c);
         flusher.start();
     }
@@ -244,6 +249,46 @@ class ArchiveRoundsIT {
         assertTotalsExact();
         ItDb.retireArchiveBuffer(jdbc);
         assertThat(count("SELECT count(*) FROM archive_family_queue WHERE family LIKE ?", "%" + tag)).isZero();
+    }
+
+    /**
+     * An operator takes the write drive down after the flusher's poll looked at it (here: as its write list is
+     * asked): the library refuses the list (DRIVE_DOWN) and its copies go back to the queue at once, not charged
+     * an attempt nor held for the retry backoff as a failed write is; the next poll unloads the drive (DISABLED),
+     * and once it is enabled again the files are written.
+     */
+    @Test
+    void aWriteListRefusedOnADriveGoingDownPutsItsCopiesBackUncharged() throws Exception {
+        boolean[] armed = {true};
+        start(l -> (dev.stagehand.tape.TapeLibrary) java.lang.reflect.Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {dev.stagehand.tape.TapeLibrary.class}, (proxy, m, args) -> {
+                    if (m.getName().equals("write") && armed[0]) {
+                        armed[0] = false;
+                        l.setEnabled((String) args[0], false);
+                    }
+                    try {
+                        return m.invoke(l, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                }));
+        String writeDrive = new DriveRoles(1).writeDrives(lib.layout()).getFirst();
+        Long[] ids = register("single-" + tag, "single", 2).toArray(Long[]::new);
+        for (int i = 0; i < 20 && lib.drive(writeDrive).state() != dev.stagehand.tape.DriveState.DISABLED; i++) {
+            flusher.poll();
+            clock.advance(Duration.ofSeconds(20));
+        }
+        assertThat(armed[0]).as("a write list was asked").isFalse();
+        assertThat(lib.drive(writeDrive).state()).isEqualTo(dev.stagehand.tape.DriveState.DISABLED);
+        assertThat(jdbc.queryForList("SELECT state || ' ' || attempts || ' ' || (not_before <= ?) FROM archive_copy WHERE file_id = ANY(?)",
+                String.class, Timestamp.from(clock.now()), ids)).containsExactly("queued 0 true", "queued 0 true");
+        assertThat(jdbc.queryForList("SELECT error FROM archive_copy WHERE file_id = ANY(?)", String.class, (Object) ids))
+                .allSatisfy(e -> assertThat(e).contains("DRIVE_DOWN"));
+        assertTotalsExact();
+
+        lib.setEnabled(writeDrive, true);
+        flushUntil(() -> count("SELECT count(*) FROM archive_file WHERE file_id = ANY(?) AND state IN ('archived', 'evictable')",
+                (Object) ids) == 2 && !flusher.busy());
     }
 
     /**
