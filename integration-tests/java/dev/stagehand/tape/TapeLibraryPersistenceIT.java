@@ -75,6 +75,36 @@ class TapeLibraryPersistenceIT {
                 LIBRARY)).containsEntry("state", "empty").containsEntry("volume_label", null);
     }
 
+    /** The simulated driver: the down request is saved with the drive and read back by the next library. */
+    @Test
+    void aSimulatedDriveGoingDownIsStillGoingDownAfterARestart() {
+        VirtualClock vc = (VirtualClock) clock;
+        library.mount("drive02", "P00002");
+        vc.runUntilIdle();
+        library.setEnabled("drive02", false);
+        vc.runUntilIdle();
+        assertThat(jdbc.queryForObject("SELECT down_requested FROM tape_drive WHERE library = ? AND name = 'drive02'",
+                Boolean.class, LIBRARY)).isTrue();
+
+        VirtualClock restartedClock = new VirtualClock();
+        SimulatedLibrary restarted = SimulatedLibrary.builder(restartedClock).name(LIBRARY).drives(2)
+                .initialDrives(store.load(LIBRARY)).build();
+        assertThat(restarted.drive("drive02")).isEqualTo(new DriveStatus("drive02", DriveState.MOUNTED_IDLE, "P00002", 0, true));
+        SegmentRead s = new SegmentRead(2, "/p/2", "P00002", 0, 1_000_000L, null);
+        java.util.concurrent.CompletableFuture<ReadResult> refused = restarted.read("drive02", List.of(s)).result(s);
+        restartedClock.runUntilIdle();
+        assertThat(refused).isCompletedExceptionally();
+        restarted.dismount("drive02");
+        restartedClock.runUntilIdle();
+        assertThat(restarted.drive("drive02")).isEqualTo(new DriveStatus("drive02", DriveState.DISABLED, null, 0));
+
+        library.setEnabled("drive02", true); // this library's drive: back in service, its volume unloaded
+        library.dismount("drive02");
+        vc.runUntilIdle();
+        assertThat(jdbc.queryForMap("SELECT state, down_requested FROM tape_drive WHERE library = ? AND name = 'drive02'", LIBRARY))
+                .containsEntry("state", "empty").containsEntry("down_requested", false);
+    }
+
     /** One site script for every verb (its first argument), with the mount limit and the other calls' limit. */
     static TapeProperties.Script hsmScript(Path tmp, String body, Duration mountLimit, Duration limit) throws java.io.IOException {
         Path script = tmp.resolve("hsm.sh");
