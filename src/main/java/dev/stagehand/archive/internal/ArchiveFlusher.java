@@ -6,10 +6,14 @@ import dev.stagehand.archive.internal.FlushPlanner.FamilyQueue;
 import dev.stagehand.tape.DriveState;
 import dev.stagehand.tape.DriveStatus;
 import dev.stagehand.tape.FileWrite;
+import dev.stagehand.tape.ReadBatch;
+import dev.stagehand.tape.ReadResult;
+import dev.stagehand.tape.SegmentRead;
 import dev.stagehand.tape.TapeFailure;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.WriteBatch;
 import dev.stagehand.tape.WriteBatch.WrittenSegment;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -474,8 +478,8 @@ public final class ArchiveFlusher {
                 + "back from {} to write it again", r.copy, r.name, r.badVolume, r.badState, r.goodLabel);
         CompletableFuture<Void> ready;
         try {
-            java.nio.file.Files.createDirectories(r.target.getParent());
-            java.nio.file.Files.deleteIfExists(r.target);
+            Files.createDirectories(r.target.getParent());
+            Files.deleteIfExists(r.target);
             if (r.goodLabel.equals(job.volume)) ready = CompletableFuture.completedFuture(null);
             else if (job.volume != null) {
                 String out = job.volume;
@@ -492,15 +496,15 @@ public final class ArchiveFlusher {
 
     private synchronized void readBack(DriveJob job, Restore r) {
         job.volume = r.goodLabel;
-        dev.stagehand.tape.SegmentRead seg = new dev.stagehand.tape.SegmentRead(r.fileId, r.name, r.goodLabel, r.offset, r.size, r.target);
-        dev.stagehand.tape.ReadBatch batch;
+        SegmentRead seg = new SegmentRead(r.fileId, r.name, r.goodLabel, r.offset, r.size, r.target);
+        ReadBatch batch;
         try {
             batch = library.read(job.drive, List.of(seg));
         } catch (RuntimeException e) {
             restored(job, r, e);
             return;
         }
-        CompletableFuture<dev.stagehand.tape.ReadResult> result = batch.result(seg);
+        CompletableFuture<ReadResult> result = batch.result(seg);
         batch.done().whenComplete((v, e) -> result.whenComplete((x, err) -> restored(job, r, err)));
     }
 
@@ -519,7 +523,7 @@ public final class ArchiveFlusher {
                 if (!sum.equals(r.adler32)) why = "read back with Adler32 " + sum + ", registered " + r.adler32;
             }
             if (why != null) {
-                java.nio.file.Files.deleteIfExists(r.target);
+                Files.deleteIfExists(r.target);
                 log.warn("archive: reading back {} from {} failed ({}); tried again after the retry backoff", r.name, r.goodLabel, why);
                 jdbc.update("UPDATE archive_copy SET lease_until = ? WHERE file_id = ? AND copy_no = ? AND state = 'done' AND claimed_by = ?",
                         Timestamp.from(Instant.now().plus(props.flush().retryBackoff())), r.fileId, r.copy, instance);
@@ -540,7 +544,7 @@ public final class ArchiveFlusher {
                 return false;
             }));
             if (!back) {
-                java.nio.file.Files.deleteIfExists(r.target);
+                Files.deleteIfExists(r.target);
                 log.warn("archive: {} read back from {} is discarded: its claim lapsed or the file changed meanwhile", r.name, r.goodLabel);
             }
         } catch (java.io.IOException | RuntimeException e) {
@@ -672,7 +676,7 @@ public final class ArchiveFlusher {
     private FileArchived recordWritten(Claim c, Item f, WrittenSegment seg) {
         // the copy first, as every claim, requeue and delete locks it: the claim cannot lapse or move under this record
         boolean held = holds(c, f);
-        Long[] volume = volumeEnd(c, f, seg);
+        Long fseq = volumeEnd(c, f, seg);
         if (!held) {
             log.warn("archive: the write of {} (copy {}) to {} at offset {} is discarded: its claim lapsed and was taken over "
                     + "(or the file was queued again, failed or deleted) meanwhile; its bytes stay there as dead space",
@@ -684,7 +688,7 @@ public final class ArchiveFlusher {
                 VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (file_id, volume_id) DO UPDATE SET offset_bytes = excluded.offset_bytes, fseq = excluded.fseq,
                        state = 'ok', verified = excluded.verified""",
-                f.fileId, c.volumeId, seg.offsetBytes(), volume[0] == null ? null : volume[0].intValue(), seg.verified());
+                f.fileId, c.volumeId, seg.offsetBytes(), fseq == null ? null : fseq.intValue(), seg.verified());
         jdbc.update("UPDATE archive_volume SET files = files + 1 WHERE volume_id = ?", c.volumeId);
         jdbc.update("""
                 UPDATE archive_copy SET state = 'done', volume_id = ?, claimed_by = NULL, lease_until = NULL
@@ -710,7 +714,7 @@ public final class ArchiveFlusher {
      * the catalog's end of data (the volume written over, or a script whose HSM reports no byte positions) leaves the
      * numbers unknown too. Both are logged once per volume; neither closes it (numbers are informative only).
      */
-    private Long[] volumeEnd(Claim c, Item f, WrittenSegment seg) {
+    private Long volumeEnd(Claim c, Item f, WrittenSegment seg) {
         Map<String, Object> v = jdbc.queryForMap("SELECT end_of_data, next_fseq FROM archive_volume WHERE volume_id = ? FOR UPDATE", c.volumeId);
         long eod = ((Number) v.get("end_of_data")).longValue();
         Long fseq = v.get("next_fseq") == null ? null : ((Number) v.get("next_fseq")).longValue();
@@ -735,7 +739,7 @@ public final class ArchiveFlusher {
         }
         jdbc.update("UPDATE archive_volume SET end_of_data = greatest(end_of_data, ?), next_fseq = next_fseq + 1 WHERE volume_id = ?",
                 seg.offsetBytes() + f.size, c.volumeId);
-        return new Long[] {fseq};
+        return fseq;
     }
 
     /**
@@ -796,7 +800,7 @@ public final class ArchiveFlusher {
     private static String bufferFileGone(Item f) {
         Path p = Path.of(f.path);
         try {
-            long size = java.nio.file.Files.size(p);
+            long size = Files.size(p);
             return size == f.size ? null : "the buffer file changed after registration (" + size + " bytes now, registered "
                     + f.size + "): not written to tape";
         } catch (java.nio.file.NoSuchFileException e) {
