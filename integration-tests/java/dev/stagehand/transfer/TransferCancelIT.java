@@ -179,21 +179,9 @@ class TransferCancelIT {
      * for good (a checksum mismatch) and waits until the drainer recorded the row failed.
      */
     void failWhileMoving(String destination, HeldMover mover, Cancel before) throws Exception {
-        long id = jdbc.queryForObject("""
-                INSERT INTO transfer_job (correlation, source, destination, size_bytes, not_before)
-                VALUES ('cancel-it', 'file:///nonexistent/held', ?, 1, 'infinity') RETURNING id""", Long.class, destination);
-        var settings = new TransferProperties.Queue(true, Duration.ofMillis(100), 200, 2000, Duration.ofMinutes(30), "",
-                properties.queue().outage(), 5);
+        long id = jdbc.queryForObject(HELD_ROW, Long.class, destination);
         CountDownLatch recorded = new CountDownLatch(1);
-        TransferObserver seen = new TransferObserver(registry, movers) {
-            @Override
-            void finished(TransferJob job, FileCopy copy, java.time.Instant claimedAt, CopyResult result, TransferFailure failure) {
-                recorded.countDown();
-            }
-        };
-        TransferDrainer drainer = new TransferDrainer(new OneRowQueue(jdbc, id), mover,
-                new TransferProperties(properties.mover(), settings), seen);
-        drainer.start();
+        TransferDrainer drainer = drainerOf(id, mover, recorded);
         try {
             assertThat(mover.moving.await(30, TimeUnit.SECONDS)).as("the drainer took the row").isTrue();
             before.cancel(id);
@@ -235,26 +223,13 @@ class TransferCancelIT {
     /** As above, the mover's deletes and the cancel of the row given. */
     HeldMover cancelWhileMoving(String destination, boolean another, HeldMover mover, Cancel cancel) throws Exception {
         // not claimable by the drainers of other test contexts on this database (not_before): only ours gets it
-        String insert = """
-                INSERT INTO transfer_job (correlation, source, destination, size_bytes, not_before)
-                VALUES ('cancel-it', 'file:///nonexistent/held', ?, 1, 'infinity') RETURNING id""";
-        long id = jdbc.queryForObject(insert, Long.class, destination);
-        var settings = new TransferProperties.Queue(true, Duration.ofMillis(100), 200, 2000, Duration.ofMinutes(30), "",
-                properties.queue().outage(), 5);
+        long id = jdbc.queryForObject(HELD_ROW, Long.class, destination);
         CountDownLatch recorded = new CountDownLatch(1);
-        TransferObserver seen = new TransferObserver(registry, movers) {
-            @Override
-            void finished(TransferJob job, FileCopy copy, java.time.Instant claimedAt, CopyResult result, TransferFailure failure) {
-                recorded.countDown();
-            }
-        };
-        TransferDrainer drainer = new TransferDrainer(new OneRowQueue(jdbc, id), mover,
-                new TransferProperties(properties.mover(), settings), seen);
         Long other = null;
-        drainer.start();
+        TransferDrainer drainer = drainerOf(id, mover, recorded);
         try {
             assertThat(mover.moving.await(30, TimeUnit.SECONDS)).as("the drainer took the row").isTrue();
-            if (another) other = jdbc.queryForObject(insert, Long.class, destination);
+            if (another) other = jdbc.queryForObject(HELD_ROW, Long.class, destination);
             cancel.cancel(id);
             // the lease is 30 minutes: its renewal, every 10, is not what notices the cancel
             assertThat(mover.dropped.await(30, TimeUnit.SECONDS)).as("the file dropped while its lease runs").isTrue();
@@ -266,6 +241,27 @@ class TransferCancelIT {
                     + "WHERE id IN (?, ?) AND state <> 'cancelled'", id, other == null ? id : other);
         }
         return mover;
+    }
+
+    /** A row to a destination, held from other test contexts' drainers ({@code not_before} infinity); its id. */
+    static final String HELD_ROW = """
+            INSERT INTO transfer_job (correlation, source, destination, size_bytes, not_before)
+            VALUES ('cancel-it', 'file:///nonexistent/held', ?, 1, 'infinity') RETURNING id""";
+
+    /** A drainer of row {@code id} alone with {@code mover}, started; {@code recorded} counts down once it recorded the end. */
+    TransferDrainer drainerOf(long id, HeldMover mover, CountDownLatch recorded) {
+        var settings = new TransferProperties.Queue(true, Duration.ofMillis(100), 200, 2000, Duration.ofMinutes(30), "",
+                properties.queue().outage(), 5);
+        TransferObserver seen = new TransferObserver(registry, movers) {
+            @Override
+            void finished(TransferJob job, FileCopy copy, java.time.Instant claimedAt, CopyResult result, TransferFailure failure) {
+                recorded.countDown();
+            }
+        };
+        TransferDrainer drainer = new TransferDrainer(new OneRowQueue(jdbc, id), mover,
+                new TransferProperties(properties.mover(), settings), seen);
+        drainer.start();
+        return drainer;
     }
 
     /** The queue handing its drainer one row, this test's (other test contexts' drainers share the database). */

@@ -248,26 +248,22 @@ public final class ArchiveFlusher {
 
     private void renewLeases() {
         Timestamp until = leaseUntil();
-        if (!inFlight.isEmpty()) {
-            // only leases with less than half their time left: not every copy in flight at every poll
-            jdbc.update("""
-                    UPDATE archive_copy SET lease_until = ? WHERE state = 'writing' AND claimed_by = ?
-                       AND (file_id, copy_no) IN (SELECT * FROM unnest(?::bigint[], ?::smallint[]))
-                       AND (lease_until IS NULL OR lease_until < ?)""", until, instance,
-                    inFlight.stream().map(CopyKey::fileId).toArray(Long[]::new),
-                    inFlight.stream().map(CopyKey::copy).toArray(Integer[]::new),
-                    Timestamp.from(Instant.now().plus(props.flush().lease().dividedBy(2))));
-        }
-        if (!reading.isEmpty()) {
-            jdbc.update("""
-                    UPDATE archive_copy SET lease_until = ? WHERE state = 'done' AND claimed_by = ?
-                       AND (file_id, copy_no) IN (SELECT * FROM unnest(?::bigint[], ?::smallint[]))
-                       AND (lease_until IS NULL OR lease_until < ?)""", until, instance,
-                    reading.stream().map(CopyKey::fileId).toArray(Long[]::new),
-                    reading.stream().map(CopyKey::copy).toArray(Integer[]::new),
-                    Timestamp.from(Instant.now().plus(props.flush().lease().dividedBy(2))));
-        }
+        renew("writing", inFlight, until); // copies being written
+        renew("done", reading, until); // bad copies whose good copy is being read back
         jdbc.update("UPDATE archive_volume SET lease_until = ? WHERE claimed_by = ?", until, instance);
+    }
+
+    /** Renews this instance's claims of {@code copies} in {@code state}: only those with less than half their time left. */
+    private void renew(String state, java.util.Collection<CopyKey> copies, Timestamp until) {
+        if (copies.isEmpty()) return;
+        // not every copy in flight at every poll
+        jdbc.update("""
+                UPDATE archive_copy SET lease_until = ? WHERE state = ? AND claimed_by = ?
+                   AND (file_id, copy_no) IN (SELECT * FROM unnest(?::bigint[], ?::smallint[]))
+                   AND (lease_until IS NULL OR lease_until < ?)""", until, state, instance,
+                copies.stream().map(CopyKey::fileId).toArray(Long[]::new),
+                copies.stream().map(CopyKey::copy).toArray(Integer[]::new),
+                Timestamp.from(Instant.now().plus(props.flush().lease().dividedBy(2))));
     }
 
     private Timestamp leaseUntil() {
