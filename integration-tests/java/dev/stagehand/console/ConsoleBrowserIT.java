@@ -46,7 +46,7 @@ import org.springframework.test.context.DynamicPropertySource;
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
         "stagehand.tape.clock=scaled", "stagehand.tape.scale=30", "stagehand.tape.drives=2",
         "stagehand.tape.persist-drives=false",
-        "stagehand.recall.poll-interval=300ms", "stagehand.cache.directories[0].path=target/console-it/cache",
+        "stagehand.recall.poll-interval=300ms", "stagehand.cache.directories[0].path=target/console-it/cache", "stagehand.cache.directories[0].create-missing=true",
         "stagehand.tape.sim.root=target/console-it/tape",
         "stagehand.console.admin-password=browser-admin-pw",
         "stagehand.transfer.queue.poll-interval=200ms", "stagehand.transfer.mover.backoff=200ms",

@@ -27,7 +27,7 @@ import tools.jackson.databind.json.JsonMapper;
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
         "stagehand.db.local-database=stagehand_health", "stagehand.db.pool-size=3", // one cluster for all IT contexts
         "stagehand.recall.enabled=false", "stagehand.transfer.queue.enabled=false", "stagehand.recall.metrics.queue-interval=0",
-        "stagehand.cache.directories[0].path=target/health-it/cache", "stagehand.cache.health.min-free=1MB",
+        "stagehand.cache.directories[0].path=target/health-it/cache", "stagehand.cache.directories[0].create-missing=true", "stagehand.cache.health.min-free=1MB",
         "management.endpoint.health.show-details=always", "management.endpoint.health.show-components=always"})
 class HealthIT {
 

@@ -50,7 +50,7 @@ import tools.jackson.databind.json.JsonMapper;
         "stagehand.db.pool-size=6",   // the IT contexts share one cluster (max_connections 500): keep this one small
         "stagehand.tape.library=obs", "stagehand.tape.clock=scaled", "stagehand.tape.scale=600",
         "stagehand.tape.drives=2", "stagehand.tape.accessors=1", "stagehand.tape.sim.root=target/obs-it/tape",
-        "stagehand.cache.directories[0].path=target/obs-it/cache", "stagehand.cache.directories[0].capacity=2GB",
+        "stagehand.cache.directories[0].path=target/obs-it/cache", "stagehand.cache.directories[0].create-missing=true", "stagehand.cache.directories[0].capacity=2GB",
         "stagehand.cache.health.min-free=1MB",
         "stagehand.recall.poll-interval=200ms", "stagehand.recall.min-mount-age=1s",
         "stagehand.recall.experiment-drive-caps.parked=0",   // files of 'parked' wait: the queue gauges see them
