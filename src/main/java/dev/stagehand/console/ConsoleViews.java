@@ -31,10 +31,8 @@ class ConsoleViews {
 
         /** Whether the Disable action applies: an empty drive, or one holding a volume not already going down. */
         public boolean canDisable() {
-            return !goingDown && switch (state) {
-                case "empty", "mounting", "mounted_idle", "locating", "reading", "writing", "unloading" -> true;
-                default -> false;
-            };
+            DriveState s = DriveState.valueOf(state.toUpperCase(java.util.Locale.ROOT));
+            return !goingDown && (s == DriveState.EMPTY || s.holdsVolume());
         }
     }
 

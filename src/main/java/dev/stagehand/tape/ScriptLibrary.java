@@ -599,12 +599,9 @@ public final class ScriptLibrary implements TapeLibrary {
         synchronized (this) {
             DriveStatus s = drive(drive);
             if (enabled && down.remove(drive)) marked = s;
-            else if (!enabled) switch (s.state()) {
-                case MOUNTING, MOUNTED_IDLE, LOCATING, READING, WRITING, UNLOADING -> {
-                    down.add(drive);
-                    marked = s;
-                }
-                default -> { }
+            else if (!enabled && s.state().holdsVolume()) {
+                down.add(drive);
+                marked = s;
             }
         }
         if (marked != null) {

@@ -362,10 +362,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
     public void setEnabled(String drive, boolean enabled) {
         locked(() -> {
             Drive d = drive0(drive);
-            boolean holding = switch (d.state) {
-                case MOUNTING, MOUNTED_IDLE, LOCATING, READING, WRITING, UNLOADING -> true;
-                default -> false;
-            };
+            boolean holding = d.state.holdsVolume();
             if (holding && d.down == enabled || enabled && d.down) { // a FAILED drive may be going down too
                 d.down = !enabled;
                 DriveStatus st = d.status();

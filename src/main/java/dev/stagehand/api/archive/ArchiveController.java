@@ -240,15 +240,8 @@ class ArchiveController {
             description = "Copies a site script wrote without reporting the Adler32 of what reached the volume "
                     + "(stagehand.tape.script.write-checksum: trust-source): the buffer file's sum stands in for them. A recall "
                     + "whose read of one matches the catalogue confirms it. By volume and offset, of the caller's experiments.")
-    List<UnverifiedCopy> unverifiedCopies(@RequestParam(defaultValue = "1000") String limit) {
-        int n;
-        try {
-            n = Integer.parseInt(limit.strip());
-        } catch (NumberFormatException e) {
-            throw BadInput.field("limit", "limit must be a whole number from 1 to " + MAX_UNVERIFIED + ", was '" + limit + "'");
-        }
-        if (n < 1 || n > MAX_UNVERIFIED)
-            throw BadInput.field("limit", "limit must be from 1 to " + MAX_UNVERIFIED + ", was " + n);
+    List<UnverifiedCopy> unverifiedCopies(@RequestParam(required = false) String limit) {
+        int n = BadInput.intParam("limit", limit, 1000, 1, MAX_UNVERIFIED);
         return buffer.unverifiedCopies(experiments(), n);
     }
 

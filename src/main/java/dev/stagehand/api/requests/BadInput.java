@@ -27,6 +27,18 @@ public final class BadInput extends RuntimeException {
         return new BadInput(HttpStatus.BAD_REQUEST, field + ": " + reason, List.of(EntryError.field(field, reason)));
     }
 
+    /** A whole-number query parameter from {@code min} to {@code max}; {@code dflt} when absent; else refused naming it. */
+    public static int intParam(String name, String value, int dflt, int min, int max) {
+        if (value == null) return dflt;
+        try {
+            int v = Integer.parseInt(value);
+            if (v >= min && v <= max) return v;
+        } catch (NumberFormatException ignored) {
+            // answered below
+        }
+        throw field(name, "expected an integer from " + min + " to " + max + ", got '" + value + "'");
+    }
+
     /**
      * {@code value}, refused naming {@code field} when it holds a NUL: no name, expression or reason does, and
      * PostgreSQL refuses one in a query parameter (the call was a 500). Null passes.

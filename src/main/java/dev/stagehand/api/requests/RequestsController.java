@@ -140,8 +140,8 @@ class RequestsController {
                    @RequestParam(name = "fileOffset", required = false) String fileOffset,
                    @RequestParam(name = "fileLimit", required = false) String fileLimit) {
         UUID uuid = uuid(id);
-        int offset = intParam("fileOffset", fileOffset, 0, 0, Integer.MAX_VALUE);
-        int limit = intParam("fileLimit", fileLimit, DEFAULT_FILE_PAGE, 0, MAX_FILE_PAGE);
+        int offset = BadInput.intParam("fileOffset", fileOffset, 0, 0, Integer.MAX_VALUE);
+        int limit = BadInput.intParam("fileLimit", fileLimit, DEFAULT_FILE_PAGE, 0, MAX_FILE_PAGE);
         visible(uuid); // another experiment's request is not found
         // a token limited by storage scopes reads a request only when it may read every file of it, not just this page
         ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.READ, null, requests, uuid);
@@ -184,7 +184,7 @@ class RequestsController {
         }
         ApiUser user = ApiUser.current();
         var page = requests.list(new RequestQuery(st, experiment, owner, createdSince,
-                intParam("offset", offset, 0, 0, Integer.MAX_VALUE), intParam("limit", limit, DEFAULT_LIST_PAGE, 1, MAX_LIST_PAGE),
+                BadInput.intParam("offset", offset, 0, 0, Integer.MAX_VALUE), BadInput.intParam("limit", limit, DEFAULT_LIST_PAGE, 1, MAX_LIST_PAGE),
                 user.allExperiments() ? null : user.experiments()));
         return new ListView(page.items().stream().map(RequestView::of).toList(), page.total(), page.offset(), page.limit());
     }
@@ -252,17 +252,6 @@ class RequestsController {
         return RequestIds.parse(id).orElseThrow(() -> BadInput.field("id",
                 "not a request id (a UUID such as 123e4567-e89b-12d3-a456-426614174000): '"
                         + (id.length() > 60 ? id.substring(0, 60) + "..." : id) + "'"));
-    }
-
-    private static int intParam(String name, String value, int dflt, int min, int max) {
-        if (value == null) return dflt;
-        try {
-            int v = Integer.parseInt(value);
-            if (v >= min && v <= max) return v;
-        } catch (NumberFormatException ignored) {
-            // answered below
-        }
-        throw BadInput.field(name, "expected an integer from " + min + " to " + max + ", got '" + value + "'");
     }
 
     private static BadInput notFound(UUID id) {
