@@ -103,10 +103,17 @@ public class ReplicationSchedules {
     public void unschedule(long ruleId) {
         Scheduler s = scheduler.getIfAvailable();
         if (s == null) return;
-        try {
-            s.deleteJob(jobKey(ruleId));
-        } catch (SchedulerException e) {
-            throw new IllegalStateException("cannot unschedule rule " + ruleId + ": " + e.getMessage(), e);
+        // Quartz's deleteJob lists the job's triggers before it takes its lock, then fails if one of them is gone
+        // by the time it removes it: a "run now" trigger that completes in between (the scheduler thread removes
+        // it) failed the rule's delete. Listed again under the lock the first attempt took, it is not there.
+        for (int attempt = 1; ; attempt++) {
+            try {
+                s.deleteJob(jobKey(ruleId));
+                return;
+            } catch (SchedulerException e) {
+                if (attempt == 3)
+                    throw new IllegalStateException("cannot unschedule rule " + ruleId + ": " + e.getMessage(), e);
+            }
         }
     }
 
