@@ -352,14 +352,17 @@ class AnonymousMoverIT {
 
     /**
      * A destination without ADLER32: GCT answers a CKSM of an algorithm it lacks "500 Unknown checksum algorithm
-     * requested.", made to happen here by a relay in front of the real server that asks it for "ADLER31". The
-     * file is sent once and fails at once, saying what the destination lacks; it used to be a retryable PROTOCOL
-     * error, the whole file sent max-attempts times. (SCKS is left alone: GCT takes an unknown SCKS algorithm and
-     * then never answers the STOR.)
+     * requested.", made to happen here by a relay in front of the real server that asks it for "ADLER31" and
+     * leaves ADLER32 out of the algorithms its FEAT lists. The file is sent once and fails at once, saying what
+     * the destination lacks; it used to be a retryable PROTOCOL error, the whole file sent max-attempts times.
+     * A small file (verified by the server: SCKS before the STOR) is sent without SCKS to a server whose FEAT
+     * lacks ADLER32: GCT takes an SCKS of an unknown algorithm and then never answers the STOR, so it used to
+     * stall, be aborted by the watchdog and be sent again until its attempts ran out.
      */
     @Test
     void aDestinationWithoutAdler32FailsTheFileAfterOneSend() throws Exception {
         Path src = file(root.resolve("src-noadler"), "n.bin", 3 << 20, 51);
+        Path small = file(root.resolve("src-noadler"), "s.bin", 64 << 10, 52);
         Path dst = destDir("dst-noadler");
         List<String> retried = new java.util.concurrent.CopyOnWriteArrayList<>();
         TransferListener retries = new TransferListener() {
@@ -369,12 +372,14 @@ class AnonymousMoverIT {
             }
         };
         MoverSettings cksmAfter = fast().withServerVerifyMaxBytes(0); // 4 attempts allowed
-        MoverSettings[] ways = {cksmAfter, cksmAfter.withChunking(64L << 20, 1L << 20, 0)};
+        MoverSettings[] ways = {cksmAfter, cksmAfter.withChunking(64L << 20, 1L << 20, 0), fast()};
+        Path[] files = {src, src, small};
+        long[] puts = {1, 3, 1}; // 3 MiB as ranges of 1 MiB
         try (CksmRelay relay = new CksmRelay(a.port)) {
             for (int i = 0; i < ways.length; i++) {
                 relay.commands.clear();
                 try (Mover mover = Movers.gridFtp(ways[i], retries)) {
-                    FileCopy c = copy(src, "ftp://127.0.0.1:" + relay.port() + dst.toAbsolutePath(), adler(src));
+                    FileCopy c = copy(files[i], "ftp://127.0.0.1:" + relay.port() + dst.toAbsolutePath(), adler(files[i]));
                     int way = i;
                     assertThatThrownBy(() -> mover.submit(List.of(c)).result(c).get(60, TimeUnit.SECONDS))
                             .isInstanceOf(ExecutionException.class)
@@ -385,15 +390,19 @@ class AnonymousMoverIT {
                                         + " does not support ADLER32 checksums (CKSM): Unknown checksum algorithm requested.");
                             });
                 }
-                long puts = relay.commands.stream().filter(l -> l.startsWith("STOR ") || l.startsWith("ESTO ")).count();
-                assertThat(puts).as("way %d: sent once", i).isEqualTo(i == 0 ? 1 : 3); // 3 MiB as ranges of 1 MiB
+                long sent = relay.commands.stream().filter(l -> l.startsWith("STOR ") || l.startsWith("ESTO ")).count();
+                assertThat(sent).as("way %d: sent once", i).isEqualTo(puts[i]);
                 assertThat(relay.commands).as("way %d", i).anyMatch(l -> l.startsWith("CKSM ADLER31 "));
+                assertThat(relay.commands).as("way %d", i).noneMatch(l -> l.startsWith("SCKS "));
             }
         }
         assertThat(retried).isEmpty();
     }
 
-    /** Relays control channels to a server, asking it for the checksum algorithm ADLER31 where ADLER32 was asked. */
+    /**
+     * Relays control channels to a server, asking it for the checksum algorithm ADLER31 where ADLER32 was asked
+     * (CKSM and SCKS), and leaving ADLER32 out of the algorithms its FEAT lists: a server without ADLER32.
+     */
     static final class CksmRelay implements AutoCloseable {
         final java.net.ServerSocket listener = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
         final List<String> commands = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -407,7 +416,7 @@ class AnonymousMoverIT {
                         java.net.Socket server = new java.net.Socket("127.0.0.1", serverPort);
                         open.add(client);
                         open.add(server);
-                        Thread.ofVirtual().start(() -> copy(server, client));
+                        Thread.ofVirtual().start(() -> replies(server, client));
                         Thread.ofVirtual().start(() -> commands(client, server));
                     }
                 } catch (Exception closed) {
@@ -420,9 +429,16 @@ class AnonymousMoverIT {
             return listener.getLocalPort();
         }
 
-        private static void copy(java.net.Socket from, java.net.Socket to) {
-            try {
-                from.getInputStream().transferTo(to.getOutputStream());
+        private static void replies(java.net.Socket from, java.net.Socket to) {
+            var latin1 = java.nio.charset.StandardCharsets.ISO_8859_1;
+            try (var in = new java.io.BufferedReader(new java.io.InputStreamReader(from.getInputStream(), latin1))) {
+                var out = to.getOutputStream();
+                for (String line; (line = in.readLine()) != null; ) {
+                    // FEAT's " CKSM MD5:10;ADLER32:10;SHA1:10;..." without ADLER32
+                    String sent = line.startsWith(" CKSM ") ? line.replaceAll("ADLER32(:\\d+)?;?", "") : line;
+                    out.write((sent + "\r\n").getBytes(latin1));
+                    out.flush();
+                }
             } catch (Exception closed) {
                 // either end went away
             } finally {
@@ -436,7 +452,8 @@ class AnonymousMoverIT {
             try (var in = new java.io.BufferedReader(new java.io.InputStreamReader(client.getInputStream(), latin1))) {
                 var out = server.getOutputStream();
                 for (String line; (line = in.readLine()) != null; ) {
-                    String sent = line.startsWith("CKSM ADLER32 ") ? "CKSM ADLER31 " + line.substring(13) : line;
+                    String sent = line.startsWith("CKSM ADLER32 ") ? "CKSM ADLER31 " + line.substring(13)
+                            : line.startsWith("SCKS ADLER32 ") ? "SCKS ADLER31 " + line.substring(13) : line;
                     commands.add(sent);
                     out.write((sent + "\r\n").getBytes(latin1));
                     out.flush();

@@ -102,6 +102,42 @@ final class GridFtpSession implements AutoCloseable {
         }
     }
 
+    private Boolean adler32Offered; // asked once per connection (null: not yet)
+
+    /**
+     * Whether the server can verify a put against an Adler32 (SCKS): what its FEAT lists on its CKSM line (GCT:
+     * {@code CKSM MD5:10;ADLER32:10;SHA1:10;...}), asked once per connection. GCT takes an SCKS of an algorithm
+     * it lacks and then never answers the STOR, so such a server is sent no SCKS. A FEAT without a CKSM line
+     * (or refused) says nothing: SCKS is tried, and a server that refuses it is checked with CKSM after the put.
+     */
+    boolean offersAdler32() throws Exception {
+        if (adler32Offered == null) {
+            org.globus.ftp.vanilla.Reply feat;
+            try {
+                feat = client.quote("FEAT");
+            } catch (org.globus.ftp.exception.ServerException refused) {
+                if (refused.getCode() != org.globus.ftp.exception.ServerException.SERVER_REFUSED) throw refused;
+                feat = null; // a reply other than 211: no list to read
+            }
+            adler32Offered = feat == null || !org.globus.ftp.vanilla.Reply.isPositiveCompletion(feat) || offersAdler32(feat.getMessage());
+        }
+        return adler32Offered;
+    }
+
+    /** Whether a FEAT reply's text lists ADLER32 on its CKSM line, or has no such line. */
+    static boolean offersAdler32(String feat) {
+        for (String line : feat.split("\\R")) {
+            String[] words = line.strip().split("\\s+", 2);
+            if (!words[0].equalsIgnoreCase("CKSM")) continue;
+            if (words.length < 2) return true; // CKSM without its list
+            for (String algorithm : words[1].split("[;,\\s]+")) {
+                if (algorithm.split(":")[0].equalsIgnoreCase("ADLER32")) return true;
+            }
+            return false;
+        }
+        return true;
+    }
+
     /**
      * Stores the whole file {@code source} at {@code path} (truncating it) and has the server verify its
      * Adler32 against {@code adler32} before it reports success; a mismatch fails the put.

@@ -308,8 +308,11 @@ final class Link {
                 if (job.source == null) {
                     // a whole file is verified by the server itself (SCKS before STOR) against the catalog's
                     // Adler32 or one read here first; byte ranges are summed while sent and checked by CKSM
+                    // (only where the server offers ADLER32 (FEAT, read once per connection): GCT takes an SCKS of an
+                    // algorithm it lacks and never answers the STOR; there the CKSM after the put fails the file as
+                    // UNSUPPORTED, sent once)
                     boolean serverVerifies = settings.verifyChecksum() && scks && job.pieces.size() == 1
-                            && p.length <= settings.serverVerifyMaxBytes();
+                            && p.length <= settings.serverVerifyMaxBytes() && s.offersAdler32();
                     boolean streamSum = settings.verifyChecksum() && !serverVerifies;
                     java.util.function.LongConsumer counted = n -> {
                         a.progress();

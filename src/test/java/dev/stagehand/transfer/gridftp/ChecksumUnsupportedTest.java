@@ -65,4 +65,61 @@ class ChecksumUnsupportedTest {
         }
         assertThat(retried).isEmpty();
     }
+
+    /**
+     * Small files are verified by the server (SCKS before the STOR), but GCT takes an SCKS of an algorithm it
+     * lacks and then never answers the STOR: against a server without ADLER32 each small file stalled, was
+     * aborted by the watchdog and sent again until its attempts ran out. The algorithms FEAT lists are read
+     * once per connection; without ADLER32 the file goes without SCKS and fails at its CKSM, once sent.
+     */
+    @Test
+    void aDestinationWithoutAdler32FailsSmallFilesAtOnceInsteadOfStallingOnTheirScks() throws Exception {
+        List<String> retried = new CopyOnWriteArrayList<>();
+        TransferListener retries = new TransferListener() {
+            @Override
+            public void retrying(FileCopy copy, TransferFailure failure) {
+                retried.add(failure.getMessage());
+            }
+        };
+        Duration stall = Duration.ofSeconds(3);
+        MoverSettings oneConnection = MoverSettings.defaults().withStreams(1, 1, false)
+                .withRetry(stall, 4, Duration.ofMillis(20), Duration.ofSeconds(5)); // small files: SCKS
+        for (boolean adler32 : new boolean[] {false, true}) {
+            try (FakeGridFtpServer server = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(oneConnection, retries)) {
+                if (!adler32) server.cksmAlgorithms = "MD5:10;SHA1:10;SHA256:11;SHA512:12;";
+                long start = System.nanoTime();
+                for (int i = 0; i < 3; i++) {
+                    Path file = dir.resolve("s" + i + ".bin");
+                    Files.write(file, new byte[4096 + i]);
+                    FileCopy c = new FileCopy("s" + i, file.toUri(),
+                            java.net.URI.create("ftp://127.0.0.1:" + server.port() + "/d/s" + i + ".bin"), 4096 + i, Link.adler32(file));
+                    if (adler32) {
+                        assertThat(mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS).adler32()).isEqualTo(c.adler32());
+                        continue;
+                    }
+                    assertThatThrownBy(() -> mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS))
+                            .cause().isInstanceOfSatisfying(TransferFailure.class, f -> {
+                                assertThat(f.kind()).isEqualTo(TransferFailure.Kind.UNSUPPORTED);
+                                assertThat(f.attempts()).isEqualTo(1);
+                                assertThat(f.getMessage()).contains("destination 127.0.0.1:" + server.port()
+                                        + " does not support ADLER32 checksums");
+                            });
+                }
+                assertThat(Duration.ofNanos(System.nanoTime() - start)).as("no stall waited out").isLessThan(stall);
+                assertThat(server.count("SCKS")).as("SCKS only where ADLER32 is offered").isEqualTo(adler32 ? 3 : 0);
+                assertThat(server.count("STOR")).as("each file sent once").isEqualTo(3);
+                assertThat(server.commands.stream().filter(l -> l.equalsIgnoreCase("FEAT")).count())
+                        .as("FEAT once for the connection, not per file").isEqualTo(1);
+            }
+        }
+        assertThat(retried).isEmpty();
+    }
+
+    @Test
+    void theAlgorithmsAreReadFromFeatsCksmLine() {
+        assertThat(GridFtpSession.offersAdler32("Extensions supported\n CKSM MD5:10;ADLER32:10;SHA1:10;\n DCAU\nEnd.")).isTrue();
+        assertThat(GridFtpSession.offersAdler32("Extensions supported\r\n CKSM MD5:10;SHA1:10;SHA256:11;\r\n ESTO\r\nEnd.")).isFalse();
+        assertThat(GridFtpSession.offersAdler32("Features:\n CKSM MD5,adler32\n")).isTrue();
+        assertThat(GridFtpSession.offersAdler32("Features:\n DCAU\n ESTO\nEnd.")).as("no CKSM line: SCKS is tried").isTrue();
+    }
 }

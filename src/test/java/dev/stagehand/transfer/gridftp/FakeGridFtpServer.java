@@ -20,7 +20,9 @@ import java.util.concurrent.Executors;
 /**
  * A scripted GridFTP server on loopback, for what a real one cannot be made to do on cue: it logs anyone in,
  * says yes to set-up commands, takes puts (MODE E data are read and dropped), answers CKSM after a delay the
- * test sets, and never answers the commands in {@link #silent}.
+ * test sets, and never answers the commands in {@link #silent}. Like GCT, it advertises its checksum
+ * algorithms in FEAT ({@link #cksmAlgorithms}), refuses CKSM of another, and takes SCKS of another but then
+ * never answers the STOR.
  */
 final class FakeGridFtpServer implements AutoCloseable {
 
@@ -33,6 +35,8 @@ final class FakeGridFtpServer implements AutoCloseable {
     volatile String cksm = "00000001";
     /** When set, CKSM is answered with this reply instead (a server lacking the algorithm). */
     volatile String cksmRefusal;
+    /** FEAT's CKSM line, as GCT words it. */
+    volatile String cksmAlgorithms = "MD5:10;ADLER32:10;SHA1:10;SHA256:11;SHA512:12;";
     /** How many ESTOs (byte ranges) are still to be refused with a transient 451. */
     final java.util.concurrent.atomic.AtomicInteger refuseEsto = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -59,6 +63,7 @@ final class FakeGridFtpServer implements AutoCloseable {
         BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.ISO_8859_1));
         OutputStream out = s.getOutputStream();
         reply(out, "220 fake GridFTP server ready");
+        boolean unknownScks = false; // GCT: an SCKS of an algorithm it lacks is taken, and its STOR never answered
         for (String line; (line = in.readLine()) != null; ) {
             commands.add(line);
             String verb = line.split(" ", 2)[0].toUpperCase(Locale.ROOT);
@@ -66,7 +71,12 @@ final class FakeGridFtpServer implements AutoCloseable {
             switch (verb) {
                 case "USER" -> reply(out, "331 password please");
                 case "PASS" -> reply(out, "230 logged in");
-                case "FEAT" -> reply(out, "211-Features:\r\n CKSM ADLER32\r\n DCAU\r\n PARALLEL\r\n ESTO\r\n ERET\r\n SIZE\r\n211 End.");
+                case "FEAT" -> reply(out, "211-Extensions supported\r\n CKSM " + cksmAlgorithms
+                        + "\r\n DCAU\r\n PARALLEL\r\n ESTO\r\n ERET\r\n SIZE\r\n211 End.");
+                case "SCKS" -> {
+                    unknownScks = !offers(line.split(" ")[1]);
+                    reply(out, "200 OK.");
+                }
                 case "PASV" -> {
                     ServerSocket data = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
                     open.add(data);
@@ -84,11 +94,12 @@ final class FakeGridFtpServer implements AutoCloseable {
                 }
                 case "STOR" -> {
                     reply(out, "150 Begin");
-                    reply(out, "226 Transfer complete");
+                    if (!unknownScks) reply(out, "226 Transfer complete");
                 }
                 case "CKSM" -> {
                     Thread.sleep(cksmDelayMillis); // summing a big file
-                    reply(out, cksmRefusal != null ? cksmRefusal : "213 " + cksm);
+                    reply(out, cksmRefusal != null ? cksmRefusal
+                            : offers(line.split(" ")[1]) ? "213 " + cksm : "500 Unknown checksum algorithm requested.");
                 }
                 case "MKD" -> reply(out, "257 created");
                 case "DELE" -> reply(out, "250 deleted");
@@ -100,6 +111,10 @@ final class FakeGridFtpServer implements AutoCloseable {
             }
         }
         return null;
+    }
+
+    private boolean offers(String algorithm) {
+        return java.util.Arrays.stream(cksmAlgorithms.split(";")).anyMatch(a -> a.split(":")[0].equalsIgnoreCase(algorithm));
     }
 
     /** Accepts data channels and reads them to their end. */
