@@ -231,6 +231,71 @@ class MoverFaultsIT {
         }
     }
 
+    /**
+     * A third-party copy whose source stops mid-file (its server process is stopped, as a hung source host):
+     * the destination keeps sending its markers every 5 s with nothing new, so the stall is the source's. It
+     * used to be put on the destination host: taken out of its link's rotation and named in the error.
+     */
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aThirdPartyCopyWhoseSourceStopsMidFileIsPutOnTheSourceNotOnTheDestinationHost() throws Exception {
+        GridFtpServer c = scratch.anonymous("c");
+        Path srcDir = root.resolve("tps-src");
+        GridFtpServer.openUp(srcDir);
+        int size = 256 << 20;
+        Path f = file(srcDir, "big.bin", size, 91);
+        Path w = file(srcDir, "warm.bin", 1 << 20, 92);
+        String destinations = "ftp://127.0.0.1:" + b.port + ",127.0.0.1:" + c.port + root.resolve("dst");
+        FileCopy warm = new FileCopy("warm", URI.create("ftp://127.0.0.1:" + a.port + w), URI.create(destinations + "/warm.bin"),
+                Files.size(w), adler(w));
+        FileCopy big = new FileCopy("big", URI.create("ftp://127.0.0.1:" + a.port + f), URI.create(destinations + "/big.bin"),
+                size, adler(f));
+        // progress of a third-party copy is its markers (every 5 s): the stall limit must be longer
+        MoverSettings s = MoverSettings.defaults().withStreams(1, 1, false)
+                .withRetry(Duration.ofSeconds(8), 3, Duration.ofMillis(100), Duration.ofSeconds(60));
+        List<Long> stopped = new ArrayList<>();
+        Process signals = new ProcessBuilder("bash", "-c", "while read s p; do kill -$s $p; done").start();
+        var kill = new java.io.PrintWriter(signals.getOutputStream(), true);
+        try (Mover mover = Movers.gridFtp(s, recorder)) {
+            // the worker keeps its source connection: the process serving it is throttled, then stopped
+            assertThat(mover.submit(List.of(warm)).result(warm).get(60, TimeUnit.SECONDS).adler32()).isEqualTo(adler(w));
+            List<Long> source = a.children();
+            assertThat(source).isNotEmpty();
+            stopped.addAll(source);
+            for (long pid : source) kill.println("STOP " + pid);
+            CopyBatch batch = mover.submit(List.of(big));
+            Path out = root.resolve("dst").resolve("big.bin");
+            long started = 0;
+            while (true) { // about 12 MiB/s for 6 s, so the destination has sent markers mid-file
+                long now = System.nanoTime();
+                long have = Files.exists(out) ? Files.size(out) : 0;
+                if (started == 0 && have > 0) started = now;
+                if (started != 0 && now - started > 6_000_000_000L) break;
+                assertThat(have).as("still mid-file").isLessThan(size);
+                boolean behind = started == 0 || have < (now - started) / 1_000_000_000.0 * (12 << 20);
+                if (behind) for (long pid : source) kill.println("CONT " + pid);
+                Thread.sleep(behind ? 10 : 100);
+                for (long pid : source) kill.println("STOP " + pid);
+                Thread.sleep(20);
+            }
+            // the source stays stopped until the watchdog gave the attempt up
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (retries.isEmpty() && System.nanoTime() < deadline) Thread.sleep(50);
+            assertThat(retries).as("the stall was retried").isNotEmpty();
+            assertThat(mover.links()).singleElement().satisfies(l -> assertThat(l.hostsOut())
+                    .as("no destination host out of rotation for the source's stall").isEmpty());
+            for (long pid : source) kill.println("CONT " + pid);
+            assertThat(retries.getFirst().kind()).isEqualTo(TransferFailure.Kind.STALL);
+            assertThat(retries.getFirst().getMessage()).contains("from source 127.0.0.1:" + a.port)
+                    .contains("was up, waiting for data");
+            assertThat(batch.result(big).get(90, TimeUnit.SECONDS).adler32()).isEqualTo(adler(f));
+            assertThat(Files.mismatch(f, out)).isEqualTo(-1L);
+        } finally {
+            for (long pid : stopped) GridFtpServer.signal(pid, "CONT");
+            signals.destroy();
+        }
+    }
+
     @Test
     void deadSingleHostIsRetriedThenFailsAsConnectionTrouble() throws Exception {
         String only = "127.0.0.1:" + a.port;

@@ -377,6 +377,17 @@ final class GridFtpSession implements AutoCloseable {
         }
     }
 
+    /**
+     * After a third-party copy from this session stalled: whether the destination kept sending markers after
+     * {@code since} (System.nanoTime(): the attempt's last progress) while this side's part had not ended, so it
+     * was up and waiting for bytes that this source did not send. (A destination that stopped, or a source
+     * whose part had ended, is the destination's stall.)
+     */
+    boolean destinationWaitedSince(long since) {
+        long heard = client.otherHeard();
+        return heard != 0 && heard - since > 0 && !client.ownPartDone();
+    }
+
     long adler32(String side, String path) throws Exception {
         return adler32(side, path, 0, -1);
     }

@@ -299,6 +299,7 @@ final class Link {
             job.running.add(a);
             active.incrementAndGet();
             Endpoint.HostPort host = null;
+            GridFtpSession from = null; // a third-party copy's source
             boolean verifying = false;
             try {
                 GridFtpSession s = session(a);
@@ -390,7 +391,7 @@ final class Link {
                     }
                     sent = p.length;
                 } else {
-                    GridFtpSession from = sourceSession(job.source, a);
+                    from = sourceSession(job.source, a);
                     long size = job.copy.sizeBytes() > 0 ? job.copy.sizeBytes() : from.size(job.source.path());
                     a.progress();
                     // a retry resumes after what the destination's restart markers said it had written
@@ -434,8 +435,14 @@ final class Link {
                 TransferFailure f;
                 if (cause instanceof TransferFailure tf) f = tf;
                 else if (cause instanceof ChecksumMismatch) f = new TransferFailure(Kind.CHECKSUM_MISMATCH, cause.getMessage(), p.attempts, cause);
-                else if (a.stalled) f = new TransferFailure(Kind.STALL, "no progress for " + settings.stallTimeout()
-                        + " on " + at, p.attempts, cause);
+                else if (a.stalled && from != null && host != null && from.destinationWaitedSince(a.lastProgress)) {
+                    // the destination kept reporting, nothing new arriving: the source stopped sending. Not the
+                    // destination host's fault: it stays in rotation (it used to be taken out, and named)
+                    f = new TransferFailure(Kind.STALL, "no progress for " + settings.stallTimeout() + " from source "
+                            + from.host + " (destination " + host + " was up, waiting for data)", p.attempts, cause);
+                    host = null;
+                } else if (a.stalled) f = new TransferFailure(Kind.STALL, "no progress for " + settings.stallTimeout()
+                        + " on " + (job.source != null && !(e instanceof SourceException) ? "destination " : "") + at, p.attempts, cause);
                 else if (job.cancelled) f = new TransferFailure(Kind.CANCELLED, "cancelled", p.attempts, cause);
                 else f = new TransferFailure(Failures.classify(cause), Failures.message(cause) + " (" + at + ")", p.attempts, cause);
                 if (f.kind() == Kind.CONNECTION || f.kind() == Kind.STALL || f.kind() == Kind.TIMEOUT) quarantine(host);

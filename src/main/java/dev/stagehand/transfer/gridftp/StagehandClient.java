@@ -12,7 +12,10 @@ import org.globus.ftp.exception.ServerException;
 import org.globus.ftp.exception.UnexpectedReplyCodeException;
 import org.globus.ftp.vanilla.Command;
 import org.globus.ftp.vanilla.FTPControlChannel;
+import org.globus.ftp.vanilla.BasicClientControlChannel;
 import org.globus.ftp.vanilla.Reply;
+import org.globus.ftp.vanilla.TransferMonitor;
+import org.globus.ftp.vanilla.TransferState;
 
 /**
  * jglobus's client with a close that works while another thread is blocked in it: {@code close()} waits for
@@ -65,6 +68,44 @@ final class StagehandClient extends GridFTPClient {
         ScksRefused(ServerException cause) {
             super(cause.getMessage(), cause);
         }
+    }
+
+    /** When the other side of this client's last transfer last sent a marker (System.nanoTime(); 0: none yet). */
+    private volatile long otherHeard;
+    /** This side's part of its last transfer ended (its 226 was read) while the other's went on. */
+    private volatile boolean ownPartDone;
+
+    long otherHeard() {
+        return otherHeard;
+    }
+
+    boolean ownPartDone() {
+        return ownPartDone;
+    }
+
+    /**
+     * jglobus's own, but noting when the other side (in a third-party copy from this client: the destination)
+     * sends its markers, and when this side's part ends, so a stall can be put on the side that stopped. The
+     * other side's monitor runs on a thread of its own, this side's on the calling thread.
+     */
+    @Override
+    protected void transferRunSingleThread(BasicClientControlChannel other, MarkerListener markers)
+            throws IOException, ServerException, ClientException {
+        otherHeard = 0;
+        ownPartDone = false;
+        MarkerListener fromOther = m -> {
+            otherHeard = System.nanoTime();
+            if (markers != null) markers.markerArrived(m);
+        };
+        TransferState state = new TransferState();
+        TransferMonitor mine = new TransferMonitor(controlChannel, state, markers, session.maxWait, session.waitDelay, TransferMonitor.LOCAL);
+        TransferMonitor theirs = new TransferMonitor(other, state, fromOther, session.maxWait, session.waitDelay, TransferMonitor.REMOTE);
+        mine.setOther(theirs);
+        theirs.setOther(mine);
+        theirs.start(false);
+        mine.start(true);
+        ownPartDone = !state.hasError();
+        state.waitForEnd();
     }
 
     /** Writes one command without waiting (its reply is read with {@link #reply()}). */

@@ -35,6 +35,11 @@ final class FakeGridFtpServer implements AutoCloseable {
     volatile String cksm = "00000001";
     /** When set, CKSM is answered with this reply instead (a server lacking the algorithm). */
     volatile String cksmRefusal;
+    /**
+     * When above 0, a STOR is begun and never ended: a perf marker with no new bytes every this many
+     * milliseconds (GCT's receiving side waiting for data that do not come).
+     */
+    volatile long waitingMarkerMillis;
     /** FEAT's CKSM line, as GCT words it. */
     volatile String cksmAlgorithms = "MD5:10;ADLER32:10;SHA1:10;SHA256:11;SHA512:12;";
     /** How many ESTOs (byte ranges) are still to be refused with a transient 451. */
@@ -92,8 +97,17 @@ final class FakeGridFtpServer implements AutoCloseable {
                         reply(out, "226 Transfer complete");
                     }
                 }
+                case "RETR", "ERET" -> { // a third-party copy's source: its data go to the PORT given
+                    reply(out, "150 Begin");
+                    reply(out, "226 Transfer complete");
+                }
                 case "STOR" -> {
                     reply(out, "150 Begin");
+                    while (waitingMarkerMillis > 0) { // until the client goes away (the write then fails)
+                        Thread.sleep(waitingMarkerMillis);
+                        reply(out, "112-Perf Marker\r\n Timestamp:  " + System.currentTimeMillis() / 1000 + ".0\r\n"
+                                + " Stripe Index: 0\r\n Stripe Bytes Transferred: 0\r\n Total Stripe Count: 1\r\n112 End.");
+                    }
                     if (!unknownScks) reply(out, "226 Transfer complete");
                 }
                 case "CKSM" -> {

@@ -1,0 +1,54 @@
+package dev.stagehand.transfer.gridftp;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.stagehand.transfer.FileCopy;
+import dev.stagehand.transfer.MoverSettings;
+import dev.stagehand.transfer.TransferFailure;
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** A third-party copy's trouble at its source is put on the source, not on the destination host. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ThirdPartyBlameTest {
+
+    /**
+     * A third-party copy stalls: when the destination keeps sending markers with nothing new (it is up, waiting
+     * for data) and the source says nothing, the stall is the source's; the destination host stays in rotation.
+     * When the destination falls silent too, it is the destination's (and its host leaves rotation).
+     */
+    @Test
+    void aStalledThirdPartyCopyIsPutOnTheSideThatStopped() throws Exception {
+        MoverSettings once = MoverSettings.defaults().withStreams(1, 1, false)
+                .withRetry(Duration.ofSeconds(1), 1, Duration.ofMillis(20), Duration.ofSeconds(60));
+        for (boolean destinationUp : new boolean[] {true, false}) {
+            try (FakeGridFtpServer source = new FakeGridFtpServer(); FakeGridFtpServer d1 = new FakeGridFtpServer();
+                 FakeGridFtpServer d2 = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(once, null)) {
+                source.silent = java.util.Set.of("RETR"); // the source never sends
+                for (FakeGridFtpServer d : List.of(d1, d2)) {
+                    if (destinationUp) d.waitingMarkerMillis = 200;
+                    else d.silent = java.util.Set.of("STOR");
+                }
+                FileCopy c = new FileCopy("tp", URI.create("ftp://127.0.0.1:" + source.port() + "/s/f.bin"),
+                        URI.create("ftp://127.0.0.1:" + d1.port() + ",127.0.0.1:" + d2.port() + "/d/f.bin"), 1024, 1L);
+                assertThatThrownBy(() -> mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS))
+                        .as("destination up: %s", destinationUp)
+                        .cause().isInstanceOfSatisfying(TransferFailure.class, f -> {
+                            assertThat(f.kind()).isEqualTo(TransferFailure.Kind.STALL);
+                            if (destinationUp) {
+                                assertThat(f.getMessage()).contains("from source 127.0.0.1:" + source.port(), "was up, waiting for data");
+                            } else {
+                                assertThat(f.getMessage()).contains("on destination 127.0.0.1:").doesNotContain("source");
+                            }
+                        });
+                assertThat(mover.links()).singleElement().satisfies(l -> assertThat(l.hostsOut())
+                        .as("destination up: %s", destinationUp).hasSize(destinationUp ? 0 : 1));
+            }
+        }
+    }
+}
