@@ -473,7 +473,15 @@ final class Link {
             }
             Long expected = job.copy.adler32();
             long limit = checksumNanos(job.copy.sizeBytes());
-            if (expected == null) expected = a.quietly(limit, () -> sources.get(job.source.link()).adler32("source", job.source.path()));
+            if (expected == null) {
+                GridFtpSession from = sources.get(job.source.link());
+                try {
+                    expected = a.quietly(limit, () -> from.adler32("source", job.source.path()));
+                } catch (Exception e) {
+                    // the source's trouble (a CKSM it never answers, a dropped connection): not the destination host's
+                    throw new SourceException(from.host, e);
+                }
+            }
             long actual = a.quietly(limit, () -> s.adler32("destination", job.destination.path()));
             compare(job, actual, expected);
             job.complete(s.host.toString(), actual);

@@ -18,6 +18,29 @@ import org.junit.jupiter.api.Timeout;
 class ThirdPartyBlameTest {
 
     /**
+     * With no catalog checksum, a third-party copy asks the source for its CKSM after the copy: a source that
+     * never answers it was reported as "no progress ... on" the destination host, which left its link's rotation.
+     */
+    @Test
+    void aSourceThatNeverAnswersItsChecksumIsNamedAndTheDestinationHostStaysInRotation() throws Exception {
+        MoverSettings once = MoverSettings.defaults().withStreams(1, 1, false)
+                .withRetry(Duration.ofSeconds(1), 1, Duration.ofMillis(20), Duration.ofSeconds(60));
+        try (FakeGridFtpServer source = new FakeGridFtpServer(); FakeGridFtpServer d1 = new FakeGridFtpServer();
+             FakeGridFtpServer d2 = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(once, null)) {
+            source.cksmDelayMillis = 30_000; // summing for ever
+            FileCopy c = new FileCopy("tp", URI.create("ftp://127.0.0.1:" + source.port() + "/s/f.bin"),
+                    URI.create("ftp://127.0.0.1:" + d1.port() + ",127.0.0.1:" + d2.port() + "/d/f.bin"), 1024, null);
+            assertThatThrownBy(() -> mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS))
+                    .cause().isInstanceOfSatisfying(TransferFailure.class, f -> {
+                        assertThat(f.kind()).isEqualTo(TransferFailure.Kind.STALL);
+                        assertThat(f.getMessage()).contains("source 127.0.0.1:" + source.port()).doesNotContain("destination");
+                    });
+            assertThat(source.count("CKSM")).isEqualTo(1);
+            assertThat(mover.links()).singleElement().satisfies(l -> assertThat(l.hostsOut()).isEmpty());
+        }
+    }
+
+    /**
      * A third-party copy stalls: when the destination keeps sending markers with nothing new (it is up, waiting
      * for data) and the source says nothing, the stall is the source's; the destination host stays in rotation.
      * When the destination falls silent too, it is the destination's (and its host leaves rotation).
