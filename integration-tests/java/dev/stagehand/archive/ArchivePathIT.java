@@ -995,6 +995,53 @@ class ArchivePathIT {
     }
 
     /**
+     * A file not on tape yet whose row failed in a stage request still open for its other files is deleted: it was
+     * refused ("wanted by stage request ... (still open)"), so an operator could not clean up the failed file of an open
+     * request. The request keeps it in its list as failed and ends failed with its other file; a row cancelled so
+     * leaves its request to end done (a deleted cancelled file is no failure). Refused still while the row is queued.
+     */
+    @Test
+    void aFailedFileOfAnOpenStageRequestIsDeletedAndTheRequestEndsWithItsOtherFiles() throws Exception {
+        start(3, 1, 100 * MB, 3, 500 * MB, List.of());
+        String ds = "ds-cxo-" + tag;
+        long id = registeredOne("cxo/f0", ds), other = registeredOne("cxo/f1", ds), third = registeredOne("cxo/f2", ds);
+        String name = buffer.file(id).orElseThrow().name(), otherName = buffer.file(other).orElseThrow().name(),
+                thirdName = buffer.file(third).orElseThrow().name();
+        UUID failing = requests.submit("it", new NewStageRequest(null, List.of(name, otherName), null, 3600L, null, "it")).request().id();
+        UUID cancelling = requests.submit("it", new NewStageRequest(null, List.of(thirdName, otherName), null, 3600L, null, "it"))
+                .request().id();
+        assertThatThrownBy(() -> buffer.delete(id)).as("its row still queued").isInstanceOfSatisfying(ArchiveRejected.class,
+                e -> assertThat(e.getMessage()).contains("stage request " + failing + " (still open)"));
+        jdbc.update("""
+                UPDATE stage_request_file SET state = 'failed', error = 'no usable tape copy', started_at = now(), finished_at = now()
+                 WHERE request_id = ? AND file_id = ?""", failing, id);
+        jdbc.update("UPDATE stage_request_file SET state = 'cancelled', finished_at = now() WHERE request_id = ? AND file_id = ?",
+                cancelling, third);
+        jdbc.update("UPDATE stage_request SET state = 'active' WHERE id IN (?, ?)", failing, cancelling);
+
+        assertThat(buffer.delete(id).state()).isEqualTo("queued");
+        assertThat(buffer.delete(third).state()).isEqualTo("queued");
+        assertThat(count("SELECT count(*) FROM file WHERE id IN (?, ?)", id, third)).isZero();
+        StageRequests.StageRequestDetail f = requests.get(failing, 0, 10).orElseThrow();
+        assertThat(f.request().state()).as("open for its other file").isEqualTo(StageRequests.RequestState.ACTIVE);
+        assertThat(f.files()).extracting(StageRequests.RequestFile::path, r -> r.state().dbName(), StageRequests.RequestFile::error)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(name, "failed", "no usable tape copy"),
+                        org.assertj.core.groups.Tuple.tuple(otherName, "queued", null));
+        assertThat(f.counts().get(StageRequests.FileState.FAILED)).isEqualTo(1);
+
+        // their other file ends on disk (no destination): each request ends, failed for the failed file, done for the cancelled
+        jdbc.update("UPDATE stage_request_file SET state = 'on_disk', finished_at = now() WHERE file_id = ?", other);
+        dev.stagehand.recall.request.RequestSettlement settlement = new dev.stagehand.recall.request.RequestSettlement(jdbc);
+        assertThat(settlement.settleRequestsOf(other)).isEqualTo(2);
+        assertThat(requests.get(failing, 0, 10).orElseThrow().request().state()).isEqualTo(StageRequests.RequestState.FAILED);
+        StageRequests.StageRequestDetail c = requests.get(cancelling, 0, 10).orElseThrow();
+        assertThat(c.request().state()).isEqualTo(StageRequests.RequestState.DONE);
+        assertThat(c.files()).extracting(StageRequests.RequestFile::path, r -> r.state().dbName())
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(thirdName, "cancelled"), org.assertj.core.groups.Tuple.tuple(otherName, "on_disk"));
+        assertThat(c.counts().get(StageRequests.FileState.CANCELLED)).isEqualTo(1);
+    }
+
+    /**
      * A file that failed its tape checksum again and again (the drive, not the buffer file) is not queued again by a
      * registration of the same bytes: each mismatch closes a volume, and only an operator's retry writes it again.
      */

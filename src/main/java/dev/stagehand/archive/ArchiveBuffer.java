@@ -44,15 +44,16 @@ public interface ArchiveBuffer {
      * is queued or failed, none of its copies being written. Its catalog entry, its copies (their places in the family
      * queue) and any segment of a copy already written go in one commit, so its name and path may be registered anew
      * with other bytes. Its bytes in the landing area are left where they are: they are the producer's (often the very
-     * bytes it means to register again). A copy already on tape stays there as dead space on its volume. Finished stage
-     * requests that named it keep it in their file list, under its name, with the state it ended in.
+     * bytes it means to register again). A copy already on tape stays there as dead space on its volume. Stage requests
+     * that named it keep it in their file list, under its name, with the state it ended in: finished ones, and open ones
+     * whose row of it ended failed or cancelled (the request ends with its other files).
      *
      * @return the file as it was just before it was deleted
      * @throws ArchiveRejected NOT_FOUND for an unknown file; CONFLICT when a copy is being written now (retry once the
      *                         write ends), when every copy is on tape (archived, evictable or evicted: not a cancel) or was (a
      *                         file archived and queued again to make a bad copy again), or
-     *                         while a stage request wants it (the request still open, or the file pinned on disk for it
-     *                         and not released)
+     *                         while a stage request wants it (its row of the file not ended in an open request, or the
+     *                         file pinned on disk for it and not released)
      */
     ArchiveFileStatus delete(long fileId);
 

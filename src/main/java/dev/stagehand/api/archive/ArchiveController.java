@@ -198,9 +198,10 @@ class ArchiveController {
                     + "any copy already written go in one commit, and its name and path may be registered anew (with other "
                     + "bytes). Its bytes in the landing area are left in place. Answers the file as it was. 409 when a copy is "
                     + "being written now, when it is archived (every copy on tape) or was (queued again only to make a bad tape "
-                    + "copy again), or while a stage request wants it (the request "
-                    + "still open, or the file pinned on disk for it and not released). Finished requests keep the file in "
-                    + "their file list under its name, with the state it ended in.")
+                    + "copy again), or while a stage request wants it (its row of the file not ended in an open request, "
+                    + "or the file pinned on disk for it and not released). Requests keep the file in their file list under "
+                    + "its name, with the state it ended in: finished ones, and open ones whose row of it failed or was "
+                    + "cancelled (such a request ends with its other files).")
     ArchiveFileStatus delete(@PathVariable String id) {
         long fileId = fileId(id);
         readable(buffer.file(fileId), "no archived file with id " + fileId); // another experiment's file: 404

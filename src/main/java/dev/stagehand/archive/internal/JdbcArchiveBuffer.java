@@ -713,21 +713,25 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
                             List.of(EntryError.field("state", "archived before")));
                 // locked: the rows are read and moved as they are (a pinned file is not released meanwhile)
                 jdbc.query("SELECT 1 FROM stage_request_file WHERE file_id = ? ORDER BY request_id FOR UPDATE", rs -> {}, fileId);
-                // wanted: the request still works (its file rows may yet change), or the file is being staged or sent, or
-                // is on disk and not released (the client's pin: a WLCG client reads it within its disk lifetime)
+                // wanted: the request still works on the file (its row not ended yet), or the file is being staged or
+                // sent, or is on disk and not released (the client's pin: a WLCG client reads it within its disk lifetime).
+                // A row that ended failed or cancelled wants nothing more of the file, though its request is still open
+                // for its other files: the failed file not on tape is the one an operator cleans up, and the request
+                // ends, failed, with its other files (the row keeps its outcome in stage_request_absent, below)
                 List<String> wanting = jdbc.queryForList("""
-                        SELECT srf.request_id::text || CASE WHEN r.state IN ('submitted', 'active') OR srf.state <> 'on_disk'
+                        SELECT srf.request_id::text || CASE WHEN srf.state <> 'on_disk' OR r.state IN ('submitted', 'active')
                                                             THEN ' (still open)' ELSE ' (the file pinned on disk for it, not released)' END
                           FROM stage_request_file srf JOIN stage_request r ON r.id = srf.request_id
-                         WHERE srf.file_id = ? AND (r.state IN ('submitted', 'active') OR srf.state IN ('queued', 'staging', 'transferring')
-                               OR (srf.state = 'on_disk' AND NOT srf.released))
+                         WHERE srf.file_id = ? AND ((r.state IN ('submitted', 'active') AND srf.state NOT IN ('failed', 'cancelled'))
+                               OR srf.state IN ('queued', 'staging', 'transferring') OR (srf.state = 'on_disk' AND NOT srf.released))
                          ORDER BY srf.request_id""", String.class, fileId);
                 if (!wanting.isEmpty())
                     throw new ArchiveRejected(Kind.CONFLICT, f.name() + " is wanted by stage request " + wanting.get(0)
                             + (wanting.size() > 1 ? " and " + (wanting.size() - 1) + " more" : "") + ": not deleted; cancel the "
                             + "request or release the file first (finished requests' history does not hold it)",
                             List.of(EntryError.field("id", "wanted by a stage request")));
-                // finished requests keep the file in their history under its name, with what it ended with (V59)
+                // the requests keep the file in their history under its name, with what it ended with (V59): finished ones,
+                // and open ones whose row of it ended failed or cancelled
                 int history = jdbc.update("""
                         INSERT INTO stage_request_absent (request_id, ordinal, path, state, error, released, started_at, finished_at)
                         SELECT srf.request_id, srf.ordinal, fl.name, srf.state, srf.error, srf.released, srf.started_at, srf.finished_at

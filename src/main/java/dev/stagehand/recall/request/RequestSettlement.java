@@ -10,7 +10,8 @@ import org.springframework.stereotype.Component;
  * disk in a request without destination has ended (it stays pinned until released or expired).
  *
  * <p>The final state: cancelled when every file was cancelled, failed when any file failed (a file the request
- * named that was absent from the catalog counts as failed), else done.
+ * named that was absent from the catalog counts as failed, and so does a failed file deleted from the catalog while
+ * the request was open; one cancelled and deleted so counts as cancelled), else done.
  * Call it in the transaction that moved a file to an ended state (cancel does; the scheduler should).
  */
 @Component
@@ -86,7 +87,7 @@ public class RequestSettlement {
     private static final String SETTLE = """
             UPDATE stage_request r SET
               state = CASE
-                WHEN EXISTS (SELECT 1 FROM stage_request_absent a WHERE a.request_id = r.id) THEN 'failed'
+                WHEN EXISTS (SELECT 1 FROM stage_request_absent a WHERE a.request_id = r.id AND coalesce(a.state, 'failed') = 'failed') THEN 'failed'
                 WHEN NOT EXISTS (SELECT 1 FROM stage_request_file f WHERE f.request_id = r.id AND f.state <> 'cancelled') THEN 'cancelled'
                 WHEN EXISTS (SELECT 1 FROM stage_request_file f WHERE f.request_id = r.id AND f.state = 'failed') THEN 'failed'
                 ELSE 'done' END,
