@@ -588,10 +588,21 @@ class ReplicationPassIT {
         assertThat(jdbc.queryForObject("SELECT state FROM dataset_site_status WHERE dataset_id = (SELECT id FROM dataset WHERE name = ?)",
                 String.class, ds)).isEqualTo("STUCK");
 
-        // retried by the operator: replicating again
+        // retried by the operator: replicating again, and no longer said to have failed (the error of the attempts given
+        // up stayed on the replica queued again: the replicas list and the datasets page gave it as why)
         assertThat(rules.retryFailed(ds, null)).isEqualTo(1);
+        assertThat(jdbc.queryForList("""
+                SELECT r.state, r.last_error, r.attempts::int AS attempts FROM replica r JOIN file f ON f.id = r.file_id
+                  JOIN dataset d ON d.id = f.dataset_id JOIN site s ON s.id = r.site_id WHERE d.name = ? AND s.name = ?
+                 ORDER BY f.name""", ds, "F-" + tag))
+                .extracting(r -> r.get("state"), r -> r.get("last_error"), r -> r.get("attempts"))
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("verified", null, 0),
+                        org.assertj.core.groups.Tuple.tuple("pending", null, 0));
         engine.recomputeStatus();
-        assertThat(rules.completeness(ds)).singleElement().satisfies(c -> assertThat(c.state()).isEqualTo("REPLICATING"));
+        assertThat(rules.completeness(ds)).singleElement().satisfies(c -> {
+            assertThat(c.state()).isEqualTo("REPLICATING");
+            assertThat(String.valueOf(c.reason())).doesNotContain("permission denied");
+        });
     }
 
     /**
@@ -696,13 +707,58 @@ class ReplicationPassIT {
         GridFtpServer.openUp(dir);
         sites.put("L-" + tag, Map.of(), List.of(server.url(dir))); // the site can take a transfer now
 
-        rules.declare("L-" + tag, List.of(name), "disk failure");
+        assertThat(rules.declare("L-" + tag, List.of(name), "disk failure").underway()).containsExactly(name);
         engine.sweepAtNextPass();
         engine.pass();
         engine.pass();
         assertThat(jdbc.queryForMap("""
                 SELECT r.state, r.stage_request_id FROM replica r JOIN site s ON s.id = r.site_id WHERE s.name = ?""", "L-" + tag))
                 .containsEntry("state", "staging").containsEntry("stage_request_id", request);
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation LIKE 'replica:%'", Long.class))
+                .as("no second copy sent").isZero();
+    }
+
+    /**
+     * Declaring lost a copy whose recall request has read it from tape and handed it to a transfer (transferring, from
+     * tape) leaves it to arrive, as one still staging, and says so. The declaration cancelled the recall side's transfer
+     * and made the replica pending: the recall request failed its file ("transfer cancelled"), and the pass sent the
+     * file a second time, from another site, to the path the transfer from tape was writing.
+     */
+    @Test
+    void declaringLostACopyTransferringFromTapeLeavesItToArrive() throws Exception {
+        site("O-" + tag);
+        siteWithoutEndpoint("M-" + tag);
+        String ds = "declaretransferring-" + tag;
+        String name = dataset(ds, 1, "O-" + tag).getFirst();
+        rule(ds, "M-" + tag);
+        engine.pass();
+        long file = jdbc.queryForObject("SELECT id FROM file WHERE name = ?", Long.class, name);
+        UUID request = recallRequest(file, "transferring");
+        // as the recall side and the pass leave them: the file staged and handed on, the replica following that transfer
+        long job = jdbc.queryForObject("""
+                INSERT INTO transfer_job (correlation, source, destination, size_bytes) VALUES (?, 'file:///cache/f', 'ftp://x/f', 1000)
+                RETURNING id""", Long.class, "stage:" + request + ":" + file);
+        jdbc.update("""
+                UPDATE replica SET state = 'transferring', source = 'tape', stage_request_id = ?, transfer_job_id = ?, waiting_for = NULL
+                 WHERE site_id = (SELECT id FROM site WHERE name = ?)""", request, job, "M-" + tag);
+        Path dir = scratch.root.resolve("sites").resolve("M-" + tag);
+        GridFtpServer.openUp(dir);
+        sites.put("M-" + tag, Map.of(), List.of(server.url(dir))); // the site can take a transfer now
+
+        ReplicationRules.Declared d = rules.declare("M-" + tag, List.of(name), "disk failure");
+        assertThat(d.recreating()).isZero();
+        assertThat(d.dropped()).isZero();
+        assertThat(d.underway()).containsExactly(name);
+        assertThat(jdbc.queryForObject("SELECT state FROM transfer_job WHERE id = ?", String.class, job))
+                .as("the recall side's transfer goes on").isEqualTo("queued");
+        engine.sweepAtNextPass();
+        engine.pass();
+        engine.pass();
+        assertThat(jdbc.queryForMap("""
+                SELECT r.state, r.stage_request_id, r.transfer_job_id, r.last_error FROM replica r JOIN site s ON s.id = r.site_id
+                 WHERE s.name = ?""", "M-" + tag))
+                .containsEntry("state", "transferring").containsEntry("stage_request_id", request)
+                .containsEntry("transfer_job_id", job).containsEntry("last_error", null);
         assertThat(jdbc.queryForObject("SELECT count(*) FROM transfer_job WHERE correlation LIKE 'replica:%'", Long.class))
                 .as("no second copy sent").isZero();
     }

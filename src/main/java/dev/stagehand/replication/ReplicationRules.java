@@ -63,10 +63,16 @@ public class ReplicationRules {
 
     public record BottleneckLink(String name, String sideA, String sideB) {}
 
-    /** Outcome of declaring replicas lost or bad: how many will be made again, and names not known at the site. */
-    public record Declared(int recreating, int dropped, List<String> unknown) {}
+    /**
+     * Outcome of declaring replicas lost or bad: how many will be made again, how many are lost for good (no rule wants
+     * them), names not known at the site, and names whose copy is on its way from tape there now (left to arrive: that
+     * copy writes the file at the site anew, and its Adler32 is checked when it ends).
+     */
+    public record Declared(int recreating, int dropped, List<String> unknown, List<String> underway) {}
 
     static final Duration MAX_LIFETIME = Duration.ofDays(36_500);
+
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(ReplicationRules.class);
 
     private static final Pattern WORD = Pattern.compile("[A-Za-z0-9_.:+-]{1,64}");
 
@@ -381,47 +387,74 @@ public class ReplicationRules {
     /**
      * Declares replicas of {@code files} at {@code site} lost or bad (corrupt): they stop being sources, and
      * each one a rule still wants goes back to pending, so the engine makes it again from another site, the
-     * local copy or tape. A transfer still running for one is cancelled. One on its way from tape (staging) is
-     * left to arrive: nothing is at the site yet, and made pending it was sent a second time to the same path.
+     * local copy or tape. A transfer of replication's own still running for one is cancelled. One on its way from
+     * tape (staging, or transferring by the transfer its recall request handed on) is left to arrive and answered as
+     * underway: nothing is at the site yet but what that copy writes anew. Made pending, it was sent a second time to
+     * the same path; and the recall's transfer, cancelled from here, failed its recall request (and its tape read).
      */
     @Transactional
     public Declared declare(String site, List<String> files, String reason) {
         long siteId = siteId(site);
         if (files == null || files.isEmpty()) throw ReplicationRejected.invalid("files", "name at least one file");
         String why = "declared " + (reason == null || reason.isBlank() ? "lost" : reason.strip());
+        String[] names = files.toArray(String[]::new);
         List<String> unknown = jdbc.queryForList("""
                 SELECT n FROM unnest(?::text[]) n WHERE NOT EXISTS (
                     SELECT 1 FROM replica r JOIN file f ON f.id = r.file_id WHERE f.name = n AND r.site_id = ?)""",
-                String.class, files.toArray(String[]::new), siteId);
+                String.class, names, siteId);
+        // locked: the pass does not move them (a staging one to transferring) between this look and the updates below
+        List<String> underway = jdbc.queryForList("""
+                SELECT f.name FROM replica r JOIN file f ON f.id = r.file_id
+                 WHERE f.name = ANY (?) AND r.site_id = ? AND """ + FROM_TAPE + " ORDER BY f.name FOR UPDATE OF r",
+                String.class, names, siteId);
         for (long job : jdbc.queryForList("""
                 SELECT r.transfer_job_id FROM replica r JOIN file f ON f.id = r.file_id
-                 WHERE f.name = ANY (?) AND r.site_id = ? AND r.state = 'transferring' AND r.transfer_job_id IS NOT NULL""",
-                Long.class, files.toArray(String[]::new), siteId)) {
+                 WHERE f.name = ANY (?) AND r.site_id = ? AND r.state = 'transferring' AND r.transfer_job_id IS NOT NULL
+                   AND NOT\s""" + FROM_TAPE, Long.class, names, siteId)) {
             transfers.cancel(job);
         }
         int recreating = jdbc.update("""
                 UPDATE replica r SET state = 'pending', attempts = 0, last_error = ?, waiting_for = NULL, next_attempt_at = NULL,
                        adler32 = NULL, done_at = NULL, updated_at = now()
-                  FROM file f WHERE f.id = r.file_id AND f.name = ANY (?) AND r.site_id = ? AND r.state <> 'staging'
+                  FROM file f WHERE f.id = r.file_id AND f.name = ANY (?) AND r.site_id = ? AND NOT\s""" + FROM_TAPE + """
+
                    AND EXISTS (SELECT 1 FROM replication_rule_replica x JOIN replication_rule ru ON ru.id = x.rule_id
                                 WHERE x.file_id = r.file_id AND x.site_id = r.site_id AND ru.state = 'active')""",
-                why, files.toArray(String[]::new), siteId);
+                why, names, siteId);
         int dropped = jdbc.update("""
                 UPDATE replica r SET state = 'lost', last_error = ?, waiting_for = NULL, adler32 = NULL, done_at = NULL, updated_at = now()
-                  FROM file f WHERE f.id = r.file_id AND f.name = ANY (?) AND r.site_id = ? AND r.state NOT IN ('pending', 'staging')""",
-                why, files.toArray(String[]::new), siteId);
-        return new Declared(recreating, dropped, unknown);
+                  FROM file f WHERE f.id = r.file_id AND f.name = ANY (?) AND r.site_id = ? AND r.state <> 'pending' AND NOT\s"""
+                + FROM_TAPE, why, names, siteId);
+        return new Declared(recreating, dropped, unknown, underway);
     }
 
-    /** Puts failed replicas (of a dataset, optionally at one site) back to pending with fresh attempts. */
+    /** Over replica {@code r}: its copy is on its way from tape (its recall request stages it, or sends it by a transfer). */
+    private static final String FROM_TAPE = "(r.state = 'staging' OR (r.state = 'transferring' AND r.stage_request_id IS NOT NULL))";
+
+    /**
+     * Puts failed replicas (of a dataset, optionally at one site) back to pending with fresh attempts. Their last error
+     * goes: it was the failure of the attempts given up, and kept on a replica queued again it showed as why the copy
+     * is not made (the replicas list, the datasets page's "why"). The errors retried are logged, the only history.
+     */
     public int retryFailed(String dataset, String site) {
         requireDataset(dataset);
         if (site != null) siteId(site);
-        return jdbc.update("""
-                UPDATE replica r SET state = 'pending', attempts = 0, next_attempt_at = NULL, updated_at = now()
-                  FROM file f JOIN dataset d ON d.id = f.dataset_id, site s
-                 WHERE f.id = r.file_id AND s.id = r.site_id AND r.state = 'failed' AND d.name = ?
-                   AND (?::text IS NULL OR s.name = ?)""", dataset, site, site);
+        List<String> errors = jdbc.queryForList("""
+                UPDATE replica r SET state = 'pending', attempts = 0, next_attempt_at = NULL, last_error = NULL, waiting_for = NULL,
+                       updated_at = now()
+                  FROM (SELECT r.file_id, r.site_id, r.last_error FROM replica r JOIN file f ON f.id = r.file_id
+                          JOIN dataset d ON d.id = f.dataset_id JOIN site s ON s.id = r.site_id
+                         WHERE r.state = 'failed' AND d.name = ? AND (?::text IS NULL OR s.name = ?) FOR UPDATE OF r) o
+                 WHERE r.file_id = o.file_id AND r.site_id = o.site_id AND r.state = 'failed'
+                RETURNING coalesce(o.last_error, '(no error recorded)')""", String.class, dataset, site, site);
+        if (!errors.isEmpty()) {
+            Map<String, Long> byError = errors.stream().collect(Collectors.groupingBy(e -> e, java.util.TreeMap::new, Collectors.counting()));
+            log.info("replication: {} failed replica(s) of dataset {}{} retried by an operator; their last errors: {}", errors.size(),
+                    dataset, site == null ? "" : " at site " + site, byError.entrySet().stream().limit(5)
+                            .map(e -> e.getValue() + " x " + e.getKey()).collect(Collectors.joining("; "))
+                            + (byError.size() > 5 ? "; ..." : ""));
+        }
+        return errors.size();
     }
 
     /** Declares (or replaces) a bottleneck link between the sites matching {@code sideA} and those matching {@code sideB}. */

@@ -168,7 +168,10 @@ public class ReplicationController {
         return rules.replicas(name, site, state, offset, limit);
     }
 
-    /** {@code {"files": [...], "reason": "lost"|"bad: ..."}}: those replicas are made again (from another site or tape). */
+    /**
+     * {@code {"files": [...], "reason": "lost"|"bad: ..."}}: those replicas are made again (from another site or tape); one
+     * on its way from tape is left to arrive and answered in {@code underway}.
+     */
     @PostMapping(path = "/sites/{site}/replicas/declare", consumes = MediaType.ALL_VALUE)
     public Declared declare(@PathVariable String site, HttpServletRequest http) throws IOException {
         Body b = Body.read(http, Set.of("files", "reason"));
