@@ -19,11 +19,13 @@ import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.openqa.selenium.Alert;
 import org.openqa.selenium.By;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
+import org.openqa.selenium.support.ui.ExpectedConditions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -201,5 +203,47 @@ class ConsoleArchiveBrowserIT {
             assertThat(Files.readAllBytes(delivered)).as("replica of f" + i).isEqualTo(expected);
         }
         chromium.shot("datasets");
+    }
+
+    /**
+     * The Delete button of a failed write asks first, naming the file: one click deleted a file from the archive (its
+     * registration and queued copies) with no way back. Dismissed, nothing happens; accepted, the file goes and the page
+     * says so.
+     */
+    @Test
+    void deletingAFailedFileFromTheArchivePageAsksFirst() throws Exception {
+        WebDriver browser = chromium.driver;
+        String base = "http://localhost:" + port;
+        chromium.logIn(base, "admin", "browser-admin-pw");
+        // a file whose write failed for good, as the flusher leaves it (written here: the flusher would take a queued one)
+        String name = "/phenix/del-" + TAG + "/f0";
+        long id = jdbc.queryForObject("INSERT INTO file (name, size_bytes, adler32, experiment) VALUES (?, 1000, '0000000a', 'phenix') "
+                + "RETURNING id", Long.class, name);
+        jdbc.update("""
+                INSERT INTO archive_file (file_id, path, size_bytes, adler32, family, storage_class, copies, state)
+                VALUES (?, ?, 1000, '0000000a', ?, 'default', 1, 'failed')""", id, scratch.root.resolve("landing/del-" + TAG).toString(),
+                "del-" + TAG);
+        jdbc.update("""
+                INSERT INTO archive_copy (file_id, copy_no, family, state, attempts, error, size_bytes, registered_at, not_before)
+                VALUES (?, 1, ?, 'failed', 3, 'the buffer file changed after registration', 1000, now(), now() + interval '1 day')""",
+                id, "del-" + TAG);
+        browser.get(base + "/console/archive");
+        By delete = By.cssSelector("#write-failures tr[data-file='" + id + "'] button");
+        var wait = new WebDriverWait(browser, Duration.ofSeconds(10)).pollingEvery(Duration.ofMillis(200));
+        wait.until(d -> !d.findElements(delete).isEmpty());
+
+        ConsoleBrowser.liveClick(browser, delete);
+        Alert asked = wait.until(ExpectedConditions.alertIsPresent());
+        assertThat(asked.getText()).contains("Delete " + name + " from the archive?");
+        asked.dismiss();
+        Thread.sleep(1000);
+        assertThat(buffer.file(id)).as("dismissed: kept").isPresent();
+
+        ConsoleBrowser.liveClick(browser, delete);
+        wait.until(ExpectedConditions.alertIsPresent()).accept();
+        wait.until(d -> text(d, "#flash-message").contains("Deleted " + name));
+        assertThat(buffer.file(id)).isEmpty();
+        assertThat(browser.getCurrentUrl()).endsWith("/console/archive");
+        chromium.shot("archive-deleted");
     }
 }
