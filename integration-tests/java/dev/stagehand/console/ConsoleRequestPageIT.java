@@ -93,6 +93,37 @@ class ConsoleRequestPageIT {
         assertThat(count(cancelled, "staging")).isZero();
     }
 
+    /**
+     * The overview's open requests count the files deleted from the catalog since they were named (an archive file not
+     * on tape deleted, V59) in the state they ended in. Only the failed ones were counted: a request's states did not
+     * add up to its files once one on disk or cancelled was deleted (and the overview had no cancelled column).
+     */
+    @Test
+    void theOverviewCountsAFileDeletedFromTheCatalogInTheStateItEndedIn() throws Exception {
+        List<String> names = IntStream.rangeClosed(1, 4).mapToObj(i -> dir + "g" + i).toList();
+        for (String n : names) ItDb.simulatedFile(jdbc, n, 1_000);
+        UUID id = requests.submit("opal", new NewStageRequest(null, names, null, null, null, "atlas")).request().id();
+        // as the archive's delete leaves them: g1 ended on disk, g2 cancelled, both moved out of the request's file rows
+        jdbc.update("UPDATE stage_request_file SET state = CASE WHEN ordinal = 1 THEN 'on_disk' ELSE 'cancelled' END, finished_at = now() "
+                + "WHERE request_id = ? AND ordinal IN (1, 2)", id);
+        jdbc.update("""
+                INSERT INTO stage_request_absent (request_id, ordinal, path, state, finished_at)
+                SELECT srf.request_id, srf.ordinal, f.name, srf.state, srf.finished_at
+                  FROM stage_request_file srf JOIN file f ON f.id = srf.file_id WHERE srf.request_id = ? AND srf.ordinal IN (1, 2)""", id);
+        jdbc.update("DELETE FROM stage_request_file WHERE request_id = ? AND ordinal IN (1, 2)", id);
+
+        assertThat(views.openRequests(15)).filteredOn(r -> r.id().equals(id.toString())).singleElement().satisfies(r -> {
+            assertThat(r.files()).isEqualTo(4);
+            assertThat(r.queued()).isEqualTo(2);
+            assertThat(r.onDisk()).isEqualTo(1);
+            assertThat(r.cancelled()).isEqualTo(1);
+            assertThat(r.failed() + r.done() + r.staging()).isZero();
+        });
+        var admin = user(new ConsoleUser("adele", "{noop}x", Role.ADMIN, Set.of(ConsoleUser.ALL)));
+        String overview = mvc.perform(get("/console").with(admin)).andExpect(status().isOk()).andReturn().getResponse().getContentAsString();
+        assertThat(overview).contains("<th class=\"num\">Cancelled</th>");
+    }
+
     @Test
     void aNulInAFieldIsRefusedNotA500() throws Exception {
         // PostgreSQL refuses a NUL in a query parameter: each of these was a 500

@@ -116,7 +116,12 @@ class ConsoleViews {
                 .toList();
     }
 
-    /** Open requests (newest first) with per-state file counts (their running counts, V30: not every file). */
+    /**
+     * Open requests (newest first) with per-state file counts (their running counts, V30: not every file), the files
+     * absent from the catalog counted too, each in the state it ended in: those absent at submission failed, those
+     * deleted from the catalog since (V59) as they ended. Only the failed ones were counted, so the states of a request
+     * whose file was deleted on disk, done or cancelled did not add up to its files.
+     */
     List<RequestProgress> openRequests(int limit) {
         return db.sql("""
                 SELECT r.id, r.owner, r.experiment, r.priority, r.state, r.eta_at, r.created_at,
@@ -125,14 +130,15 @@ class ConsoleViews {
                        sum(c.files) FILTER (WHERE c.state = 'staging') AS staging,
                        sum(c.files) FILTER (WHERE c.state IN ('on_disk', 'transferring')) AS on_disk,
                        sum(c.files) FILTER (WHERE c.state = 'done') AS done,
-                       coalesce(sum(c.files) FILTER (WHERE c.state = 'failed'), 0)
-                         + (SELECT count(*) FROM stage_request_absent a WHERE a.request_id = r.id
-                              AND coalesce(a.state, 'failed') = 'failed') AS failed,
+                       sum(c.files) FILTER (WHERE c.state = 'failed') AS failed,
                        sum(c.files) FILTER (WHERE c.state = 'cancelled') AS cancelled
                   FROM (SELECT * FROM stage_request
                          WHERE state IN ('submitted', 'active') OR completed_at > now() - interval '10 minutes'
                          ORDER BY created_at DESC LIMIT ?) r -- the shown ones first
-                  LEFT JOIN stage_request_count c ON c.request_id = r.id
+                  LEFT JOIN LATERAL (SELECT state, files FROM stage_request_count WHERE request_id = r.id
+                                     UNION ALL
+                                     SELECT coalesce(state, 'failed'), count(*) FROM stage_request_absent
+                                      WHERE request_id = r.id GROUP BY 1) c ON true
                  GROUP BY r.id, r.owner, r.experiment, r.priority, r.state, r.eta_at, r.created_at, r.file_count
                  ORDER BY r.created_at DESC""")
                 .param(limit)
