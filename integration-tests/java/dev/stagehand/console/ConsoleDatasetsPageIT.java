@@ -60,4 +60,29 @@ class ConsoleDatasetsPageIT {
         String all = page(user(new ConsoleUser("opal", "{noop}x", Role.OPERATOR, Set.of(ConsoleUser.ALL))));
         assertThat(all).contains("id=\"matrix-truncated\"", "first 5000 rows").doesNotContain("data-dataset=\"z-" + tag + "\"");
     }
+
+    /**
+     * The rules table is filtered by experiment and cut in the query: the page read every rule (and every rule's
+     * experiment) at each 2 s refresh and filtered them in Java, and showed them all. Past 1,000 rules the page says the
+     * table is cut; a cms operator still sees the cms rule made after 1,001 atlas ones.
+     */
+    @Test
+    void theRulesTableIsFilteredAndCutInTheQuery() throws Exception {
+        jdbc.update("""
+                INSERT INTO dataset (name, experiment) SELECT 'r-' || ? || '-' || lpad(i::text, 5, '0'), 'atlas'
+                  FROM generate_series(1, 1001) i""", tag);
+        jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'cms')", "zr-" + tag);
+        jdbc.update("""
+                INSERT INTO replication_rule (dataset_id, copies, site_expression)
+                SELECT id, 1, 'RULES-' || ? FROM dataset WHERE name LIKE ? ORDER BY name""", tag, "r-" + tag + "-%");
+        jdbc.update("INSERT INTO replication_rule (dataset_id, copies, site_expression) SELECT id, 1, 'RULES-' || ? FROM dataset WHERE name = ?",
+                tag, "zr-" + tag);
+
+        String cms = page(user(new ConsoleUser("cora", "{noop}x", Role.OPERATOR, Set.of("cms"))));
+        assertThat(cms).contains(">zr-" + tag + "<").doesNotContain(">r-" + tag + "-").doesNotContain("rules-truncated");
+
+        String all = page(user(new ConsoleUser("opal", "{noop}x", Role.OPERATOR, Set.of(ConsoleUser.ALL))));
+        assertThat(all).contains("id=\"rules-truncated\"", "the first 1000 rules").doesNotContain(">zr-" + tag + "<");
+        assertThat(all.split("<td class=\"mono\">r-" + tag + "-", -1).length - 1).isLessThanOrEqualTo(1000);
+    }
 }

@@ -4,10 +4,6 @@ import dev.stagehand.replication.ReplicationRules;
 import dev.stagehand.replication.ReplicationSchedules;
 import jakarta.servlet.http.HttpServletRequest;
 import java.security.Principal;
-import java.util.List;
-import java.util.Map;
-import java.util.Set;
-import java.util.stream.Collectors;
 import org.springframework.stereotype.Controller;
 import org.springframework.ui.Model;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -20,6 +16,8 @@ class DatasetsPage {
 
     /** Rows of the completeness matrix shown at most (the page refreshes every 2 s). */
     static final int MATRIX_ROWS = 5000;
+    /** Rules shown at most (oldest first); one dataset's: GET /api/v1/replication/rules?dataset=. */
+    static final int RULE_ROWS = 1000;
 
     private final ReplicationRules rules;
     private final ReplicationSchedules schedules;
@@ -32,18 +30,19 @@ class DatasetsPage {
     @GetMapping({"", "/live"})
     String page(Model model, HttpServletRequest http, Principal who) {
         ConsoleUser user = ConsoleUser.of(who);
-        // a user of some experiments sees their datasets' rules only (each rule's experiment read in one query)
-        Map<Long, String> experiment = user.siteWide() ? Map.of() : rules.experimentByRule();
-        List<ReplicationRules.Rule> ruleList = rules.list(null).stream()
-                .filter(r -> user.siteWide() || java.util.Optional.ofNullable(experiment.get(r.id())).map(user::sees).orElse(false))
-                .toList();
-        Set<Long> ruleIds = ruleList.stream().map(ReplicationRules.Rule::id).collect(Collectors.toSet());
+        // a user of some experiments sees their datasets' rules only: filtered and cut in the query (every rule, and
+        // every rule's experiment, was read at each refresh and filtered here)
+        ReplicationRules.RulePage page = rules.list(user.scope(), RULE_ROWS);
         ReplicationRules.Matrix matrix = rules.completenessAll(user.scope(), MATRIX_ROWS);
         model.addAttribute("matrix", matrix.rows());
         model.addAttribute("matrixTruncated", matrix.truncated());
         model.addAttribute("matrixRows", MATRIX_ROWS);
-        model.addAttribute("rules", ruleList);
-        model.addAttribute("schedules", schedules.list().stream().filter(s -> ruleIds.contains(s.ruleId())).toList());
+        model.addAttribute("rules", page.rules());
+        model.addAttribute("rulesTruncated", page.truncated());
+        model.addAttribute("ruleRows", RULE_ROWS);
+        // the schedules of the rules shown (each a look-up in Quartz; listing them all did one per scheduled rule)
+        model.addAttribute("schedules", page.rules().stream().filter(r -> r.schedule() != null)
+                .flatMap(r -> schedules.get(r.id()).stream()).toList());
         return LivePart.view("console/datasets", http);
     }
 }

@@ -171,12 +171,30 @@ public class ReplicationRules {
         return dataset == null ? rules("") : rules("WHERE d.name = ?", dataset);
     }
 
+    /** A page of rules: {@code truncated} when there are more than it holds. */
+    public record RulePage(List<Rule> rules, boolean truncated) {}
+
+    /**
+     * Rules on the datasets of {@code experiments} (null: every rule), oldest first, at most {@code limit}: filtered and
+     * cut in the query. The console's datasets page read every rule (each with its chosen sites), and every rule's
+     * experiment, at each 2 s refresh, to show one experiment's few.
+     */
+    public RulePage list(java.util.Collection<String> experiments, int limit) {
+        String[] of = experiments == null ? null : experiments.toArray(String[]::new);
+        List<Rule> rows = select("WHERE ?::text[] IS NULL OR d.experiment = ANY (?::text[]) ORDER BY r.id LIMIT ?", of, of, limit + 1);
+        return rows.size() > limit ? new RulePage(List.copyOf(rows.subList(0, limit)), true) : new RulePage(rows, false);
+    }
+
     private List<Rule> rules(String where, Object... args) {
+        return select(where + " ORDER BY r.id", args);
+    }
+
+    private List<Rule> select(String whereAndOrder, Object... args) {
         return jdbc.query("""
                 SELECT r.*, d.name AS dataset,
                        ARRAY(SELECT s.name FROM replication_rule_site rs JOIN site s ON s.id = rs.site_id
                               WHERE rs.rule_id = r.id ORDER BY s.name) AS chosen
-                  FROM replication_rule r JOIN dataset d ON d.id = r.dataset_id""" + " " + where + " ORDER BY r.id",
+                  FROM replication_rule r JOIN dataset d ON d.id = r.dataset_id""" + " " + whereAndOrder,
                 (rs, i) -> new Rule(rs.getLong("id"), rs.getString("dataset"), rs.getInt("copies"),
                         rs.getString("site_expression"), rs.getString("source_expression"), rs.getString("schedule"),
                         rs.getString("state"), rs.getString("note"), rs.getString("owner"), instant(rs.getTimestamp("expires_at")),
