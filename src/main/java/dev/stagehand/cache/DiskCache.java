@@ -1,6 +1,7 @@
 package dev.stagehand.cache;
 
 import dev.stagehand.platform.DatabaseRetry;
+import dev.stagehand.platform.Durable;
 import dev.stagehand.platform.Throttled;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -654,7 +655,7 @@ public class DiskCache {
                 for (Copy c : slice) {
                     long onDisk = sizeOrKeep(Path.of(c.path()));
                     if (onDisk == -1) gone.add(c.id());
-                    // nothing syncs a copy before its commit: a power cut after it leaves the file empty or short
+                    // the tape drivers force a copy to disk before its commit, but a disk that lies, or a copy altered by hand, may leave it short
                     else if (onDisk >= 0 && onDisk != c.size()) cut.add(c.id());
                     else continue;
                     fileOf.put(c.id(), c.fileId());
@@ -1259,13 +1260,17 @@ public class DiskCache {
 
     /**
      * Creates the copy's fan-out subdirectory, never the cache directory itself: recreated after its disk was
-     * unmounted, it would take staged files onto the file system under the mount point.
+     * unmounted, it would take staged files onto the file system under the mount point. The cache directory is
+     * forced to disk after it (its new entry; the tape driver forces the copy and the fan-out directory before the
+     * commit): at most 256 times in a cache directory's life, each a directory's fsync, so it is done here even
+     * though a reservation may run under the recall engine's monitor.
      */
     private static void createFanOut(Path p) {
         Path fan = p.getParent();
         if (Files.isDirectory(fan)) return;
         try {
             Files.createDirectory(fan);
+            Durable.fsyncDirectory(fan.getParent());
         } catch (java.nio.file.FileAlreadyExistsException e) {
             // made meanwhile by another reservation
         } catch (IOException e) {

@@ -8,7 +8,11 @@ import java.util.concurrent.CompletableFuture;
  */
 public interface ReadBatch {
 
-    /** Completes when this segment's bytes are in its target; fails with a {@link TapeFailure}. */
+    /**
+     * Completes when this segment's bytes are in its target and forced to disk (fsync of the file and its
+     * directory, {@link dev.stagehand.platform.Durable}): the caller commits the copy as cached at once. Fails with a
+     * {@link TapeFailure}, or untyped when the target could not be written or forced (the file is read again).
+     */
     CompletableFuture<ReadResult> result(SegmentRead segment);
 
     /** Drops a segment not yet started (its future is cancelled); a segment being read is abandoned. */

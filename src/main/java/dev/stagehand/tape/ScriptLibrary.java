@@ -1,6 +1,7 @@
 package dev.stagehand.tape;
 
 import dev.stagehand.catalog.Adler32Text;
+import dev.stagehand.platform.Durable;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -64,6 +65,8 @@ public final class ScriptLibrary implements TapeLibrary {
     private final LibraryLayout layout;
     private final TapeProperties.Script cfg;
     private final LibraryEvents events;
+    /** Forces each file read to disk before it is reported: the cache's commit then records it as there. */
+    private final Durable durable;
     private final Map<String, DriveStatus> drives = new LinkedHashMap<>();
     /** Drives an operator disabled while they held a volume: DISABLED instead of EMPTY once unloaded. */
     private final java.util.Set<String> down = new java.util.HashSet<>();
@@ -123,9 +126,16 @@ public final class ScriptLibrary implements TapeLibrary {
 
     public ScriptLibrary(LibraryLayout layout, TapeProperties.Script cfg, LibraryEvents events,
             Collection<DriveStatus> persisted) {
+        this(layout, cfg, events, persisted, Durable.FSYNC);
+    }
+
+    /** With another way to force files read to disk (tests). */
+    ScriptLibrary(LibraryLayout layout, TapeProperties.Script cfg, LibraryEvents events,
+            Collection<DriveStatus> persisted, Durable durable) {
         this.layout = layout;
         this.cfg = cfg;
         this.events = events;
+        this.durable = durable;
         for (String name : List.of("mount", "read-list", "write", "dismount")) {
             List<String> cmd = command(name);
             if (cmd.isEmpty())
@@ -427,6 +437,7 @@ public final class ScriptLibrary implements TapeLibrary {
                 }
                 try {
                     long adler = r.adler32 >= 0 ? r.adler32 : adler32(s.target());
+                    if (!forced(drive, s, batch)) return;
                     moved[0] += s.sizeBytes();
                     ReadResult res = new ReadResult(s, adler, 0, started, Instant.now());
                     events.segmentRead(drive, res);
@@ -445,6 +456,27 @@ public final class ScriptLibrary implements TapeLibrary {
             if (metadataFile != null) deleteQuietly(metadataFile);
             finishCall(drive, volume, moved[0], o, batch);
         });
+    }
+
+    /**
+     * Forces a file the script wrote to disk, in this call's reading thread, before it is reported: once reported,
+     * the cache commits it and it is pinned, handed to transfers and answered ONLINE, so a power cut must not find
+     * it empty or short. The script's process may have closed it with its bytes still in the page cache; fsync by
+     * any descriptor forces them. A file that is not there is left to the cache's commit to refuse. When it cannot
+     * be forced the segment fails untyped (the cache disk, not the tape, is at fault): its space is given back and
+     * the file read again. @return whether the file may be reported
+     */
+    private boolean forced(String drive, SegmentRead s, ScriptBatch<SegmentRead, ReadResult> batch) {
+        try {
+            durable.force(s.target());
+            return true;
+        } catch (java.nio.file.NoSuchFileException e) {
+            return true;
+        } catch (IOException e) {
+            log.warn("{}: {} read to {} but it cannot be forced to disk: {}", drive, s.fileName(), s.target(), e.toString());
+            batch.failWith(s, new UncheckedIOException("cannot force " + s.target() + " to disk", e));
+            return false;
+        }
     }
 
     /** A failed or disabled drive takes no mount, list or dismount: each fails with DRIVE_FAILURE. */

@@ -1,5 +1,6 @@
 package dev.stagehand.tape;
 
+import dev.stagehand.platform.Durable;
 import dev.stagehand.platform.EventClock;
 import dev.stagehand.platform.VirtualClock;
 import java.io.IOException;
@@ -63,6 +64,8 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
     private final LibraryEvents events;
     private final FaultPlan faults;
     private final boolean copyOnClockThread;
+    /** Forces each file read to disk before its segment is reported. */
+    private final Durable durable;
     private final ExecutorService io;
     private final Instant t0;
     private final double t0Seconds; // t0 on a virtual clock, as seconds from its start
@@ -87,6 +90,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         this.events = b.events;
         this.faults = b.faults;
         this.copyOnClockThread = b.clock instanceof VirtualClock;
+        this.durable = b.durable;
         this.io = copyOnClockThread ? null : Executors.newVirtualThreadPerTaskExecutor();
         this.t0 = clock.now();
         this.t0Seconds = clock instanceof VirtualClock v ? v.elapsedSeconds() : 0;
@@ -115,6 +119,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         private LibraryEvents events = LibraryEvents.NONE;
         private FaultPlan faults = new FaultPlan();
         private Collection<DriveStatus> initial = List.of();
+        private Durable durable = Durable.FSYNC;
 
         private Builder(EventClock clock) {
             this.clock = Objects.requireNonNull(clock, "clock");
@@ -133,6 +138,8 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         public Builder faults(FaultPlan faults) { this.faults = faults; return this; }
         /** Drive states persisted by an earlier run (a tape left mounted is still mounted). */
         public Builder initialDrives(Collection<DriveStatus> persisted) { this.initial = persisted; return this; }
+        /** How files read are forced to disk (tests: to see that it happens before a segment is reported). */
+        Builder durable(Durable durable) { this.durable = Objects.requireNonNull(durable); return this; }
 
         public SimulatedLibrary build() {
             if (drives < 1) throw new IllegalArgumentException("a library needs at least one drive, got " + drives);
@@ -1161,6 +1168,7 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         }
         try {
             Files.createDirectories(s.target().toAbsolutePath().getParent());
+            long adler;
             if (written != null && Files.size(written) == s.sizeBytes()) {
                 Adler32 sum = new Adler32();
                 byte[] buf = new byte[1 << 16];
@@ -1171,10 +1179,15 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
                         sum.update(buf, 0, n);
                     }
                 }
-                return sum.getValue();
+                adler = sum.getValue();
+            } else if (faults.isCorrupt(volume, s.fileName())) {
+                adler = writeCorrupted(s);
+            } else {
+                adler = SimulatedContent.writeTo(s.fileName(), s.sizeBytes(), s.target());
             }
-            if (faults.isCorrupt(volume, s.fileName())) return writeCorrupted(s);
-            return SimulatedContent.writeTo(s.fileName(), s.sizeBytes(), s.target());
+            // on disk before the segment is reported (the cache then commits it as there), in this writing thread
+            durable.force(s.target());
+            return adler;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write segment of " + s.fileName() + " to " + s.target(), e);
         }
