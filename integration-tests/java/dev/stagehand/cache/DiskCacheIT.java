@@ -460,6 +460,35 @@ class DiskCacheIT {
     }
 
     @Test
+    void twoDirectoriesOnOneFileSystemShareItsFreeSpace() throws Exception {
+        // two cache directories on the test's one file system, each with a capacity 1 TB beyond its free space: only
+        // the disk's free space can be reserved, once for both (each checked alone, both promised the same bytes)
+        Path d1 = Files.createDirectories(tmp.resolve("same-disk-1"));
+        Path d2 = Files.createDirectories(tmp.resolve("same-disk-2"));
+        long diskFree = Files.getFileStore(d1).getUsableSpace();
+        long cap = diskFree + 1_000_000_000_000L;
+        DiskCache cache = started(new DiskCache(db, tx, new CacheProperties(List.of(
+                new CacheProperties.Directory(d1, DataSize.ofBytes(cap)),
+                new CacheProperties.Directory(d2, DataSize.ofBytes(cap))), "same-disk-" + tag()), clock, null));
+        long size = diskFree / 10 * 6; // 60 % of the free space: one fits, two do not
+        long first = catalogFile(size, null);
+        long second = catalogFile(size, null);
+
+        ReserveResult one = cache.reserve(first, size, "t");
+        assertThat(one.outcome()).isEqualTo(Outcome.RESERVED);
+        assertThat(cache.reserve(second, size, "t").outcome())
+                .as("the other directory's reservation already holds most of their disk's free space")
+                .isEqualTo(Outcome.NO_SPACE);
+        assertThat(cache.reservableBytes()).as("the disk's room counted once").isLessThan(diskFree / 2);
+        assertThat(cache.reservableBytes(Long.MAX_VALUE)).isLessThan(diskFree / 2);
+        assertThat(cache.largestReservable()).isLessThan(diskFree / 2);
+        assertThat(cache.usage()).allSatisfy(u -> assertThat(u.freeBytes()).isLessThan(diskFree / 2));
+
+        cache.abort(one.reservation(), "cancelled");
+        assertThat(cache.reserve(second, size, "t").outcome()).as("its room given back to both").isEqualTo(Outcome.RESERVED);
+    }
+
+    @Test
     void abortReturnsSpaceAndDeletesThePartialFile() throws Exception {
         DiskCache cache = cache("n", tmp.resolve("c"), 1000);
         long f = catalogFile(1000, null);

@@ -9,10 +9,12 @@ import java.nio.file.Path;
  * @param reservedBytes   open reservations (copies being written)
  * @param pinnedBytes     verified or staging copies held by at least one unexpired pin
  * @param evictableBytes  verified copies without an unexpired pin (freed on demand, least recently used first)
- * @param freeBytes       capacity minus used minus reserved, and no more than its disk's free space minus
- *                        reserved (never negative)
+ * @param freeBytes       capacity minus used minus reserved, and no more than its disk's free space minus what
+ *                        is reserved in every cache directory on that file system (never negative)
  * @param beyondDiskBytes capacity its disk cannot hold now (its file system has less free space than the
- *                        accounting: data outside the cache, or a capacity larger than the disk)
+ *                        accounting: data outside the cache, a capacity larger than the disk, or other cache
+ *                        directories on the same file system holding it). Directories on one file system share
+ *                        its free space: their reservable bytes are not to be added up ({@link DiskCache#reservableBytes()} does not)
  */
 public record DirectoryUsage(Path path, long capacityBytes, long usedBytes, long reservedBytes, long pinnedBytes,
                              long evictableBytes, long freeBytes, long cachedFiles, long stagingFiles,

@@ -378,7 +378,15 @@ public class DiskCache {
      * {@link #largestReservable()} to be at least its size.
      */
     public long reservableBytes() {
-        return usage().stream().mapToLong(DirectoryUsage::reservableBytes).sum();
+        List<DirectoryUsage> usage = usage();
+        List<Dir> dirs = new ArrayList<>();
+        Map<Integer, Long> evictable = new HashMap<>();
+        for (int i = 0; i < usage.size(); i++) {
+            DirectoryUsage u = usage.get(i);
+            dirs.add(new Dir(i, u.path(), u.capacityBytes(), u.usedBytes(), u.reservedBytes()));
+            evictable.put(i, u.evictableBytes());
+        }
+        return reservable(onDisks(dirs), evictable);
     }
 
     /**
@@ -390,24 +398,19 @@ public class DiskCache {
         requireStarted();
         // free may be negative (a capacity lowered below what is cached, a disk fuller than the accounting): the
         // first bytes evicted there only bring the directory back to its capacity and count for nothing
-        Map<Integer, Long> free = new LinkedHashMap<>();
-        db.sql("SELECT id, path, capacity_bytes, used_bytes, reserved_bytes FROM cache_directory WHERE id = ANY(:ids) ORDER BY id")
+        List<Dir> dirs = onDisks(db.sql("SELECT id, path, capacity_bytes, used_bytes, reserved_bytes FROM cache_directory "
+                        + "WHERE id = ANY(:ids) ORDER BY id")
                 .param("ids", directories.keySet().toArray(Integer[]::new))
-                .query(rs -> {
-                    Dir d = new Dir(rs.getInt(1), Path.of(rs.getString(2)), rs.getLong(3), rs.getLong(4), rs.getLong(5));
-                    free.put(d.id, d.free());
-                });
-        long found = free.values().stream().mapToLong(f -> Math.max(0, f)).sum();
+                .query((rs, n) -> new Dir(rs.getInt(1), Path.of(rs.getString(2)), rs.getLong(3), rs.getLong(4), rs.getLong(5)))
+                .list());
+        long found = reservable(dirs, Map.of());
         if (found >= wanted) return found;
         Map<Integer, Long> want = new LinkedHashMap<>();
-        for (var f : free.entrySet()) {
-            long deficit = Math.max(0, -f.getValue());
-            want.put(f.getKey(), wanted - found > Long.MAX_VALUE - deficit ? Long.MAX_VALUE : wanted - found + deficit);
+        for (Dir d : dirs) {
+            long deficit = Math.max(0, -d.free());
+            want.put(d.id, wanted - found > Long.MAX_VALUE - deficit ? Long.MAX_VALUE : wanted - found + deficit);
         }
-        Map<Integer, Long> evictable = evictableUpTo(want, clock.instant());
-        long room = 0;
-        for (var f : free.entrySet()) room += Math.max(0, f.getValue() + evictable.getOrDefault(f.getKey(), 0L));
-        return room;
+        return reservable(dirs, evictableUpTo(want, clock.instant()));
     }
 
     /** The largest single file that could be reserved now (files do not span directories). */
@@ -871,7 +874,8 @@ public class DiskCache {
     public List<DirectoryUsage> usage() {
         requireStarted();
         Integer[] ids = directories.keySet().toArray(Integer[]::new);
-        return db.sql("""
+        record Row(Dir dir, long pinnedBytes, long evictableBytes, long cached, long staging, long pinned) {}
+        List<Row> rows = db.sql("""
                 SELECT d.id, d.path, d.capacity_bytes, d.used_bytes, d.reserved_bytes,
                        coalesce(s.pinned_bytes, 0) AS pinned_bytes, coalesce(s.evictable_bytes, 0) AS evictable_bytes,
                        coalesce(s.cached, 0) AS cached, coalesce(s.staging, 0) AS staging, coalesce(s.pinned, 0) AS pinned
@@ -889,17 +893,19 @@ public class DiskCache {
                     GROUP BY cf.directory_id) s ON s.directory_id = d.id
                 WHERE d.id = ANY(:ids) ORDER BY d.id""")
                 .param("ids", ids).param("now", ts(clock.instant()))
-                .query((rs, n) -> {
-                    long cap = rs.getLong("capacity_bytes");
-                    long used = rs.getLong("used_bytes");
-                    long reserved = rs.getLong("reserved_bytes");
-                    Path path = Path.of(rs.getString("path"));
-                    long beyond = beyondDisk(path, cap, used);
-                    return new DirectoryUsage(path, cap, used, reserved, rs.getLong("pinned_bytes"), rs.getLong("evictable_bytes"),
-                            Math.max(0, cap - used - reserved - beyond), rs.getLong("cached"), rs.getLong("staging"),
-                            rs.getLong("pinned"), beyond);
-                })
+                .query((rs, n) -> new Row(new Dir(rs.getInt("id"), Path.of(rs.getString("path")), rs.getLong("capacity_bytes"),
+                        rs.getLong("used_bytes"), rs.getLong("reserved_bytes")), rs.getLong("pinned_bytes"),
+                        rs.getLong("evictable_bytes"), rs.getLong("cached"), rs.getLong("staging"), rs.getLong("pinned")))
                 .list();
+        onDisks(rows.stream().map(Row::dir).toList());
+        List<DirectoryUsage> out = new ArrayList<>(rows.size());
+        for (Row r : rows) {
+            Dir d = r.dir();
+            long beyond = Math.max(0, d.capacity - d.used - d.reserved - d.free());
+            out.add(new DirectoryUsage(d.path, d.capacity, d.used, d.reserved, r.pinnedBytes(), r.evictableBytes(),
+                    Math.max(0, d.free()), r.cached(), r.staging(), r.pinned(), beyond));
+        }
+        return out;
     }
 
     private final Throttled<List<DirectoryUsage>> recentUsage = new Throttled<>(Duration.ofSeconds(5), this::usage);
@@ -1031,8 +1037,10 @@ public class DiskCache {
         final long capacity;
         long used;
         long reserved;
-        /** Capacity its disk cannot hold ({@link #beyondDisk}); constant while copies are evicted. */
-        final long beyondDisk;
+        /** Used bytes when the row was read: bytes evicted since are free on the disk too. */
+        final long usedBefore;
+        /** Its file system, shared with the other directories on it; null when it cannot be asked (no disk limit). */
+        Disk disk;
         boolean changed;
 
         Dir(int id, Path path, long capacity, long used, long reserved) {
@@ -1040,13 +1048,92 @@ public class DiskCache {
             this.path = path;
             this.capacity = capacity;
             this.used = used;
+            this.usedBefore = used;
             this.reserved = reserved;
-            this.beyondDisk = DiskCache.beyondDisk(path, capacity, used);
         }
 
+        /** Capacity minus used minus reserved, and no more than its file system's room ({@link Disk#room}). */
         long free() {
-            return capacity - used - reserved - beyondDisk;
+            long own = capacity - used - reserved;
+            return disk == null ? own : Math.min(own, disk.room());
         }
+    }
+
+    /**
+     * One file system and the directories on it. Its room is its free space when the rows were read, plus what
+     * was evicted from its directories since, minus every reservation in them: directories on one file system
+     * share its free space (each checked alone, two directories on one disk both promised the same free bytes).
+     * Reservations are counted whole although part of them may be written already (and so gone from the free
+     * space), which errs on the safe side.
+     */
+    private static final class Disk {
+        final long usable;
+        final List<Dir> dirs = new ArrayList<>();
+
+        Disk(long usable) {
+            this.usable = usable;
+        }
+
+        long room() {
+            long room = usable;
+            for (Dir d : dirs) room += d.usedBefore - d.used - d.reserved;
+            return room;
+        }
+    }
+
+    /**
+     * Gives each directory its {@link Disk}: directories on the same file system (the same device, st_dev; else
+     * the same {@link java.nio.file.FileStore}) share one, its free space asked once.
+     */
+    private static <C extends Collection<Dir>> C onDisks(C dirs) {
+        Map<Object, Disk> disks = new HashMap<>();
+        for (Dir d : dirs) {
+            try {
+                Object key = fileSystemOf(d.path);
+                Disk disk = disks.get(key);
+                if (disk == null) {
+                    disk = new Disk(Files.getFileStore(d.path).getUsableSpace());
+                    disks.put(key, disk);
+                }
+                disk.dirs.add(d);
+                d.disk = disk;
+            } catch (IOException | SecurityException | UnsupportedOperationException e) {
+                d.disk = null; // the health indicator reports that directory
+            }
+        }
+        return dirs;
+    }
+
+    /** What tells a file system apart: its device number, or its FileStore where there is none. */
+    static Object fileSystemOf(Path dir) throws IOException {
+        try {
+            return Files.getAttribute(dir, "unix:dev");
+        } catch (UnsupportedOperationException | IllegalArgumentException e) {
+            return Files.getFileStore(dir);
+        }
+    }
+
+    /**
+     * Bytes reservable in these directories (free plus {@code evictable}), each file system's room counted once
+     * for the directories sharing it.
+     */
+    private static long reservable(Collection<Dir> dirs, Map<Integer, Long> evictable) {
+        long total = 0;
+        Set<Disk> counted = new HashSet<>();
+        for (Dir d : dirs) {
+            if (d.disk == null) {
+                total += Math.max(0, d.capacity - d.used - d.reserved + evictable.getOrDefault(d.id, 0L));
+            } else if (counted.add(d.disk)) {
+                long own = 0, freed = 0;
+                for (Dir o : d.disk.dirs) {
+                    long ev = evictable.getOrDefault(o.id, 0L);
+                    own += Math.max(0, o.capacity - o.used - o.reserved + ev);
+                    freed += ev;
+                }
+                total += Math.min(own, Math.max(0, d.disk.room() + freed));
+            }
+        }
+        return total;
     }
 
     /**
@@ -1074,23 +1161,8 @@ public class DiskCache {
                     out.put(rs.getInt("id"), new Dir(rs.getInt("id"), Path.of(rs.getString("path")),
                             rs.getLong("capacity_bytes"), rs.getLong("used_bytes"), rs.getLong("reserved_bytes")));
                 });
+        onDisks(out.values());
         return out;
-    }
-
-    /**
-     * Bytes of a directory's capacity that its disk cannot hold now: capacity minus used beyond the file system's
-     * free space (data outside the cache filled the disk, or the capacity is set larger than the disk). Free space
-     * is then {@code min(capacity - used - reserved, disk free - reserved)}: reservations are counted whole although
-     * part of them may be written already, which errs on the safe side. Evicting a copy frees as much on the disk
-     * as in the accounting, so this stays the same while a reservation evicts. 0 when the disk cannot be asked
-     * (the health indicator reports that directory).
-     */
-    static long beyondDisk(Path dir, long capacity, long used) {
-        try {
-            return Math.max(0, capacity - used - Files.getFileStore(dir).getUsableSpace());
-        } catch (IOException | SecurityException e) {
-            return 0;
-        }
     }
 
     /** Locks the directory row of a copy; null if the copy does not exist. */
