@@ -489,6 +489,27 @@ class DiskCacheIT {
     }
 
     @Test
+    void aDirectoryThatMustBeAMountPointIsRefusedWhenItIsNot() throws Exception {
+        // the mount point of a disk that is not mounted: an existing, empty directory on the file system under it
+        Path mountPoint = Files.createDirectories(tmp.resolve("data"));
+        DiskCache refused = new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(mountPoint,
+                DataSize.ofBytes(10_000), false, true)), "not-mounted-" + tag()), clock, null);
+        assertThatThrownBy(refused::start).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("cache directory " + mountPoint + " is not a mount point")
+                .hasMessageContaining("stagehand.cache.directories[0].require-mount");
+        refused.stop();
+        assertThat(db.sql("SELECT count(*) FROM cache_directory WHERE path = :p").param("p", mountPoint.toString())
+                .query(Long.class).single()).as("not registered").isZero();
+        try (var listing = Files.list(mountPoint)) {
+            assertThat(listing).as("nothing made in it").isEmpty();
+        }
+
+        DiskCache accepted = started(new DiskCache(db, tx, new CacheProperties(List.of(new CacheProperties.Directory(mountPoint,
+                DataSize.ofBytes(10_000))), "mount-not-required-" + tag()), clock, null));
+        assertThat(accepted.usage()).extracting(DirectoryUsage::path).containsExactly(mountPoint);
+    }
+
+    @Test
     void abortReturnsSpaceAndDeletesThePartialFile() throws Exception {
         DiskCache cache = cache("n", tmp.resolve("c"), 1000);
         long f = catalogFile(1000, null);

@@ -39,12 +39,22 @@ public record CacheProperties(@DefaultValue List<Directory> directories, @Defaul
      *                      directory is most often a disk that is not mounted, and creating it would stage files
      *                      onto the file system under the mount point (the root file system) until it is full. The
      *                      embedded default directory ({@code var/cache}) is created.
+     * @param requireMount  the directory must be a mount point (on another device than its parent directory), at
+     *                      start and whenever a fan-out subdirectory is made in it: a disk that is not mounted
+     *                      leaves its mount point there, empty, on the root file system, and staged files would
+     *                      fill that instead. Off by default; set it when the directory is the disk's mount point.
      */
-    public record Directory(Path path, @DefaultValue("50GB") DataSize capacity, @DefaultValue("false") boolean createMissing) {
+    public record Directory(Path path, @DefaultValue("50GB") DataSize capacity, @DefaultValue("false") boolean createMissing,
+                            @DefaultValue("false") boolean requireMount) {
 
         /** A directory that must exist at start. */
         public Directory(Path path, DataSize capacity) {
             this(path, capacity, false);
+        }
+
+        /** A directory that need not be a mount point. */
+        public Directory(Path path, DataSize capacity, boolean createMissing) {
+            this(path, capacity, createMissing, false);
         }
 
         @org.springframework.boot.context.properties.bind.ConstructorBinding

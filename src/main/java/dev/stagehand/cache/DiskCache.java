@@ -77,6 +77,8 @@ public class DiskCache {
     private final List<CacheProperties.Directory> configured;
     private final ApplicationEventPublisher events;
     private volatile Map<Integer, Path> directories = Map.of(); // id -> path, set by start()
+    /** Directories that must be mount points (require-mount), checked again before a fan-out subdirectory is made. */
+    private final Set<Path> mountPoints = new HashSet<>();
 
     public DiskCache(JdbcClient db, TransactionTemplate tx, CacheProperties props, Clock clock,
                      ApplicationEventPublisher events) {
@@ -87,6 +89,7 @@ public class DiskCache {
         this.nodeWait = props.nodeWait();
         this.node = props.node().isEmpty() ? hostName() : props.node();
         this.configured = props.directories();
+        for (CacheProperties.Directory d : configured) if (d.requireMount()) mountPoints.add(d.path());
         this.events = events != null ? events : e -> {};
     }
 
@@ -193,6 +196,12 @@ public class DiskCache {
                 } catch (IOException e) {
                     throw new UncheckedIOException("cannot create cache directory " + d.path(), e);
                 }
+            }
+            if (d.requireMount() && !isMountPoint(d.path())) {
+                throw new IllegalStateException("cache directory " + d.path() + " is not a mount point (it is on the same "
+                        + "file system as " + d.path().getParent() + "): its disk is not mounted, and staged files would fill "
+                        + "the file system under it. Mount its disk, or set stagehand.cache.directories[" + i
+                        + "].require-mount: false if it is not meant to be a mount point");
             }
             if (!Files.isWritable(d.path())) throw new IllegalStateException("cache directory not writable: " + d.path());
             try {
@@ -1337,10 +1346,14 @@ public class DiskCache {
      * commit): at most 256 times in a cache directory's life, each a directory's fsync, so it is done here even
      * though a reservation may run under the recall engine's monitor.
      */
-    private static void createFanOut(Path p) {
+    private void createFanOut(Path p) {
         Path fan = p.getParent();
         if (Files.isDirectory(fan)) return;
         try {
+            if (mountPoints.contains(fan.getParent()) && !isMountPoint(fan.getParent())) {
+                throw new IOException("the cache directory " + fan.getParent() + " is no longer a mount point (require-mount): "
+                        + "its disk is not mounted");
+            }
             Files.createDirectory(fan);
             Durable.fsyncDirectory(fan.getParent());
         } catch (java.nio.file.FileAlreadyExistsException e) {
@@ -1348,6 +1361,20 @@ public class DiskCache {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create " + fan + (Files.isDirectory(fan.getParent()) ? ""
                     : ": the cache directory " + fan.getParent() + " is gone (disk unmounted?)"), e);
+        }
+    }
+
+    /**
+     * Whether the directory is a mount point: on another file system (device) than its parent, or the root. A disk
+     * that is not mounted leaves its mount point on the file system under it; false then.
+     */
+    static boolean isMountPoint(Path dir) {
+        try {
+            Path real = dir.toRealPath();
+            Path parent = real.getParent();
+            return parent == null || !fileSystemOf(real).equals(fileSystemOf(parent));
+        } catch (IOException | SecurityException e) {
+            return false;
         }
     }
 

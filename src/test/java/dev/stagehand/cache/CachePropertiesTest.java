@@ -46,6 +46,10 @@ class CachePropertiesTest {
         assertThat(p.nodeWait()).hasSeconds(90);
         assertThat(bind(Map.of("stagehand.cache.directories[0].path", "/data/c1",
                 "stagehand.cache.directories[0].create-missing", "true")).directories().getFirst().createMissing()).isTrue();
+        assertThat(p.directories()).as("a directory need not be a mount point unless require-mount is set")
+                .noneMatch(CacheProperties.Directory::requireMount);
+        assertThat(bind(Map.of("stagehand.cache.directories[0].path", "/data/c1",
+                "stagehand.cache.directories[0].require-mount", "true")).directories().getFirst().requireMount()).isTrue();
     }
 
     @Test
