@@ -26,8 +26,8 @@ final class FifoPolicy {
     }
 
     /** A request arrived: its queued files join the end of the queue. */
-    void arrived(RequestWork r) {
-        for (FileWork f : r.files) if (f.state == FileWork.State.QUEUED && !f.inFifo) { f.inFifo = true; queue.add(f); }
+    void arrived(List<FileWork> files) {
+        for (FileWork f : files) if (f.state == FileWork.State.QUEUED && !f.inFifo) { f.inFifo = true; queue.add(f); }
     }
 
     /** The file was not read after all (no cache space, queued again): it goes back to the head, its turn kept. */

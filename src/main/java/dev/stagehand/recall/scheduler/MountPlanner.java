@@ -146,7 +146,7 @@ public final class MountPlanner {
         double least = -1;
         for (FileWork f : q.files.values()) {
             for (RequestWork r : f.requests) {
-                if (r.queuedPerVolume.size() != 1) continue;
+                if (r.completesOn() == null) continue;
                 double s = tailLine - (now - r.arrival + seconds);
                 if (s >= 0 && (least < 0 || s < least)) least = s;
             }
@@ -174,9 +174,10 @@ public final class MountPlanner {
             for (RequestWork r : f.requests) {
                 if (r.progressVisit == visit) continue;
                 r.progressVisit = visit;
-                double n = Math.max(1, r.queuedPerVolume.size());
+                // a request still being taken in needs at least one volume more, and is not known to be short
+                double n = Math.max(1, r.queuedPerVolume.size() + (r.intakePending ? 1 : 0));
                 all += 1 / (n * n);
-                if (cost.readSeconds(r.bytes()) < LONG_WORK_SECONDS) shortOnly += 1 / (n * n);
+                if (!r.intakePending && cost.readSeconds(r.bytes()) < LONG_WORK_SECONDS) shortOnly += 1 / (n * n);
             }
         }
         q.progress = all;

@@ -53,9 +53,47 @@ public final class QueueModel {
      */
     public RequestWork addRequest(String id, double arrival, int priority, String experiment, List<FileSpec> specs,
                                   Predicate<String> preferred) {
+        return addRequest(id, arrival, priority, experiment, specs, false, preferred);
+    }
+
+    /**
+     * Adds a request of which {@code specs} is the first slice; {@code more}: further slices follow through
+     * {@link #addFiles}, and until the last has come the request neither ends nor counts as completed by any
+     * one volume (it is not known to be short).
+     */
+    public RequestWork addRequest(String id, double arrival, int priority, String experiment, List<FileSpec> specs,
+                                  boolean more, Predicate<String> preferred) {
         if (requests.containsKey(id)) throw new IllegalArgumentException("request " + id + " already queued");
         RequestWork r = new RequestWork(id, arrival, priority, experiment);
+        r.intakePending = more;
         requests.put(id, r);
+        add(r, specs, preferred);
+        if (r.finished()) r.completedAt = arrival;
+        return r;
+    }
+
+    /**
+     * The next slice of a request added with more to come: its files join the request as if they had come with
+     * it (same arrival, its priority now). {@code more}: still more follow. Returns the files added; the request
+     * may end now ({@link RequestWork#finished}) if this was its last slice and nothing of it is left to read.
+     */
+    public List<FileWork> addFiles(String id, List<FileSpec> specs, boolean more, double now, Predicate<String> preferred) {
+        RequestWork r = requests.get(id);
+        if (r == null || !r.intakePending) throw new IllegalArgumentException("request " + id + " takes no more files");
+        int from = r.files.size();
+        add(r, specs, preferred); // still pending meanwhile: no volume was counted as completing it
+        r.resetBytes();
+        if (!more) {
+            r.intakePending = false;
+            moveCompletable(null, r.completesOn());
+            if (r.finished()) r.completedAt = now;
+        }
+        return r.files.subList(from, r.files.size());
+    }
+
+    private void add(RequestWork r, List<FileSpec> specs, Predicate<String> preferred) {
+        double arrival = r.arrival;
+        int priority = r.priority;
         for (FileSpec s : specs) {
             FileWork f = files.get(s.id());
             boolean fresh = f == null;
@@ -108,8 +146,6 @@ public final class QueueModel {
                 enqueue(f, preferred);
             }
         }
-        if (r.remaining == 0) r.completedAt = arrival;
-        return r;
     }
 
     private void raisePriority(FileWork f, int p) {
@@ -273,6 +309,7 @@ public final class QueueModel {
                 files.remove(f.id);
             }
         }
+        r.intakePending = false; // no more slices: it is gone
         r.remaining = 0;
     }
 
@@ -306,7 +343,7 @@ public final class QueueModel {
             }
         }
         r.resetBytes();
-        if (r.remaining == 0) r.completedAt = now;
+        if (r.finished()) r.completedAt = now;
         return unwanted;
     }
 
@@ -375,7 +412,7 @@ public final class QueueModel {
         for (RequestWork r : f.requests) {
             if (r.finished()) continue;
             if (failed) r.failedFiles++;
-            if (--r.remaining == 0) {
+            if (--r.remaining == 0 && !r.intakePending) {
                 r.completedAt = now;
                 done.add(r);
             }
@@ -384,22 +421,24 @@ public final class QueueModel {
     }
 
     private void incQueued(RequestWork r, String vol) {
-        int before = r.queuedPerVolume.size();
-        int c = r.queuedPerVolume.merge(vol, 1, Integer::sum);
-        if (c != 1) return;
-        if (before == 0) volumes.get(vol).completable++;
-        else if (before == 1) {
-            for (String other : r.queuedPerVolume.keySet()) if (!other.equals(vol)) volumes.get(other).completable--;
-        }
+        String before = r.completesOn();
+        r.queuedPerVolume.merge(vol, 1, Integer::sum);
+        moveCompletable(before, r.completesOn());
     }
 
     private void decQueued(RequestWork r, String vol) {
         Integer c = r.queuedPerVolume.get(vol);
         if (c == null) return;
         if (c > 1) { r.queuedPerVolume.put(vol, c - 1); return; }
+        String before = r.completesOn();
         r.queuedPerVolume.remove(vol);
-        int after = r.queuedPerVolume.size();
-        if (after == 0) volumes.get(vol).completable--;
-        else if (after == 1) volumes.get(r.queuedPerVolume.keySet().iterator().next()).completable++;
+        moveCompletable(before, r.completesOn());
+    }
+
+    /** A request's completing volume changed from {@code from} to {@code to} (either null: none). */
+    private void moveCompletable(String from, String to) {
+        if (java.util.Objects.equals(from, to)) return;
+        if (from != null) volumes.get(from).completable--;
+        if (to != null) volumes.get(to).completable++;
     }
 }

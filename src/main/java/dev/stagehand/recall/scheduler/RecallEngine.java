@@ -215,30 +215,71 @@ public final class RecallEngine {
     /** Queues a request; files on disk or already queued/being read are joined, not read again. */
     public synchronized RequestWork submit(String id, Instant arrival, int priority, String experiment,
                                            List<QueueModel.FileSpec> files) {
+        return submit(id, arrival, priority, experiment, files, false);
+    }
+
+    /**
+     * Queues a request of which {@code files} is the first slice; {@code more}: the rest follows through
+     * {@link #addFiles} (a large request is taken in a slice a round, so that its first volumes are planned
+     * before the whole of it has been read from the database). Until its last slice it does not end.
+     */
+    public synchronized RequestWork submit(String id, Instant arrival, int priority, String experiment,
+                                           List<QueueModel.FileSpec> files, boolean more) {
         double t = Duration.between(epoch, arrival).toNanos() / 1e9;
-        RequestWork r = model.addRequest(id, t, priority, experiment, files, this::isMounted);
+        RequestWork r = model.addRequest(id, t, priority, experiment, files, more, this::isMounted);
+        taken(r, r.files, t);
+        return r;
+    }
+
+    /**
+     * The next slice of a request submitted with more to come ({@link #submit(String, Instant, int, String, List,
+     * boolean)}); {@code more}: still more follow. Its files are planned as if they had come with the request.
+     */
+    public synchronized void addFiles(String id, List<QueueModel.FileSpec> files, boolean more) {
+        RequestWork r = model.request(id);
+        if (r == null || !r.intakePending()) throw new IllegalArgumentException("request " + id + " takes no more files");
+        List<FileWork> added = model.addFiles(id, files, more, now(), this::isMounted);
+        taken(r, added, now());
+    }
+
+    /** The files just taken in for {@code r} at {@code t}: demand, a cut for a short request, FIFO order, failures, its end. */
+    private void taken(RequestWork r, List<FileWork> files, double t) {
         Set<String> asked = new HashSet<>(2);
-        for (FileWork f : r.files) {
+        for (FileWork f : files) {
             if (f.home != null && (f.state == FileWork.State.QUEUED || f.state == FileWork.State.CLAIMED)) asked.add(f.home.volume());
         }
-        for (String v : asked) demand.asked(v, t);
+        // each request counts once per volume: a later slice only for the volumes its earlier ones did not ask for
+        if (r.intakePending() || r.askedVolumes != null) {
+            if (r.askedVolumes == null) r.askedVolumes = new HashSet<>();
+            asked.removeAll(r.askedVolumes);
+            if (r.intakePending()) r.askedVolumes.addAll(asked);
+            else r.askedVolumes = null; // the last slice: no more to compare with
+        }
+        for (String v : asked) demand.asked(v, r.arrival);
         // now, not the arrival: a request taken in again after a restart arrived long before
-        if (config.policy() == Policy.TAPE_AWARE && r.queuedPerVolume.size() == 1) cutForShortRequest(r.queuedPerVolume.keySet().iterator().next(), now());
-        if (config.policy() == Policy.FIFO) fifo.arrived(r);
-        for (FileWork f : r.files) {
+        String completes = r.completesOn();
+        if (config.policy() == Policy.TAPE_AWARE && completes != null) cutForShortRequest(completes, now());
+        if (config.policy() == Policy.FIFO) fifo.arrived(files);
+        for (FileWork f : files) {
             if (f.state == FileWork.State.FAILED) { // only now: every copy is on an unavailable volume
                 store.failed(f);
                 listener.fileFailed(f, t);
             }
         }
         if (r.finished()) {
+            open.remove(r);
             store.requestFinished(r);
             listener.requestFinished(r, t);
         } else {
             open.add(r);
             requestPass();
         }
-        return r;
+    }
+
+    /** Whether the request is held and takes more slices ({@link #addFiles}). */
+    public synchronized boolean takesMore(String id) {
+        RequestWork r = model.request(id);
+        return r != null && r.intakePending();
     }
 
     /** A read list with less than this left is not cut for a new request: it ends soon anyway. */

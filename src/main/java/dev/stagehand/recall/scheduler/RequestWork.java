@@ -14,6 +14,13 @@ public final class RequestWork {
     final String experiment;
     final List<FileWork> files = new ArrayList<>();
     int remaining;
+    /**
+     * More of its files are still to be taken in (the service takes a large request in slices, a round each): it
+     * does not end, and no volume completes it, until the last slice has come ({@link QueueModel#addFiles}).
+     */
+    boolean intakePending;
+    /** While it is taken in slices: the volumes its slices so far asked for (each counted once: {@link VolumeDemand}). */
+    java.util.Set<String> askedVolumes;
     int failedFiles;
     double completedAt = Double.NaN;
     double eta = Double.NaN;
@@ -37,10 +44,16 @@ public final class RequestWork {
     public double arrival() { return arrival; }
     public int priority() { return priority; }
     public List<FileWork> files() { return files; }
-    public boolean finished() { return remaining == 0; }
+    public boolean finished() { return remaining == 0 && !intakePending; }
+    /** Whether more of its files are still to be taken in (see {@link QueueModel#addFiles}). */
+    public boolean intakePending() { return intakePending; }
+    /** The one volume whose queued files are all this request still waits for there, or null (none, several, more to come). */
+    String completesOn() {
+        return intakePending || queuedPerVolume.size() != 1 ? null : queuedPerVolume.keySet().iterator().next();
+    }
     public boolean failed() { return failedFiles > 0; }
     public int failedFiles() { return failedFiles; }
-    /** Bytes of all its files (its files change only when some are cancelled: {@link #resetBytes}). */
+    /** Bytes of all its files taken in (they change when some are cancelled or a slice is added: {@link #resetBytes}). */
     public long bytes() {
         if (bytes < 0) {
             long b = 0;

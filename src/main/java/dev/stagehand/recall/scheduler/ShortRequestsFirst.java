@@ -74,7 +74,7 @@ final class ShortRequestsFirst {
         for (FileWork f : tour) {
             for (RequestWork r : f.requests) {
                 if (now - r.arrival >= mountPlanner.startsAging()) return tour;
-                if (r.queuedPerVolume.size() == 1 && r.queuedPerVolume.containsKey(volume)) {
+                if (volume.equals(r.completesOn())) {
                     completing.computeIfAbsent(r, k -> new ArrayList<>()).add(f);
                 }
             }

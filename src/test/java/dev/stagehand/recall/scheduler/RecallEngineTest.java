@@ -37,6 +37,37 @@ class RecallEngineTest {
         assertThat(h.library.reads).hasSize(3);
     }
 
+    /**
+     * A large request taken in slices: its first slice's volume is mounted and read before the rest has come, the
+     * request stays open while it waits for its next slices, each file is read once, and it ends with the last.
+     */
+    @Test
+    void aRequestTakenInSlicesIsReadFromItsFirstSliceOnAndEndsAfterItsLast() {
+        Harness h = new Harness(2, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.clock.schedule(java.time.Duration.ZERO, () -> h.engine.submit("r", java.time.Instant.EPOCH, 0, "exp",
+                List.of(file(1, "V1", 0, GB), file(2, "V1", GB, GB)), true));
+        h.run();
+        assertThat(h.library.reads).extracting(SegmentRead::fileId).as("the first slice read before the rest came")
+                .containsExactlyInAnyOrder(1L, 2L);
+        RequestWork r = h.engine.model().request("r");
+        assertThat(r.finished()).as("more files to come").isFalse();
+        assertThat(h.engine.openRequestIds()).containsExactly("r");
+        assertThat(h.engine.takesMore("r")).isTrue();
+
+        h.clock.schedule(java.time.Duration.ZERO, () -> h.engine.addFiles("r", List.of(file(2, "V1", GB, GB), file(3, "V2", 0, GB)), true));
+        h.run();
+        assertThat(r.finished()).isFalse();
+        h.clock.schedule(java.time.Duration.ZERO, () -> h.engine.addFiles("r", List.of(file(4, "V2", GB, GB)), false));
+        h.run();
+        Map<Long, Long> readsPerFile = h.library.reads.stream().collect(Collectors.groupingBy(SegmentRead::fileId, Collectors.counting()));
+        assertThat(readsPerFile).as("each file once, a file named in two slices too")
+                .containsOnly(Map.entry(1L, 1L), Map.entry(2L, 1L), Map.entry(3L, 1L), Map.entry(4L, 1L));
+        assertThat(r.finished()).isTrue();
+        assertThat(r.files()).hasSize(4);
+        assertThat(h.engine.openRequestIds()).isEmpty();
+        assertThat(h.engine.takesMore("r")).isFalse();
+    }
+
     @Test
     void theBacklogCountsEachQueuedFileOnceOnItsVolumeWithItsOldestRequestAndLeavesOutFilesReadElsewhere() {
         Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
