@@ -72,6 +72,17 @@ class TwoSchedulersIT {
 
     @Test
     void twoInstancesNeverReadTheSameFileTwice() throws Exception {
+        readEachFileOnce(0);
+    }
+
+    /** Each instance takes the requests in a few files a round (sliced intake): still every file is read once. */
+    @Test
+    void twoInstancesTakingRequestsInSlicesNeverReadTheSameFileTwice() throws Exception {
+        readEachFileOnce(7);
+    }
+
+    /** {@code slice}: files of a request an intake round takes in at most; 0: the default. */
+    private void readEachFileOnce(int slice) throws Exception {
         String tag = UUID.randomUUID().toString().substring(0, 8);
         List<Long> files = new ArrayList<>();
         for (int v = 0; v < 6; v++) {
@@ -108,10 +119,16 @@ class TwoSchedulersIT {
         RecallService b = new RecallService(jdbc, libB, clock, TapeModel.lto9(), props("b-" + tag, 20_000_000L), cacheB);
         a.start();
         b.start();
+        if (slice > 0) {
+            a.intakeSlice(slice);
+            b.intakeSlice(slice);
+        }
         boolean etaSeen = false;
+        boolean sliced = false;
         for (int round = 0; round < 50; round++) {
             a.poll();
             b.poll();
+            sliced |= a.takingInSlices() && b.takingInSlices();
             clock.advance(Duration.ofSeconds(30));
             etaSeen |= jdbc.queryForObject("SELECT count(*) FROM stage_request WHERE id = ANY(?) AND eta_at IS NOT NULL",
                     Integer.class, (Object) requests.toArray(UUID[]::new)) > 0;
@@ -136,6 +153,7 @@ class TwoSchedulersIT {
         assertThat(jdbc.queryForList("SELECT DISTINCT state FROM stage_request_file WHERE request_id = ANY(?)", String.class,
                 (Object) requests.toArray(UUID[]::new))).containsExactly("on_disk");
         assertThat(etaSeen).isTrue();
+        assertThat(sliced).as("both instances took requests in over several rounds").isEqualTo(slice > 0);
         // the staged bytes are real, verified cache copies, and match the catalog checksum
         List<Map<String, Object>> staged = jdbc.queryForList(
                 "SELECT cf.path, cf.adler32, f.adler32 AS expected, f.size_bytes FROM cache_file cf JOIN file f ON f.id = cf.file_id "

@@ -111,6 +111,7 @@ public final class RecallService {
         SchedulerConfig config = props.schedulerConfig();
         engine = null;
         known.clear(); // a new engine holds nothing: every open request is taken in again
+        partial.clear();
         lostCopyRequests.clear();
         watermark = Instant.EPOCH;
         lastSweep = Instant.EPOCH;
@@ -243,9 +244,10 @@ public final class RecallService {
             if (!lastSweep.equals(Instant.EPOCH)) sweepCursor = 0;
         }
         Map<String, Fresh> fresh = freshRequests(sweep);
-        registerQueuedFiles(queuedFilesOf(fresh.keySet()));
+        List<Slice> slices = slices(fresh);
+        registerQueuedFiles(queuedFilesOf(slices));
         if (sweepCursor >= 0) sweepSlice();
-        intake(fresh);
+        intake(fresh, slices);
         reconcile();
         if (handOff != null) handOff.run();
         if (sweep) {
@@ -254,6 +256,58 @@ public final class RecallService {
             lastSweep = now; // only once it went through: a sweep cut short by the database is done again next round
         }
         engine.requestPass();
+        // a request taken in part: its next slice in a round of its own at once, after what waits on this thread
+        if (!partial.isEmpty()) requestSubmitted();
+    }
+
+    /**
+     * Files of one request a round takes in at most. A request of more is taken in a slice a round, in file id
+     * order: its first volumes are planned (and mounted) within a second or two instead of after the whole of it
+     * was read, which took 9.5-18 s for 10^6 files (bench/intake.sh) while the intake thread, and with it the
+     * hand-off of staged files, waited.
+     */
+    public static final int INTAKE_SLICE = 100_000;
+    private int intakeSlice = INTAKE_SLICE;
+
+    /** Tests: a request of a few files taken in over several rounds. */
+    void intakeSlice(int files) {
+        intakeSlice = files;
+    }
+
+    /**
+     * Requests this engine has taken in part, with the file id up to which each was, in the order they came.
+     * Held in memory like the engine itself: a new engine (a restart) takes every open request in from the rows
+     * again, and claims on {@code recall_file} keep a file from being read twice by any instance.
+     */
+    private final Map<String, Long> partial = new LinkedHashMap<>();
+
+    /**
+     * A request's files a round takes in: those with ids in ({@code after}, {@code upTo}]; {@code last}: none
+     * after it (the request is whole once this is taken in); {@code whole}: the request at once, as a small one.
+     */
+    record Slice(String request, long after, long upTo, boolean last, boolean whole) {}
+
+    /** Whether requests are still being taken in a slice a round. */
+    public synchronized boolean takingInSlices() {
+        return !partial.isEmpty();
+    }
+
+    /** This round's slices: the next of each request taken in part, then the new ones (a first slice if large). */
+    private List<Slice> slices(Map<String, Fresh> fresh) {
+        partial.keySet().removeIf(id -> !engine.takesMore(id)); // forgotten meanwhile (cancelled, deleted)
+        List<Slice> out = new ArrayList<>();
+        partial.forEach((id, upTo) -> out.add(slice(id, upTo)));
+        fresh.forEach((id, f) -> out.add(f.files() > intakeSlice ? slice(id, Long.MIN_VALUE)
+                : new Slice(id, Long.MIN_VALUE, Long.MAX_VALUE, true, true)));
+        return out;
+    }
+
+    /** The next {@link #intakeSlice} files of the request after file id {@code after}, along its primary key. */
+    private Slice slice(String request, long after) {
+        List<Long> bound = jdbc.queryForList("""
+                SELECT file_id FROM stage_request_file WHERE request_id = ?::uuid AND file_id > ?
+                 ORDER BY file_id OFFSET ? LIMIT 1""", Long.class, request, after, intakeSlice - 1);
+        return bound.isEmpty() ? new Slice(request, after, Long.MAX_VALUE, true, false) : new Slice(request, after, bound.getFirst(), false, false);
     }
 
     /**
@@ -392,10 +446,12 @@ public final class RecallService {
         Map<String, Fresh> fresh = new LinkedHashMap<>();
         Instant now = clock.now();
         jdbc.query("""
-                SELECT id::text, created_at, greatest(extract(epoch FROM now() - created_at), 0) FROM stage_request
+                SELECT id::text, created_at, greatest(extract(epoch FROM now() - created_at), 0), file_count, priority, experiment
+                  FROM stage_request
                  WHERE state IN ('submitted', 'active') AND created_at >= ? AND id <> ALL(?::uuid[])
                  ORDER BY created_at, id""",
-                rs -> { fresh.put(rs.getString(1), new Fresh(rs.getTimestamp(2).toInstant(), now.minusNanos((long) (rs.getDouble(3) * 1e9)))); },
+                rs -> { fresh.put(rs.getString(1), new Fresh(rs.getTimestamp(2).toInstant(), now.minusNanos((long) (rs.getDouble(3) * 1e9)),
+                        rs.getInt(4), rs.getInt(5), rs.getString(6))); },
                 Timestamp.from(all ? Instant.EPOCH : watermark.minus(LATE_COMMIT)), skip.toArray(String[]::new));
         return fresh;
     }
@@ -404,15 +460,26 @@ public final class RecallService {
      * A request to take in: its creation time (the database's clock, for the intake window) and its arrival on the
      * engine's clock: the engine's now less the wait since creation, measured by the database alone. So a request
      * taken in again after a restart keeps its age (aging, the overview's oldest) instead of starting anew, and
-     * neither the host's clock offset nor a scaled clock enters.
+     * neither the host's clock offset nor a scaled clock enters. {@code files}, {@code priority} and
+     * {@code experiment} as the request's row says (the count decides whether it is taken in slices).
      */
-    record Fresh(Instant created, Instant arrival) {}
+    record Fresh(Instant created, Instant arrival, int files, int priority, String experiment) {}
 
-    /** The queued files of these requests. */
-    private List<Long> queuedFilesOf(Set<String> requests) {
-        if (requests.isEmpty()) return List.of();
-        return jdbc.queryForList("SELECT DISTINCT file_id FROM stage_request_file WHERE request_id = ANY(?::uuid[]) AND state = 'queued'",
-                Long.class, (Object) requests.toArray(String[]::new));
+    /** The queued files of these slices (small requests whole in one statement, a large one's slice along its key). */
+    private List<Long> queuedFilesOf(List<Slice> slices) {
+        String[] whole = slices.stream().filter(Slice::whole).map(Slice::request).toArray(String[]::new);
+        Set<Long> ids = new java.util.LinkedHashSet<>();
+        if (whole.length > 0) {
+            ids.addAll(jdbc.queryForList("SELECT DISTINCT file_id FROM stage_request_file WHERE request_id = ANY(?::uuid[]) AND state = 'queued'",
+                    Long.class, (Object) whole));
+        }
+        for (Slice s : slices) {
+            if (s.whole()) continue;
+            ids.addAll(jdbc.queryForList("""
+                    SELECT file_id FROM stage_request_file WHERE request_id = ?::uuid AND file_id > ? AND file_id <= ? AND state = 'queued'""",
+                    Long.class, s.request(), s.after(), s.upTo()));
+        }
+        return new ArrayList<>(ids);
     }
 
     /**
@@ -505,36 +572,25 @@ public final class RecallService {
         for (List<Long> ids : List.of(onDisk, failed, noCopy)) for (long id : new HashSet<>(ids)) store.completeRequests(id);
     }
 
-    /** Gives the engine those of {@code fresh} requests that have files to read, then moves the round's window on. */
-    private void intake(Map<String, Fresh> fresh) {
-        if (!fresh.isEmpty()) submit(fresh);
+    /**
+     * Gives the engine this round's slices (those of {@code fresh} requests taken whole that have files to read,
+     * a large request's first slice, the next slices of those taken in part), then moves the round's window on.
+     */
+    private void intake(Map<String, Fresh> fresh, List<Slice> slices) {
+        if (!slices.isEmpty()) submit(fresh, slices);
         // only once they were given to the engine: a round cut short reads the same requests again
         for (Fresh f : fresh.values()) if (f.created().isAfter(watermark)) watermark = f.created();
         Instant window = watermark.minus(LATE_COMMIT);
         known.values().removeIf(created -> created.isBefore(window)); // outside every later window: never read again
     }
 
-    private void submit(Map<String, Fresh> fresh) {
+    /** The files of requests taken in, with the copies of each file's rows gathered into its (still mutable) list. */
+    private static final class Taken {
         record Head(int priority, String experiment) {}
-        Map<String, Head> heads = new HashMap<>();
-        // per request its files, each with the copies of its rows gathered into its (still mutable) list
-        Map<String, Map<Long, FileSpec>> byRequest = new HashMap<>();
-        // a row per usable copy, joined (not a subquery per file: that probed segment and volume once per file,
-        // 27 s for a 10^6-file request); a file with no usable copy has no row: it failed above (registerQueuedFiles)
-        jdbc.query("""
-                SELECT sr.id::text AS id, sr.priority, sr.experiment, f.id AS fid, f.name, f.size_bytes, f.adler32,
-                       f.experiment AS fexp, d.name AS dataset, x.targeted_metadata::text AS meta,
-                       v.label, s.offset_bytes
-                  FROM stage_request_file x
-                  JOIN stage_request sr ON sr.id = x.request_id
-                  JOIN file f ON f.id = x.file_id
-                  JOIN segment s ON s.file_id = x.file_id AND s.state = 'ok'
-                  JOIN volume v ON v.id = s.volume_id AND v.state = 'available'
-                  LEFT JOIN dataset d ON d.id = f.dataset_id
-                 WHERE x.state IN ('queued', 'staging') AND sr.state IN ('submitted', 'active')
-                   -- on the files' column: its statistics then show a small request as small (on sr.id the
-                   -- planner took every queued file of a 10^6-file request for it and scanned them: 1.5 s)
-                   AND x.request_id = ANY(?::uuid[])""", rs -> {
+        final Map<String, Head> heads = new HashMap<>();
+        final Map<String, Map<Long, FileSpec>> byRequest = new HashMap<>();
+
+        void row(java.sql.ResultSet rs) throws java.sql.SQLException {
             String id = rs.getString("id");
             if (!heads.containsKey(id)) heads.put(id, new Head(rs.getInt("priority"), rs.getString("experiment")));
             long fid = rs.getLong("fid");
@@ -547,20 +603,74 @@ public final class RecallService {
                 files.put(fid, f);
             }
             f.copies().add(new Copy(rs.getString("label"), rs.getLong("offset_bytes")));
-        }, (Object) fresh.keySet().toArray(String[]::new));
-        for (String request : fresh.keySet()) { // in creation order (freshRequests)
+        }
+
+        List<FileSpec> files(String request) {
             Map<Long, FileSpec> taken = byRequest.get(request);
-            if (taken == null) continue;
+            if (taken == null) return List.of();
             List<FileSpec> files = new ArrayList<>(taken.values());
             for (FileSpec spec : files) {
                 if (spec.copies().size() > 1) spec.copies().sort(java.util.Comparator.comparing(Copy::volume)); // as before: by label
             }
-            Head first = heads.get(request);
-            // no pins here: a file is pinned for its requests before its read list reserves its space
-            // (CacheStaging), so a copy that lands is held for them from the start; files on disk or being
-            // written now were pinned above (registerQueuedFiles)
+            return files;
+        }
+    }
+
+    // a row per usable copy, joined (not a subquery per file: that probed segment and volume once per file,
+    // 27 s for a 10^6-file request); a file with no usable copy has no row: it failed above (registerQueuedFiles)
+    private static final String TAKEN_ROWS = """
+            SELECT sr.id::text AS id, sr.priority, sr.experiment, f.id AS fid, f.name, f.size_bytes, f.adler32,
+                   f.experiment AS fexp, d.name AS dataset, x.targeted_metadata::text AS meta,
+                   v.label, s.offset_bytes
+              FROM stage_request_file x
+              JOIN stage_request sr ON sr.id = x.request_id
+              JOIN file f ON f.id = x.file_id
+              JOIN segment s ON s.file_id = x.file_id AND s.state = 'ok'
+              JOIN volume v ON v.id = s.volume_id AND v.state = 'available'
+              LEFT JOIN dataset d ON d.id = f.dataset_id
+             WHERE x.state IN ('queued', 'staging') AND sr.state IN ('submitted', 'active')
+            """;
+
+    private void submit(Map<String, Fresh> fresh, List<Slice> slices) {
+        Taken taken = new Taken();
+        String[] whole = slices.stream().filter(Slice::whole).map(Slice::request).toArray(String[]::new);
+        if (whole.length > 0) {
+            // on the files' column: its statistics then show a small request as small (on sr.id the
+            // planner took every queued file of a 10^6-file request for it and scanned them: 1.5 s)
+            jdbc.query(TAKEN_ROWS + " AND x.request_id = ANY(?::uuid[])", taken::row, (Object) whole);
+        }
+        for (Slice sl : slices) {
+            if (sl.whole()) continue;
+            // a slice along the request's key, and the files' and segments' rows along theirs (the slice's range of
+            // file ids), as the sweep's slices are read
+            jdbc.query(TAKEN_ROWS + """
+                     AND x.request_id = ?::uuid AND x.file_id > ? AND x.file_id <= ?
+                       AND f.id > ? AND f.id <= ? AND s.file_id > ? AND s.file_id <= ?""", taken::row,
+                    sl.request(), sl.after(), sl.upTo(), sl.after(), sl.upTo(), sl.after(), sl.upTo());
+        }
+        for (Slice sl : slices) { // requests taken in part first (they came earlier), then the new in creation order
+            String request = sl.request();
+            List<FileSpec> files = taken.files(request);
+            if (partial.containsKey(request)) {
+                engine.addFiles(request, files, !sl.last());
+                if (sl.last()) partial.remove(request);
+                else partial.put(request, sl.upTo());
+                continue;
+            }
             Fresh f = fresh.get(request);
-            engine.submit(request, f.arrival(), first.priority(), first.experiment() == null ? files.get(0).experiment() : first.experiment(), files);
+            if (sl.whole() || sl.last()) {
+                if (files.isEmpty()) continue; // nothing of it to read (as before: looked at again while in the window)
+                Taken.Head first = taken.heads.get(request);
+                // no pins here: a file is pinned for its requests before its read list reserves its space
+                // (CacheStaging), so a copy that lands is held for them from the start; files on disk or being
+                // written now were pinned above (registerQueuedFiles)
+                engine.submit(request, f.arrival(), first.priority(), first.experiment() == null ? files.get(0).experiment() : first.experiment(), files);
+            } else {
+                // a large request's first slice: the rest follows a slice a round (even if nothing of this one is open)
+                String experiment = f.experiment() != null || files.isEmpty() ? f.experiment() : files.get(0).experiment();
+                engine.submit(request, f.arrival(), f.priority(), experiment, files, true);
+                partial.put(request, sl.upTo());
+            }
             known.put(request, f.created());
         }
     }
