@@ -266,7 +266,7 @@ public final class RecallService {
      * was read, which took 9.5-18 s for 10^6 files (bench/intake.sh) while the intake thread, and with it the
      * hand-off of staged files, waited.
      */
-    public static final int INTAKE_SLICE = 100_000;
+    public static final int INTAKE_SLICE = 50_000;
     private int intakeSlice = INTAKE_SLICE;
 
     /** Tests: a request of a few files taken in over several rounds. */
