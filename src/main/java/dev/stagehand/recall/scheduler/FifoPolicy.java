@@ -30,9 +30,18 @@ final class FifoPolicy {
         for (FileWork f : files) if (f.state == FileWork.State.QUEUED && !f.inFifo) { f.inFifo = true; queue.add(f); }
     }
 
-    /** The file was not read after all (no cache space, queued again): it goes back to the head, its turn kept. */
+    /**
+     * The file was not read after all (no cache space, its read failed or was cancelled, its drive failed, its
+     * staged copy lost) and is queued again: it goes back in its arrival place, ahead of the files that arrived
+     * after it (the head, unless several went back), its turn kept. The walk stops at that place, near the head.
+     */
     void backToHead(FileWork f) {
-        if (!f.inFifo) { f.inFifo = true; queue.addFirst(f); }
+        if (f.inFifo) return;
+        f.inFifo = true;
+        ArrayDeque<FileWork> earlier = new ArrayDeque<>();
+        while (!queue.isEmpty() && queue.peek().firstArrival < f.firstArrival) earlier.push(queue.poll());
+        queue.addFirst(f);
+        while (!earlier.isEmpty()) queue.addFirst(earlier.pop());
     }
 
     /** The FIFO policy's pass: the head's volume is read, mounted, or a drive emptied for it. */

@@ -336,6 +336,7 @@ public final class RecallEngine {
         FileWork f = model.file(fileId);
         if (f == null || f.state != FileWork.State.CLAIMED || readingHere(f)) return;
         model.requeue(f, this::isMounted);
+        requeuedForFifo(f);
         requestPass();
     }
 
@@ -829,11 +830,11 @@ public final class RecallEngine {
             // the library refused the list: an operator took the drive down before this engine's round saw it.
             // Nothing is wrong with the file or its volume: it waits, and the drive is unloaded once the list settles
             d.draining = true;
-            putBack(f);
-            if (config.policy() == Policy.FIFO) fifo.backToHead(f); // its turn kept: it is read once a drive takes its volume
+            putBack(f); // its turn kept (FIFO): it is read once a drive takes its volume
         } else if (tf.kind() == TapeFailure.Kind.DRIVE_FAILURE) {
             d.failed = true;
             model.requeue(f, v -> false);
+            requeuedForFifo(f);
             store.released(f);
         } else {
             afterFailure(f, model.copyFailed(f, s.volume(), tf.getMessage(), t, this::isMounted), t);
@@ -851,7 +852,17 @@ public final class RecallEngine {
     /** The file is queued here again (a mounted copy first) and its claim given back, to be read again. */
     private void putBack(FileWork f) {
         model.requeue(f, this::isMounted);
+        requeuedForFifo(f);
         store.released(f);
+    }
+
+    /**
+     * FIFO: a file queued again (read cancelled or failed untyped, drive failure, staged copy lost, no cache space)
+     * rejoins the arrival-order queue in its place. Before, it went back to its volume's queue only, which the FIFO
+     * policy does not read: it was never read again and its requests never ended.
+     */
+    private void requeuedForFifo(FileWork f) {
+        if (config.policy() == Policy.FIFO && f.state == FileWork.State.QUEUED) fifo.backToHead(f);
     }
 
     /**
@@ -920,7 +931,7 @@ public final class RecallEngine {
             store.requestFinished(r);
             listener.requestFinished(r, t);
         }
-        if (config.policy() == Policy.FIFO && f.state == FileWork.State.QUEUED) fifo.backToHead(f);
+        requeuedForFifo(f);
     }
 
     private synchronized void batchDone(Drive d) {

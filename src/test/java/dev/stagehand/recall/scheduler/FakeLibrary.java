@@ -32,6 +32,8 @@ final class FakeLibrary implements TapeLibrary {
     final List<SegmentRead> reads = new ArrayList<>();
     final List<String> mounts = new ArrayList<>();
     final Set<String> badSegments = new HashSet<>(); // "volume:fileId"
+    /** The next read of each file here ends with the given failure (once), whatever the volume. */
+    final Map<Long, RuntimeException> failOnce = new HashMap<>();
     final Set<String> missingVolumes = new HashSet<>(); // mounts fail with VOLUME_UNAVAILABLE
     final Set<String> outOfService = new HashSet<>(); // drives reported DISABLED
     final Set<String> goingDown = new HashSet<>(); // disabled while holding a volume: DISABLED once unloaded
@@ -130,12 +132,15 @@ final class FakeLibrary implements TapeLibrary {
             CompletableFuture<ReadResult> f = new CompletableFuture<>();
             fs.put(s, f);
             boolean bad = badSegments.contains(vol + ":" + s.fileId());
+            RuntimeException failure = failOnce.remove(s.fileId());
             long end = h;
             at(t).thenRun(() -> {
                 if (f.isCancelled()) return; // dropped before it started: the head never went there
                 head.put(drive, end);
                 moved.merge(drive, s.sizeBytes(), Long::sum);
-                if (bad) {
+                if (failure != null) {
+                    f.completeExceptionally(failure);
+                } else if (bad) {
                     f.completeExceptionally(new TapeFailure(TapeFailure.Kind.MEDIA_ERROR, drive, vol, "bad block in " + s.fileName()));
                 } else {
                     reads.add(s);

@@ -745,6 +745,45 @@ class RecallEngineTest {
         assertThat(library.reads).hasSize(RecallEngine.MAX_LOST_COPIES);
     }
 
+    /**
+     * FIFO: a file whose read ended without being read (an untyped failure, a cancelled read, a drive failure)
+     * or whose staged copy was lost is queued again in its arrival place, ahead of the files that came after it,
+     * and read. Before, it went back to its volume's queue but not to the arrival-order queue, the only one the
+     * FIFO policy reads: it was never read again and its request never ended.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"untyped", "cancelled", "drive failure", "lost copy"})
+    void fifoQueuesAFileThatWasNotReadAgainInItsArrivalPlace(String how) {
+        TestClock clock = new TestClock();
+        FakeLibrary library = new FakeLibrary(clock, 2, 1);
+        switch (how) {
+            case "untyped" -> library.failOnce.put(1L, new IllegalStateException("script died"));
+            case "cancelled" -> library.failOnce.put(1L, new java.util.concurrent.CancellationException());
+            case "drive failure" -> library.failOnce.put(1L, new dev.stagehand.tape.TapeFailure(
+                    dev.stagehand.tape.TapeFailure.Kind.DRIVE_FAILURE, "d0", "V1", "drive fault"));
+            default -> { }
+        }
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.FIFO),
+                QueueStore.IN_MEMORY, how.equals("lost copy") ? losesCommits(1) : Staging.NONE, EngineListener.NONE);
+        // file 1 has a second copy: after a drive failure its first stays in the failed drive, and it is queued on V2
+        QueueModel.FileSpec first = new QueueModel.FileSpec(1, "/f1", GB, List.of(new Copy("V1", 0), new Copy("V2", 0)),
+                "exp", "ds", null);
+        clock.schedule(Duration.ZERO, () -> engine.submit("r1", Instant.EPOCH, 0, "exp", List.of(first)));
+        clock.schedule(Duration.ofSeconds(1), () -> engine.submit("r2", Instant.EPOCH.plusSeconds(1), 0, "exp",
+                List.of(file(2, "V1", 5 * GB, GB), file(3, "V2", 5 * GB, 2 * GB)))); // V2 the longer queue then
+        clock.run(100_000);
+
+        assertThat(engine.model().request("r1").finished()).as("the file not read was read again").isTrue();
+        assertThat(engine.model().request("r1").failed()).isFalse();
+        List<Long> read = library.reads.stream().map(SegmentRead::fileId).toList();
+        assertThat(read).filteredOn(id -> id == 1L).hasSize(how.equals("lost copy") ? 2 : 1);
+        if (!how.equals("drive failure")) { // there file 2's only volume stays in the failed drive
+            assertThat(engine.model().request("r2").finished()).isTrue();
+            assertThat(read.lastIndexOf(1L)).as("in its arrival place: before the files that came after it")
+                    .isLessThan(read.indexOf(2L));
+        }
+    }
+
     /** A staging area whose first {@code n} commits find their reservation given up. */
     private static Staging losesCommits(int n) {
         int[] commits = {0};
