@@ -64,12 +64,19 @@ class SharedLibraryIT {
     final List<String> dismounts = Collections.synchronizedList(new ArrayList<>());
     /** Which instance's cartridge is in each drive of the physical library, as the instances' events tell. */
     final Map<String, String> occupant = new HashMap<>();
+    /** The physical library's drives, and seconds its mounts take (the robot's exchange; 0: at once). */
+    List<String> libraryDrives = List.of("drive01");
+    int mountSeconds;
+    /** Mounts under way in the physical library, by any instance, now and at most. */
+    int mountsUnderWay, mostMountsUnderWay;
 
     /** One instance's view of the physical library: its events tell the occupancy tracker. */
     TapeLibrary library(String instance, boolean shared) {
         DriveStateStore store = new DriveStateStore(db);
         List<String> base = List.of(DIRLIB.toString(), tmp.resolve("lib").toString());
-        TapeProperties.Script cfg = new TapeProperties.Script(cmd(base, "mount"), cmd(base, "read"), cmd(base, "write"),
+        List<String> mount = mountSeconds == 0 ? cmd(base, "mount")
+                : List.of("sh", "-c", "sleep " + mountSeconds + "; exec \"$0\" \"$@\"", DIRLIB.toString(), tmp.resolve("lib").toString(), "mount");
+        TapeProperties.Script cfg = new TapeProperties.Script(mount, cmd(base, "read"), cmd(base, "write"),
                 cmd(base, "dismount"), tmp.resolve("work-" + instance), Duration.ofSeconds(30), Duration.ofSeconds(30),
                 Duration.ofSeconds(30), Duration.ofSeconds(30), TapeProperties.WriteChecksum.TRUST_SOURCE);
         LibraryEvents tracker = new LibraryEvents() {
@@ -79,11 +86,15 @@ class SharedLibraryIT {
                     String there = occupant.get(drive);
                     if (there != null && !there.equals(instance)) collisions.add(instance + " mounts " + volume + " on " + drive + " holding " + there + "'s cartridge");
                     occupant.put(drive, instance);
+                    mostMountsUnderWay = Math.max(mostMountsUnderWay, ++mountsUnderWay);
                 }
             }
 
             @Override
             public void mountFinished(String drive, String volume, Instant at, TapeFailure failure) {
+                synchronized (occupant) {
+                    mountsUnderWay--;
+                }
                 if (failure != null) mountFailures.add(instance + ": " + failure.getMessage());
             }
 
@@ -97,7 +108,7 @@ class SharedLibraryIT {
         };
         List<DriveStatus> rows = store.load(libraryName); // as TapeConfiguration builds it
         if (shared) rows = SharedDrives.rowsToRestore(db, libraryName, instance, rows);
-        ScriptLibrary script = new ScriptLibrary(new LibraryLayout(libraryName, List.of("drive01"), 1), cfg,
+        ScriptLibrary script = new ScriptLibrary(new LibraryLayout(libraryName, libraryDrives, 1), cfg,
                 LibraryEvents.all(List.of(store, tracker)), rows);
         return shared ? new SharedDrives(script, db, store, instance, Duration.ofSeconds(2)) : script;
     }
@@ -108,10 +119,13 @@ class SharedLibraryIT {
         return c;
     }
 
-    static RecallProperties props(String instance, Duration idleDismount) {
+    /** Mounts under way at once per accessor, each instance's recall scheduler. */
+    int exchangesPerAccessor = 4;
+
+    RecallProperties props(String instance, Duration idleDismount) {
         return new RecallProperties(true, "tape-aware", 1_000_000L, Duration.ZERO, Duration.ofSeconds(3), instance,
                 500_000_000_000L, 10_000, Duration.ofMinutes(5), Duration.ofHours(4), idleDismount,
-                2_000_000_000_000L, 20_000, 4, Map.of(), Map.of());
+                2_000_000_000_000L, 20_000, exchangesPerAccessor, Map.of(), Map.of());
     }
 
     /** Volumes {@code tag}a and {@code tag}b of three files each in dirlib's slots, catalogued; one request per volume. */
@@ -186,6 +200,56 @@ class SharedLibraryIT {
         assertThat(allDone(requests)).isTrue();
         assertThat(jdbc.queryForObject("SELECT count(*) FROM drive_lease WHERE library = ?", Integer.class, libraryName))
                 .as("leases given up on shutdown").isZero();
+    }
+
+    /**
+     * Two instances on one library of two drives and one accessor, each scheduler allowed one mount under way per
+     * accessor: while A's mount is under way B starts none, though it has work and a free drive; it mounts once A's
+     * has ended. Each counted only its own mounts, so B started its own beside A's: two exchanges queued at a robot
+     * that serves one. The mount under way is noted in A's drive lease, which B counts.
+     */
+    @Test
+    void anInstanceCountsTheMountsAnotherHasUnderWayAgainstTheAccessors() throws Exception {
+        tag = "X" + UUID.randomUUID().toString().substring(0, 6);
+        libraryName = "shared-" + tag;
+        libraryDrives = List.of("drive01", "drive02");
+        mountSeconds = 4;
+        exchangesPerAccessor = 1;
+        List<UUID> requests = catalog();
+        String ia = "a-" + tag, ib = "b-" + tag;
+        SharedDrives libA = ((SharedDrives) library(ia, true)).start(), libB = ((SharedDrives) library(ib, true)).start();
+        RecallService a = service(ia, libA, Duration.ofSeconds(1)), b = service(ib, libB, Duration.ofSeconds(1));
+        a.start();
+        try {
+            long until = System.nanoTime() + 30_000_000_000L;
+            while (mountsUnderWay() == 0 && System.nanoTime() < until) {
+                a.poll();
+                Thread.sleep(50);
+            }
+            assertThat(mountsUnderWay()).as("A is mounting").isEqualTo(1);
+            b.start();
+            until = System.nanoTime() + 60_000_000_000L;
+            while (!allDone(requests) && System.nanoTime() < until) {
+                a.poll();
+                b.poll();
+                Thread.sleep(100);
+            }
+        } finally {
+            a.stop();
+            b.stop();
+            libA.close();
+            libB.close();
+        }
+        assertThat(allDone(requests)).isTrue();
+        assertThat(mostMountsUnderWay).as("mounts under way at once in the library, both instances'").isEqualTo(1);
+        assertThat(collisions).isEmpty();
+        assertThat(mountFailures).isEmpty();
+    }
+
+    int mountsUnderWay() {
+        synchronized (occupant) {
+            return mountsUnderWay;
+        }
     }
 
     /**

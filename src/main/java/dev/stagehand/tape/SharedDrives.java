@@ -3,6 +3,7 @@ package dev.stagehand.tape;
 import dev.stagehand.platform.DatabaseRetry;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -103,10 +104,14 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
      * cartridge, or a failed or disabled drive) as their rows say. A free empty drive is left to the first mount.
      */
     public synchronized void sync() {
+        // a mount noted under way that has ended (its own clearing did not get through) stops counting
+        String[] mounting = library.drives().stream().filter(s -> s.state() == DriveState.MOUNTING)
+                .map(DriveStatus::drive).toArray(String[]::new);
         Set<String> renewed = new HashSet<>(jdbc.sql("""
-                UPDATE drive_lease SET lease_until = now() + make_interval(secs => ?)
+                UPDATE drive_lease SET lease_until = now() + make_interval(secs => ?),
+                       mounting_since = CASE WHEN drive = ANY(?) THEN mounting_since END
                  WHERE library = ? AND instance = ? RETURNING drive""")
-                .params(lease.toMillis() / 1000.0, name, instance).query(String.class).list());
+                .params(lease.toMillis() / 1000.0, mounting, name, instance).query(String.class).list());
         for (String d : new ArrayList<>(mine)) {
             if (!renewed.contains(d)) {
                 // our lease lapsed (a long database outage) and another instance took the drive
@@ -153,7 +158,8 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
                 INSERT INTO drive_lease (library, drive, instance, lease_until)
                 VALUES (?, ?, ?, now() + make_interval(secs => ?))
                 ON CONFLICT (library, drive) DO UPDATE SET instance = excluded.instance, lease_until = excluded.lease_until,
-                       acquired_at = CASE WHEN drive_lease.instance = excluded.instance THEN drive_lease.acquired_at ELSE now() END
+                       acquired_at = CASE WHEN drive_lease.instance = excluded.instance THEN drive_lease.acquired_at ELSE now() END,
+                       mounting_since = CASE WHEN drive_lease.instance = excluded.instance THEN drive_lease.mounting_since END
                  WHERE drive_lease.instance = excluded.instance OR drive_lease.lease_until < now()""")
                 .params(name, drive, instance, lease.toMillis() / 1000.0).update() == 1;
     }
@@ -205,7 +211,44 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
             if (s.state() != DriveState.EMPTY) // its last holder left something in it: the caller sees it next time
                 return CompletableFuture.failedFuture(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume,
                         "drive is " + s.state() + (s.volume() == null ? "" : " with " + s.volume()) + " as its last holder left it"));
-            return library.mount(drive, volume);
+            noteMounting(drive, true);
+            CompletableFuture<Void> f = library.mount(drive, volume);
+            f.whenComplete((v, e) -> noteMounting(drive, false));
+            return f; // the library's own: cancelling it abandons the mount
+        }
+    }
+
+    /**
+     * Notes in the drive's lease that a mount is under way on it (or no longer): the other instances count it
+     * against the robot's accessors ({@link #mountsUnderWayBesides}). Not noted (the database did not answer), the
+     * mount goes on; a note not cleared is cleared by the next lease round, which sees the drive no longer mounting.
+     */
+    private void noteMounting(String drive, boolean underWay) {
+        try {
+            jdbc.sql("UPDATE drive_lease SET mounting_since = CASE WHEN ? THEN now() END WHERE library = ? AND drive = ? AND instance = ?")
+                    .params(underWay, name, drive, instance).update();
+        } catch (DataAccessException e) {
+            if (!DatabaseRetry.noteFailure("drive leases", e))
+                log.warn("library {}: the mount on drive {} not noted as {} in its lease", name, drive, underWay ? "started" : "ended", e);
+        }
+    }
+
+    /**
+     * Mounts under way on the library's other drives, this instance's and the other instances' (their leases live):
+     * one library's accessors serve them all. Each instance's scheduler counted only its own, so two together
+     * started twice the exchanges the robot can serve. 0 when the database does not answer (a mount then is
+     * refused anyway: its drive's lease cannot be taken).
+     */
+    @Override
+    public int mountsUnderWayBesides(Collection<String> drives) {
+        try {
+            return jdbc.sql("""
+                    SELECT count(*) FROM drive_lease
+                     WHERE library = ? AND lease_until >= now() AND mounting_since IS NOT NULL AND NOT (drive = ANY(?))""")
+                    .params(name, drives.toArray(String[]::new)).query(Integer.class).single();
+        } catch (DataAccessException e) {
+            if (!DatabaseRetry.noteFailure("drive leases", e)) log.warn("library {}: mounts under way not counted", name, e);
+            return 0;
         }
     }
 

@@ -1,5 +1,6 @@
 package dev.stagehand.tape;
 
+import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
@@ -51,6 +52,16 @@ public interface TapeLibrary {
      */
     default boolean dropsCancelledReads() {
         return false;
+    }
+
+    /**
+     * Mounts under way in the library besides those on {@code drives} (the caller's own, which it counts itself):
+     * those of other service instances sharing the library ({@link SharedDrives}, from their drive leases) and of
+     * this instance's other users of it there. They take the same accessors: a scheduler limiting the exchanges it
+     * starts counts them with its own. 0 unless the driver knows.
+     */
+    default int mountsUnderWayBesides(Collection<String> drives) {
+        return 0;
     }
 
     /** Appends {@code files} to the volume mounted on {@code drive}, in order (the archive path). */

@@ -449,11 +449,13 @@ public final class RecallEngine {
         long room = Long.MIN_VALUE;
         Set<String> busy = new HashSet<>();
         Map<String, Integer> inUse = new HashMap<>();
-        int mounting = 0;
+        List<String> mounting = new ArrayList<>();
+        boolean canExchange = false;
         for (Drive d : drives.values()) {
             if (d.volume != null) busy.add(d.volume);
             if (d.experiment != null && d.state != DState.EMPTY && d.state != DState.FAILED) inUse.merge(d.experiment, 1, Integer::sum);
-            if (d.state == DState.MOUNTING) mounting++;
+            if (d.state == DState.MOUNTING) mounting.add(d.name);
+            if (d.state == DState.EMPTY || d.state == DState.IDLE) canExchange = true;
         }
         double tailLine = shortRequestsFirst.recentP95();
         int usable = usableDrives();
@@ -465,8 +467,12 @@ public final class RecallEngine {
         List<Drive> dl = new ArrayList<>(drives.values());
         double[] free = new double[dl.size()], readEnds = new double[dl.size()];
         if (balance && !cands.isEmpty()) forecast.predict(dl, now, free, readEnds);
+        // mounts under way on the library's other drives (other instances sharing it) take the same accessors: asked
+        // once, and only when this pass may start one. Counting its own only, each instance started the whole budget
+        int others = limit == Integer.MAX_VALUE || !canExchange || cands.isEmpty() ? 0 : library.mountsUnderWayBesides(mounting);
+        int started = mounting.size();
         for (int i = 0; i < cands.size(); i++) {
-            if (mounting >= limit) break;
+            if (started + others >= limit) break;
             Drive empty = firstDrive(DState.EMPTY, null);
             if (empty != null && balance) {
                 int di = dl.indexOf(empty);
@@ -503,7 +509,7 @@ public final class RecallEngine {
                     room -= needed;
                 }
                 mount(empty, q.label, exp);
-                mounting++;
+                started++;
                 inUse.merge(exp, 1, Integer::sum);
                 busy.add(q.label);
                 if (balance) {
