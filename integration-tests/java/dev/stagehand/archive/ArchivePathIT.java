@@ -641,6 +641,41 @@ class ArchivePathIT {
         assertThat(buffer.volumes("ds-behind-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("open");
     }
 
+    /**
+     * A write the catalog recorded that the tape does not have (its end of data ends before it: a failed flush, a driver
+     * crash): the library's next write lands where that one is recorded, and the segments from there on point at
+     * nothing. They are marked suspect, as a bad checksum does, and the copy is written again from the buffer. They
+     * stayed ok: a recall read whatever the tape held there, and the file left the buffer with no good copy.
+     */
+    @Test
+    void segmentsBeyondTheLibrarysEndOfDataAreMarkedSuspectAndWrittenAgain() throws Exception {
+        start(3, 1, 100 * MB, 2, 500 * MB, List.of());
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 2; i++) files.add(entry(land("eod/f" + i, MB), "ds-eod-" + tag, null));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(ids) == 2 && !flusher.busy());
+        ArchiveBuffer.WrittenCopy lost = buffer.file(ids.get(1)).orElseThrow().segments().get(0);
+        assertThat(lost.offsetBytes()).isEqualTo(MB);
+        lib.setEndOfData(lost.volume(), MB); // the tape ends after the first file: the second's write is not on it
+
+        long next = buffer.register(List.of(entry(land("eod/f2", MB), "ds-eod-" + tag, null))).get(0).fileId();
+        flushUntil(() -> archived(List.of(next)) == 1 && !flusher.busy());
+        ArchiveBuffer.WrittenCopy w = buffer.file(next).orElseThrow().segments().get(0);
+        assertThat(w.volume()).isEqualTo(lost.volume());
+        assertThat(w.offsetBytes()).as("where the library's end of data was").isEqualTo(MB);
+        String segState = "SELECT state FROM segment WHERE file_id = ?";
+        assertThat(jdbc.queryForObject(segState, String.class, ids.get(1))).as("points at nothing").isEqualTo("suspect");
+        assertThat(jdbc.queryForObject(segState, String.class, ids.get(0))).isEqualTo("ok");
+        assertThat(jdbc.queryForObject(segState, String.class, next)).isEqualTo("ok");
+
+        buffer.evict(); // the eviction round queues bad copies of files still in the buffer
+        flushUntil(() -> state(ids.get(1)).equals("archived") && !flusher.busy());
+        assertThat(buffer.file(ids.get(1)).orElseThrow().segments()).singleElement().satisfies(again -> {
+            assertThat(again.offsetBytes()).as("written again after the last write").isEqualTo(2 * MB);
+            assertThat(jdbc.queryForObject(segState, String.class, ids.get(1))).isEqualTo("ok");
+        });
+    }
+
     /** A mount failure whose requeue fails still frees the drive; the claims lapse and the files are written. */
     @Test
     void aMountFailureWhoseRequeueFailsStillFreesTheDrive() throws Exception {

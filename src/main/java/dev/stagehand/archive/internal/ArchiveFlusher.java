@@ -732,10 +732,31 @@ public final class ArchiveFlusher {
                         f.name, c.label, seg.offsetBytes(), eod);
             fseq = null;
             jdbc.update("UPDATE archive_volume SET next_fseq = NULL WHERE volume_id = ?", c.volumeId);
+            if (seg.offsetBytes() > 0) beyondEndOfData(c, seg.offsetBytes());
         }
         jdbc.update("UPDATE archive_volume SET end_of_data = greatest(end_of_data, ?), next_fseq = next_fseq + 1 WHERE volume_id = ?",
                 seg.offsetBytes() + f.size, c.volumeId);
         return fseq;
+    }
+
+    /**
+     * The library appended at {@code endOfData}, before segments the catalog has on the volume from there on: writes
+     * recorded that the tape does not have (a failed flush, a driver crash), or bytes since written over. Those
+     * segments point at nothing: marked suspect, as a bad checksum does, so recalls read another copy and the archive
+     * writes the copy again while the file is in its buffer. Not at offset 0, which a script whose HSM reports no
+     * byte positions gives for every file; nor this list's own files, recorded in whatever order they landed.
+     */
+    private void beyondEndOfData(Claim c, long endOfData) {
+        List<String> gone = jdbc.queryForList("""
+                UPDATE segment s SET state = 'suspect' FROM file f
+                 WHERE s.volume_id = ? AND s.offset_bytes >= ? AND s.state = 'ok' AND f.id = s.file_id
+                   AND NOT (s.file_id = ANY(?))
+                RETURNING f.name""", String.class, c.volumeId, endOfData,
+                c.files.stream().map(i -> i.fileId).toArray(Long[]::new));
+        if (!gone.isEmpty())
+            log.error("archive: the library's end of data on {} is at {}, before {} segment(s) the catalog has there (writes "
+                    + "recorded that the tape does not have): marked suspect, read from other copies and written again "
+                    + "while in the buffer: {}", c.label, endOfData, gone.size(), gone.size() <= 10 ? gone : gone.subList(0, 10));
     }
 
     /**
