@@ -296,6 +296,74 @@ class MoverFaultsIT {
         }
     }
 
+    /**
+     * A third-party copy whose source's server process is killed mid-file: the source's control connection
+     * drops. A connection failure of the source, named with its path; the destination host used to be taken
+     * out of its link's rotation for it. The retry (a new source connection) completes the file.
+     */
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aThirdPartyCopyWhoseSourceConnectionDropsMidFileIsPutOnTheSource() throws Exception {
+        GridFtpServer c = scratch.anonymous("c");
+        Path srcDir = root.resolve("tpd-src");
+        GridFtpServer.openUp(srcDir);
+        int size = 256 << 20;
+        Path f = file(srcDir, "big.bin", size, 93);
+        Path w = file(srcDir, "warm.bin", 1 << 20, 94);
+        String destinations = "ftp://127.0.0.1:" + b.port + ",127.0.0.1:" + c.port + root.resolve("dst");
+        FileCopy warm = new FileCopy("warm", URI.create("ftp://127.0.0.1:" + a.port + w), URI.create(destinations + "/warm.bin"),
+                Files.size(w), adler(w));
+        FileCopy big = new FileCopy("big", URI.create("ftp://127.0.0.1:" + a.port + f), URI.create(destinations + "/big.bin"),
+                size, adler(f));
+        MoverSettings s = MoverSettings.defaults().withStreams(1, 1, false)
+                .withRetry(Duration.ofSeconds(8), 3, Duration.ofMillis(100), Duration.ofSeconds(60));
+        List<Long> stopped = new ArrayList<>();
+        try (Mover mover = Movers.gridFtp(s, recorder)) {
+            // the worker keeps its source connection: the process serving it is stopped, let run a little, killed
+            assertThat(mover.submit(List.of(warm)).result(warm).get(60, TimeUnit.SECONDS).adler32()).isEqualTo(adler(w));
+            List<Long> source = a.children();
+            assertThat(source).isNotEmpty();
+            stopped.addAll(source);
+            for (long pid : source) GridFtpServer.signal(pid, "STOP");
+            CopyBatch batch = mover.submit(List.of(big));
+            Path out = root.resolve("dst").resolve("big.bin");
+            while (!Files.exists(out) || Files.size(out) == 0) {
+                for (long pid : source) GridFtpServer.signal(pid, "CONT");
+                Thread.sleep(2);
+                for (long pid : source) GridFtpServer.signal(pid, "STOP");
+                Thread.sleep(50);
+            }
+            assertThat(Files.size(out)).as("mid-file").isLessThan(size);
+            for (long pid : source) GridFtpServer.signal(pid, "KILL");
+            assertThat(batch.result(big).get(90, TimeUnit.SECONDS).adler32()).isEqualTo(adler(f));
+            assertThat(Files.mismatch(f, out)).isEqualTo(-1L);
+            assertThat(retries).isNotEmpty();
+            assertThat(retries.getFirst().kind()).isEqualTo(TransferFailure.Kind.CONNECTION);
+            assertThat(retries.getFirst().getMessage()).contains("(source 127.0.0.1:" + a.port + " " + f + ")");
+            assertThat(mover.links()).singleElement().satisfies(l -> assertThat(l.hostsOut())
+                    .as("no destination host out of rotation for the source's dropped connection").isEmpty());
+        } finally {
+            for (long pid : stopped) GridFtpServer.signal(pid, "CONT");
+        }
+    }
+
+    /** The source has no such file: the error names the source host and the path, not the destination host. */
+    @Test
+    void aThirdPartyCopyOfAFileTheSourceLacksNamesTheSourceAndPath() throws Exception {
+        Path missing = root.resolve("tpm-src").resolve("missing.bin");
+        GridFtpServer.openUp(missing.getParent());
+        FileCopy copy = new FileCopy("missing", URI.create("ftp://127.0.0.1:" + a.port + missing),
+                URI.create("ftp://127.0.0.1:" + b.port + root.resolve("dst") + "/missing.bin"), 1024, 1L);
+        try (Mover mover = Movers.gridFtp(settings(Duration.ofSeconds(8)), recorder)) {
+            assertThatThrownBy(() -> mover.submit(List.of(copy)).result(copy).get(60, TimeUnit.SECONDS))
+                    .cause().isInstanceOfSatisfying(TransferFailure.class, f -> {
+                        assertThat(f.kind()).isEqualTo(TransferFailure.Kind.NO_SUCH_PATH);
+                        assertThat(f.getMessage()).contains("(source 127.0.0.1:" + a.port + " " + missing + ")")
+                                .doesNotContain("(127.0.0.1:" + b.port + ")");
+                    });
+        }
+    }
+
     @Test
     void deadSingleHostIsRetriedThenFailsAsConnectionTrouble() throws Exception {
         String only = "127.0.0.1:" + a.port;

@@ -370,6 +370,7 @@ final class GridFtpSession implements AutoCloseable {
                     MarkerListener markers) throws Exception {
         destination.putChannelsReady = false; // third-party set-up replaces its data channel mode
         destination.closeData();
+        client.newCopy();
         if (offset == 0) {
             client.transfer(sourcePath, destination.client, destinationPath, false, markers);
         } else {
@@ -386,6 +387,20 @@ final class GridFtpSession implements AutoCloseable {
     boolean destinationWaitedSince(long since) {
         long heard = client.otherHeard();
         return heard != 0 && heard - since > 0 && !client.ownPartDone();
+    }
+
+    /**
+     * After a third-party copy from this session failed: whether it failed at this source, not at the
+     * destination. A set-up command to this source (PORT) failed or went unanswered; stalled, this source
+     * never answered its RETR/ERET though the destination had answered its STOR/ESTO (a destination silent
+     * too keeps the stall its own: a source cannot start sending to a destination that is not there);
+     * otherwise this source's control channel failed, or it refused, before the destination's.
+     */
+    boolean copyFailedHere(boolean stalled) {
+        String pending = client.pending();
+        if (pending != null && !pending.equals(StagehandClient.TRANSFER)) return true;
+        if (stalled) return pending != null && client.otherAnswered();
+        return client.failedFirst();
     }
 
     long adler32(String side, String path) throws Exception {

@@ -279,8 +279,8 @@ final class Link {
                         s = GridFtpSession.open(host, src.gsi(), src.gsi() ? credentials.get() : null, settings);
                     } catch (Exception e) {
                         Kind kind = Failures.classify(e);
-                        if (kind != Kind.CONNECTION && kind != Kind.TIMEOUT) throw new SourceException(host, e);
-                        if (unreachable == null) unreachable = new SourceException(host, e);
+                        if (kind != Kind.CONNECTION && kind != Kind.TIMEOUT) throw new SourceException(host, null, e);
+                        if (unreachable == null) unreachable = new SourceException(host, null, e);
                     }
                 }
                 if (s == null) throw unreachable;
@@ -392,7 +392,12 @@ final class Link {
                     sent = p.length;
                 } else {
                     from = sourceSession(job.source, a);
-                    long size = job.copy.sizeBytes() > 0 ? job.copy.sizeBytes() : from.size(job.source.path());
+                    long size;
+                    try {
+                        size = job.copy.sizeBytes() > 0 ? job.copy.sizeBytes() : from.size(job.source.path());
+                    } catch (Exception e) {
+                        throw new SourceException(from.host, job.source.path(), e); // its SIZE: the source's
+                    }
                     a.progress();
                     // a retry resumes after what the destination's restart markers said it had written
                     long skip = p.resumeAt(s.host, settings.verifyChecksum(), size);
@@ -428,10 +433,18 @@ final class Link {
                 sources.values().forEach(GridFtpSession::close);
                 sources.clear();
                 if (e instanceof HostException he) host = he.host;
+                Throwable failure = e;
+                // a third-party copy that failed at its source (a command to it refused or unanswered, its
+                // connection dropped): the source's, named with its path; the destination host stays in rotation
+                if (from != null && host != null && !verifying && !(e instanceof SourceException)
+                        && !(a.stalled && from.destinationWaitedSince(a.lastProgress)) && from.copyFailedHere(a.stalled)) {
+                    failure = new SourceException(from.host, job.source.path(), e);
+                }
                 // the source's host could not be reached: not the destination host's fault
-                String at = e instanceof SourceException se ? "source " + se.host : String.valueOf(host);
-                if (e instanceof SourceException) host = null;
-                Throwable cause = e instanceof HostException || e instanceof SourceException ? e.getCause() : e;
+                String at = failure instanceof SourceException se ? "source " + se.host + (se.path != null ? " " + se.path : "")
+                        : String.valueOf(host);
+                if (failure instanceof SourceException) host = null;
+                Throwable cause = failure instanceof HostException || failure instanceof SourceException ? failure.getCause() : failure;
                 TransferFailure f;
                 if (cause instanceof TransferFailure tf) f = tf;
                 else if (cause instanceof ChecksumMismatch) f = new TransferFailure(Kind.CHECKSUM_MISMATCH, cause.getMessage(), p.attempts, cause);
@@ -442,7 +455,7 @@ final class Link {
                             + from.host + " (destination " + host + " was up, waiting for data)", p.attempts, cause);
                     host = null;
                 } else if (a.stalled) f = new TransferFailure(Kind.STALL, "no progress for " + settings.stallTimeout()
-                        + " on " + (job.source != null && !(e instanceof SourceException) ? "destination " : "") + at, p.attempts, cause);
+                        + " on " + (job.source != null && !(failure instanceof SourceException) ? "destination " : "") + at, p.attempts, cause);
                 else if (job.cancelled) f = new TransferFailure(Kind.CANCELLED, "cancelled", p.attempts, cause);
                 else f = new TransferFailure(Failures.classify(cause), Failures.message(cause) + " (" + at + ")", p.attempts, cause);
                 if (f.kind() == Kind.CONNECTION || f.kind() == Kind.STALL || f.kind() == Kind.TIMEOUT) quarantine(host);
@@ -479,7 +492,7 @@ final class Link {
                     expected = a.quietly(limit, () -> from.adler32("source", job.source.path()));
                 } catch (Exception e) {
                     // the source's trouble (a CKSM it never answers, a dropped connection): not the destination host's
-                    throw new SourceException(from.host, e);
+                    throw new SourceException(from.host, null, e);
                 }
             }
             long actual = a.quietly(limit, () -> s.adler32("destination", job.destination.path()));
@@ -681,13 +694,19 @@ final class Link {
         }
     }
 
-    /** No session with the source of a server-to-server copy could be opened on {@code host}. */
+    /**
+     * A server-to-server copy failed at its source, {@code host}: no session could be opened there, or the
+     * source refused or dropped the copy ({@code path}: the file it was asked for, named in the error; null
+     * when not about the file).
+     */
     private static final class SourceException extends Exception {
         final Endpoint.HostPort host;
+        final String path;
 
-        SourceException(Endpoint.HostPort host, Exception cause) {
+        SourceException(Endpoint.HostPort host, String path, Throwable cause) {
             super(cause);
             this.host = host;
+            this.path = path;
         }
     }
 

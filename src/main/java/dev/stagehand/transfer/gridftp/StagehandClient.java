@@ -74,6 +74,16 @@ final class StagehandClient extends GridFTPClient {
     private volatile long otherHeard;
     /** This side's part of its last transfer ended (its 226 was read) while the other's went on. */
     private volatile boolean ownPartDone;
+    /**
+     * Of a third-party copy from this client (cleared by {@link #newCopy()}): the command to this side whose
+     * reply it waits for ("PORT", {@link #TRANSFER}: its RETR/ERET; null: none), kept when it failed;
+     * whether the other side gave the first reply to its STOR/ESTO; and the side whose control channel failed
+     * or refused first (TransferMonitor.LOCAL: this one, REMOTE: the other; 0: none).
+     */
+    private volatile String pending;
+    private volatile boolean otherAnswered;
+    private final java.util.concurrent.atomic.AtomicInteger firstFault = new java.util.concurrent.atomic.AtomicInteger();
+    static final String TRANSFER = "transfer";
 
     long otherHeard() {
         return otherHeard;
@@ -83,29 +93,120 @@ final class StagehandClient extends GridFTPClient {
         return ownPartDone;
     }
 
+    String pending() {
+        return pending;
+    }
+
+    boolean otherAnswered() {
+        return otherAnswered;
+    }
+
+    /** Whether this side's control channel failed, or its server refused, before the other's did. */
+    boolean failedFirst() {
+        return firstFault.get() == TransferMonitor.LOCAL;
+    }
+
+    void newCopy() {
+        pending = null;
+        otherAnswered = false;
+        firstFault.set(0);
+    }
+
+    @Override
+    public void setActive(org.globus.ftp.HostPort hostPort) throws IOException, ServerException {
+        pending = "PORT";
+        super.setActive(hostPort);
+        pending = null;
+    }
+
     /**
      * jglobus's own, but noting when the other side (in a third-party copy from this client: the destination)
-     * sends its markers, and when this side's part ends, so a stall can be put on the side that stopped. The
-     * other side's monitor runs on a thread of its own, this side's on the calling thread.
+     * sends its markers, and when this side's part ends, so a stall can be put on the side that stopped; and
+     * which side answered first, and which failed first, so a failure can be put on its side. The other
+     * side's monitor runs on a thread of its own, this side's on the calling thread.
      */
     @Override
     protected void transferRunSingleThread(BasicClientControlChannel other, MarkerListener markers)
             throws IOException, ServerException, ClientException {
         otherHeard = 0;
         ownPartDone = false;
+        pending = TRANSFER;
+        otherAnswered = false;
+        firstFault.set(0);
         MarkerListener fromOther = m -> {
             otherHeard = System.nanoTime();
             if (markers != null) markers.markerArrived(m);
         };
         TransferState state = new TransferState();
-        TransferMonitor mine = new TransferMonitor(controlChannel, state, markers, session.maxWait, session.waitDelay, TransferMonitor.LOCAL);
-        TransferMonitor theirs = new TransferMonitor(other, state, fromOther, session.maxWait, session.waitDelay, TransferMonitor.REMOTE);
+        TransferMonitor mine = new TransferMonitor(new Watched(controlChannel, TransferMonitor.LOCAL), state, markers,
+                session.maxWait, session.waitDelay, TransferMonitor.LOCAL);
+        TransferMonitor theirs = new TransferMonitor(new Watched(other, TransferMonitor.REMOTE), state, fromOther,
+                session.maxWait, session.waitDelay, TransferMonitor.REMOTE);
         mine.setOther(theirs);
         theirs.setOther(mine);
         theirs.start(false);
         mine.start(true);
         ownPartDone = !state.hasError();
         state.waitForEnd();
+    }
+
+    /**
+     * One side's control channel during a transfer, noting its first reply and whether it failed first: a
+     * negative reply, a broken connection (jglobus reports a reset while waiting as an interrupt: one that
+     * is not the other monitor's abort), or a reply it cannot parse.
+     */
+    private final class Watched extends BasicClientControlChannel {
+        private final BasicClientControlChannel channel;
+        private final int side;
+        private volatile boolean aborting;
+
+        Watched(BasicClientControlChannel channel, int side) {
+            this.channel = channel;
+            this.side = side;
+        }
+
+        @Override
+        public Reply read() throws ServerException, IOException, FTPReplyParseException {
+            Reply reply;
+            try {
+                reply = channel.read();
+            } catch (java.io.InterruptedIOException e) {
+                throw e;
+            } catch (IOException | FTPReplyParseException | ServerException e) {
+                fault();
+                throw e;
+            }
+            if (side == TransferMonitor.LOCAL) pending = null;
+            else otherAnswered = true;
+            if (reply.getCode() >= 400) fault();
+            return reply;
+        }
+
+        @Override
+        public void waitFor(org.globus.ftp.vanilla.Flag aborted, int ioDelay, int maxWait)
+                throws ServerException, IOException, InterruptedException {
+            try {
+                channel.waitFor(aborted, ioDelay, maxWait);
+            } catch (InterruptedException e) {
+                if (!aborting && !aborted.flag) fault();
+                throw e;
+            } catch (java.io.InterruptedIOException e) {
+                throw e;
+            } catch (IOException | ServerException e) {
+                fault();
+                throw e;
+            }
+        }
+
+        @Override
+        public void abortTransfer() {
+            aborting = true;
+            channel.abortTransfer();
+        }
+
+        private void fault() {
+            firstFault.compareAndSet(0, side);
+        }
     }
 
     /** Writes one command without waiting (its reply is read with {@link #reply()}). */

@@ -40,6 +40,10 @@ final class FakeGridFtpServer implements AutoCloseable {
      * milliseconds (GCT's receiving side waiting for data that do not come).
      */
     volatile long waitingMarkerMillis;
+    /** When set, RETR and ERET are answered with this reply (a source refusing the file). */
+    volatile String retrRefusal;
+    /** When above 0, RETR and ERET are begun and their control connection closed this many milliseconds later. */
+    volatile long dropRetrAfterMillis;
     /** FEAT's CKSM line, as GCT words it. */
     volatile String cksmAlgorithms = "MD5:10;ADLER32:10;SHA1:10;SHA256:11;SHA512:12;";
     /** How many ESTOs (byte ranges) are still to be refused with a transient 451. */
@@ -98,8 +102,17 @@ final class FakeGridFtpServer implements AutoCloseable {
                     }
                 }
                 case "RETR", "ERET" -> { // a third-party copy's source: its data go to the PORT given
-                    reply(out, "150 Begin");
-                    reply(out, "226 Transfer complete");
+                    if (retrRefusal != null) {
+                        reply(out, retrRefusal);
+                    } else {
+                        reply(out, "150 Begin");
+                        if (dropRetrAfterMillis > 0) { // the source's process goes away mid-copy
+                            Thread.sleep(dropRetrAfterMillis);
+                            s.close();
+                            return null;
+                        }
+                        reply(out, "226 Transfer complete");
+                    }
                 }
                 case "STOR" -> {
                     reply(out, "150 Begin");

@@ -74,4 +74,76 @@ class ThirdPartyBlameTest {
             }
         }
     }
+
+    private static final MoverSettings ONCE = MoverSettings.defaults().withStreams(1, 1, false)
+            .withRetry(Duration.ofSeconds(1), 1, Duration.ofMillis(20), Duration.ofSeconds(60));
+
+    /** The copy of {@code source}'s /s/f.bin to /d/f.bin on either destination, failed: its failure. */
+    private static TransferFailure failure(FakeGridFtpServer source, FakeGridFtpServer d1, FakeGridFtpServer d2,
+                                           GridFtpMover mover, long size) {
+        FileCopy c = new FileCopy("tp", URI.create("ftp://127.0.0.1:" + source.port() + "/s/f.bin"),
+                URI.create("ftp://127.0.0.1:" + d1.port() + ",127.0.0.1:" + d2.port() + "/d/f.bin"), size, 1L);
+        Throwable t = org.junit.jupiter.api.Assertions.assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS));
+        assertThat(t.getCause()).isInstanceOf(TransferFailure.class);
+        return (TransferFailure) t.getCause();
+    }
+
+    /**
+     * A third-party copy stalls in its set-up, waiting for the source: its PORT, its SIZE (no size in the
+     * catalog), or its RETR while the destination had answered its STOR (no marker yet). It was put on the
+     * destination host, which left its link's rotation; it is the source's, named with its path.
+     */
+    @Test
+    void aSetUpStallWaitingForTheSourceIsTheSources() throws Exception {
+        for (String silent : List.of("PORT", "SIZE", "RETR")) {
+            try (FakeGridFtpServer source = new FakeGridFtpServer(); FakeGridFtpServer d1 = new FakeGridFtpServer();
+                 FakeGridFtpServer d2 = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(ONCE, null)) {
+                source.silent = java.util.Set.of(silent);
+                for (FakeGridFtpServer d : List.of(d1, d2)) d.waitingMarkerMillis = 60_000; // 150, then no marker yet
+                TransferFailure f = failure(source, d1, d2, mover, silent.equals("SIZE") ? 0 : 1024);
+                assertThat(f.kind()).as(silent).isEqualTo(TransferFailure.Kind.STALL);
+                assertThat(f.getMessage()).as(silent).contains("on source 127.0.0.1:" + source.port() + " /s/f.bin")
+                        .doesNotContain("destination");
+                assertThat(source.count(silent)).as(silent).isEqualTo(1);
+                assertThat(mover.links()).singleElement().satisfies(l -> assertThat(l.hostsOut()).as(silent).isEmpty());
+            }
+        }
+    }
+
+    /**
+     * The source's control connection drops mid-copy (its server process gone) while the destination is up:
+     * a connection failure of the source, named; the destination host used to leave its link's rotation.
+     */
+    @Test
+    void aSourceConnectionThatDropsMidCopyIsTheSources() throws Exception {
+        try (FakeGridFtpServer source = new FakeGridFtpServer(); FakeGridFtpServer d1 = new FakeGridFtpServer();
+             FakeGridFtpServer d2 = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(ONCE, null)) {
+            source.dropRetrAfterMillis = 300;
+            for (FakeGridFtpServer d : List.of(d1, d2)) d.waitingMarkerMillis = 100;
+            TransferFailure f = failure(source, d1, d2, mover, 1024);
+            assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CONNECTION);
+            assertThat(f.getMessage()).contains("(source 127.0.0.1:" + source.port() + " /s/f.bin)")
+                    .doesNotContain("(127.0.0.1:" + d1.port() + ")", "(127.0.0.1:" + d2.port() + ")");
+            assertThat(mover.links()).singleElement().satisfies(l -> assertThat(l.hostsOut()).isEmpty());
+        }
+    }
+
+    /** The source refuses the file (missing, not readable): the error names the source host and path, not a destination host. */
+    @Test
+    void aSourceRefusalNamesTheSourceAndItsPath() throws Exception {
+        var refusals = java.util.Map.of("550 /s/f.bin: No such file or directory.", TransferFailure.Kind.NO_SUCH_PATH,
+                "550 /s/f.bin: Permission denied.", TransferFailure.Kind.PERMISSION_DENIED);
+        for (var refusal : refusals.entrySet()) {
+            try (FakeGridFtpServer source = new FakeGridFtpServer(); FakeGridFtpServer d1 = new FakeGridFtpServer();
+                 FakeGridFtpServer d2 = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(ONCE, null)) {
+                source.retrRefusal = refusal.getKey();
+                TransferFailure f = failure(source, d1, d2, mover, 1024);
+                assertThat(f.kind()).as(refusal.getKey()).isEqualTo(refusal.getValue());
+                assertThat(f.getMessage()).as(refusal.getKey()).contains("(source 127.0.0.1:" + source.port() + " /s/f.bin)")
+                        .doesNotContain("(127.0.0.1:" + d1.port() + ")", "(127.0.0.1:" + d2.port() + ")");
+                assertThat(mover.links()).singleElement().satisfies(l -> assertThat(l.hostsOut()).isEmpty());
+            }
+        }
+    }
 }
