@@ -204,6 +204,12 @@ class ScheduledReplicationIT {
         }
     }
 
+    /** A phenix dataset {@code ds} with no files and a rule on it to {@code sites}, scheduled by {@code cron}. */
+    private long scheduledRule(String ds, String sites, String cron) {
+        jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
+        return rules.create(new NewRule(ds, 1, sites, null, null, cron, "it")).id();
+    }
+
     /**
      * Guards that hold whatever the clustered Quartz store does: one firing acquired by two nodes runs once
      * (quartz#107), and a firing of a paused schedule does not run, while an operator's run does.
@@ -211,10 +217,9 @@ class ScheduledReplicationIT {
     @Test
     void aFiringRunsOnceOnOneNodeAndNotAtAllWhenPaused() {
         String ds = "guard-" + tag;
-        jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
         // a site without endpoint for the rule to choose (a rule no site matches is refused); the dataset has no files
         jdbc.update("INSERT INTO site (name) VALUES (?) ON CONFLICT DO NOTHING", "IDLE-" + tag);
-        long rule = rules.create(new NewRule(ds, 1, "IDLE-" + tag, null, null, "0 0 3 1 1 ? 2099", "it")).id();
+        long rule = scheduledRule(ds, "IDLE-" + tag, "0 0 3 1 1 ? 2099");
         try {
             Instant night = Instant.parse("2099-01-01T03:00:00Z");
             assertThat(engine.runScheduled(rule, night, "node-a", true)).isTrue();
@@ -244,10 +249,9 @@ class ScheduledReplicationIT {
     @Test
     void aRecoveredFiringFinishesTheLostRunAndRunsAtMostOnce() throws Exception {
         String ds = "recover-" + tag;
-        jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
         // a site without endpoint for the rule to choose (a rule no site matches is refused); the dataset has no files
         jdbc.update("INSERT INTO site (name) VALUES (?) ON CONFLICT DO NOTHING", "IDLE-" + tag);
-        long rule = rules.create(new NewRule(ds, 1, "IDLE-" + tag, null, null, "0 0 3 1 1 ? 2099", "it")).id();
+        long rule = scheduledRule(ds, "IDLE-" + tag, "0 0 3 1 1 ? 2099");
         String lostRun = "INSERT INTO replication_run (rule_id, instance, scheduled_at, fired_by) VALUES (?, 'node-a', ?, ?)";
         try {
             Instant night = Instant.parse("2099-01-01T03:00:00Z");
@@ -357,9 +361,8 @@ class ScheduledReplicationIT {
     @Test
     void scheduleChangesHoldQuartzsLock() throws Exception {
         String ds = "locksched-" + tag;
-        jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
         sites.put("LK-" + tag, Map.of("kind", "lk-" + tag), List.of("ftp://127.0.0.1:1/lk"));
-        long rule = rules.create(new NewRule(ds, 1, "kind=lk-" + tag, null, null, "0 0 2 * * ?", "it")).id();
+        long rule = scheduledRule(ds, "kind=lk-" + tag, "0 0 2 * * ?");
         String job = ReplicationSchedules.jobKey(rule).getName();
         jdbc.execute("CREATE TABLE IF NOT EXISTS it_quartz_lock_seen (job_name text, op text, lock_held boolean)");
         jdbc.execute("""
@@ -402,9 +405,8 @@ class ScheduledReplicationIT {
     @Test
     void aRuleIsDeletedWhenATriggerOfItsJobGoesAwayWhileTheDeleteWaitsForQuartzsLock() throws Exception {
         String ds = "racedel-" + tag;
-        jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
         sites.put("RD-" + tag, Map.of("kind", "rd-" + tag), List.of("ftp://127.0.0.1:1/rd"));
-        long rule = rules.create(new NewRule(ds, 1, "kind=rd-" + tag, null, null, "0 0 2 * * ?", "it")).id();
+        long rule = scheduledRule(ds, "kind=rd-" + tag, "0 0 2 * * ?");
         String trigger = ReplicationSchedules.triggerKey(rule).getName();
         try (java.sql.Connection locker = dataSource.getConnection();
                 var background = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
