@@ -42,6 +42,33 @@ class TransferCancelIT {
         assertThat(mover.deleted).as("the partial file at its destination deleted").containsExactly(java.net.URI.create(destination));
     }
 
+    /**
+     * A row cancelled before its mover wrote anything at its destination (waiting for a connection, looking at
+     * the destination): what is there is not its own and is left alone. Before, it was deleted as its partial file.
+     */
+    @Test
+    void aCancelledFileThatHadNotWrittenLeavesItsDestinationAlone() throws Exception {
+        String destination = "ftp://127.0.0.1:1/x/held-" + System.nanoTime();
+        HeldMover mover = new HeldMover();
+        mover.writes = false;
+        cancelWhileMoving(destination, false, mover, id -> assertThat(new TransferQueue(jdbc).cancel(id)).isTrue());
+        assertThat(mover.deleted).as("nothing deleted: the row never wrote there").isEmpty();
+    }
+
+    /**
+     * A row failing for good before its mover wrote anything at its destination (a failure of its set-up, with a
+     * class that may leave a partial file once written): the file there is not its own and is left alone.
+     * Before, another's file there was deleted.
+     */
+    @Test
+    void aFileFailingBeforeItWroteLeavesItsDestinationAlone() throws Exception {
+        String destination = "ftp://127.0.0.1:1/x/failed-" + System.nanoTime();
+        HeldMover mover = new HeldMover();
+        mover.writes = false;
+        failWhileMoving(destination, mover, id -> {});
+        assertThat(mover.deleted).as("nothing deleted: the row never wrote there").isEmpty();
+    }
+
     /** Another transfer to the same place was queued meanwhile (replication's next attempt): its file is left alone. */
     @Test
     void aCancelledFilesPartialFileStaysWhenAnotherTransferIsQueuedToTheSamePlace() throws Exception {
@@ -259,7 +286,7 @@ class TransferCancelIT {
             }
         };
         TransferDrainer drainer = new TransferDrainer(new OneRowQueue(jdbc, id), mover,
-                new TransferProperties(properties.mover(), settings), seen);
+                new TransferProperties(properties.mover(), settings, properties.existingDestination()), seen);
         drainer.start();
         return drainer;
     }
@@ -308,9 +335,13 @@ class TransferCancelIT {
             results.values().forEach(r -> r.completeExceptionally(f));
         }
 
+        /** Its files begin writing at their destinations at once (the row records it); false: they never get there. */
+        volatile boolean writes = true;
+
         @Override
         public CopyBatch submit(List<FileCopy> copies) {
             for (FileCopy c : copies) results.put(c.id(), new CompletableFuture<>());
+            if (writes) copies.forEach(c -> c.writing().run());
             moving.countDown();
             return new CopyBatch() {
                 @Override

@@ -31,6 +31,7 @@ class TransferDrainer implements SmartLifecycle {
     private final TransferQueue queue;
     private final Mover mover;
     private final TransferProperties.Queue settings;
+    private final TransferProperties.ExistingDestination existing;
     private final String owner;
     private final Map<Long, InFlight> inFlight = new ConcurrentHashMap<>();
     /** Rows whose file the drainer itself cancelled (the row was cancelled or taken over). */
@@ -44,6 +45,7 @@ class TransferDrainer implements SmartLifecycle {
         this.observer = observer;
         this.mover = mover;
         this.settings = properties.queue();
+        this.existing = properties.existingDestination();
         String id = settings.instanceId();
         this.owner = "drainer-" + (id == null || id.isBlank()
                 ? ProcessHandle.current().pid() + "-" + Long.toHexString(System.nanoTime()) : id);
@@ -140,8 +142,12 @@ class TransferDrainer implements SmartLifecycle {
             if (inFlight.containsKey(j.id())) continue;
             FileCopy copy;
             try {
-                copy = new FileCopy(String.valueOf(j.id()), URI.create(j.source()), URI.create(j.destination()),
-                        j.sizeBytes(), j.adler32());
+                URI destination = URI.create(j.destination());
+                // a file the row began writing itself is resumed or written over; any other is looked at first
+                FileCopy.Existing there = j.wroteDestination() ? FileCopy.Existing.WRITE
+                        : existing.overwrites(destination) ? FileCopy.Existing.REPLACE : FileCopy.Existing.KEEP;
+                copy = new FileCopy(String.valueOf(j.id()), URI.create(j.source()), destination, j.sizeBytes(), j.adler32(),
+                        there, () -> writing(j.id()));
             } catch (IllegalArgumentException e) {
                 // a malformed URL never moves: fail its row now rather than hold it
                 TransferFailure f = new TransferFailure(TransferFailure.Kind.BAD_REQUEST, "bad URL: " + e.getMessage());
@@ -219,7 +225,20 @@ class TransferDrainer implements SmartLifecycle {
         }
     }
 
-    /** Failures after which the destination may hold part of the file (the STOR may have begun). */
+    /**
+     * Run by the mover before its first write at row {@code id}'s destination: the row records (committed) that
+     * what is there is its own from now on. A row no longer ours must not write there.
+     */
+    private void writing(long id) {
+        if (!queue.writing(id, owner)) {
+            throw new TransferFailure(TransferFailure.Kind.CANCELLED, "transfer " + id + " is no longer held here: not written");
+        }
+    }
+
+    /**
+     * Failures after which the destination may hold part of the file (the STOR may have begun); only a row that
+     * recorded writing there ({@link TransferQueue#writing}) has it deleted.
+     */
     private static final java.util.Set<TransferFailure.Kind> LEAVES_PARTIAL = java.util.EnumSet.of(
             TransferFailure.Kind.CHECKSUM_MISMATCH, TransferFailure.Kind.SOURCE_CHECKSUM_MISMATCH, TransferFailure.Kind.PROTOCOL, TransferFailure.Kind.STALL,
             TransferFailure.Kind.TIMEOUT, TransferFailure.Kind.QUOTA_EXCEEDED,
@@ -232,14 +251,27 @@ class TransferDrainer implements SmartLifecycle {
      * ends, so a transfer queued to the same place once it has ended (replication's next attempt) is not hit.
      * A failing row's partial copy (and a cancelled row's, which ended at its cancel) goes only when no other
      * transfer to the same place is queued or moving, and one queued after that look is not claimed until the
-     * delete is over ({@link TransferQueue#holdPartialDelete}, {@link TransferQueue#claimPartialDelete}).
+     * delete is over ({@link TransferQueue#holdPartialDelete}, {@link TransferQueue#claimPartialDelete}); and only
+     * when the row wrote there ({@link TransferQueue#writing}): a file it never wrote is not its to delete.
+     * The row holds its destination meanwhile; the hold ends with the delete.
      */
-    private TransferFailure removePartial(FileCopy c, TransferFailure f) {
-        if (!FileUrls.isGridFtp(c.destination())) return f;
-        TransferFailure left = deleteWithOthers(c.destination());
-        if (left == null) return f.withNote("no partial file is left at the destination");
-        log.warn("transfer {}: the partial file at {} could not be deleted: {}", c.id(), c.destination(), left.getMessage());
-        return f.withNote("the partial file at the destination could not be deleted (" + left.getMessage() + ")");
+    private TransferFailure removeHeldPartial(long id, FileCopy c, TransferFailure f) {
+        boolean gone = false;
+        try {
+            if (!FileUrls.isGridFtp(c.destination())) return f;
+            TransferFailure left = deleteWithOthers(c.destination());
+            gone = left == null;
+            if (gone) return f.withNote("no partial file is left at the destination");
+            log.warn("transfer {}: the partial file at {} could not be deleted: {}", c.id(), c.destination(), left.getMessage());
+            return f.withNote("the partial file at the destination could not be deleted (" + left.getMessage() + ")");
+        } finally {
+            // deleted: nothing there is the row's any more. Not ended (database away): the hold lapses on its own
+            boolean deleted = gone;
+            DatabaseRetry.call("transfer " + id + " partial file deleted", () -> {
+                queue.partialDeleted(id, deleted);
+                return true;
+            });
+        }
     }
 
     /** Partial files waiting to be deleted at one server, and the lock of the one delete at a time sent there. */
@@ -280,19 +312,6 @@ class TransferDrainer implements SmartLifecycle {
             server.lock().unlock();
         }
         return mine.left().join();
-    }
-
-    /** As {@link #removePartial} for a row holding its destination; the hold ends with the delete. */
-    private TransferFailure removeHeldPartial(long id, FileCopy c, TransferFailure f) {
-        try {
-            return removePartial(c, f);
-        } finally {
-            // not ended (database away): the hold lapses on its own
-            DatabaseRetry.call("transfer " + id + " partial file deleted", () -> {
-                queue.partialDeleted(id);
-                return true;
-            });
-        }
     }
 
     /** Meters and the event line; never disturbs the queue. */

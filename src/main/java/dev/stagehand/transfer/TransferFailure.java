@@ -37,6 +37,13 @@ public final class TransferFailure extends RuntimeException {
          * Not the source's fault: a recall does not read the file from tape again for it.
          */
         UNSUPPORTED(false),
+        /**
+         * Another file is at the destination (not this transfer's: it had not written there), and overwriting is
+         * not enabled for it ({@code stagehand.transfer.existing}): FTS3's "destination file exists and overwrite
+         * is not enabled" (EEXIST). Another attempt finds the same file, so the transfer fails at once and the
+         * file there is left as it is.
+         */
+        DESTINATION_EXISTS(false),
         /** The local source cannot be read, or the request is malformed. */
         BAD_REQUEST(false),
         /** Cancelled by the caller. */

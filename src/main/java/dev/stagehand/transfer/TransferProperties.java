@@ -1,17 +1,53 @@
 package dev.stagehand.transfer;
 
 import java.time.Duration;
+import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
 /**
  * {@code stagehand.transfer.*}: the movers and the transfer queue (documented in config/application.yml).
  *
- * @param mover how files are moved
- * @param queue how the service drains the transfer_job table
+ * @param mover               how files are moved
+ * @param queue               how the service drains the transfer_job table
+ * @param existingDestination what a queued transfer does about a file already at its destination
  */
 @ConfigurationProperties("stagehand.transfer")
-public record TransferProperties(@DefaultValue MoverSettings mover, @DefaultValue Queue queue) {
+public record TransferProperties(@DefaultValue MoverSettings mover, @DefaultValue Queue queue,
+                                 @DefaultValue ExistingDestination existingDestination) {
+
+    public TransferProperties {
+        if (existingDestination == null) existingDestination = new ExistingDestination(false, List.of());
+    }
+
+    /**
+     * A queued transfer whose destination holds a file it did not write itself (it looks before its first write):
+     * the same file (size and the catalog's Adler32, else the source's) is done without sending it; another one
+     * fails it for good (DESTINATION_EXISTS, left as it is: FTS3's default) unless overwriting is enabled for that
+     * destination. A file the transfer itself began writing (an earlier claim of the same row) is always resumed
+     * or written over.
+     *
+     * @param overwrite      overwrite another file at any destination (FTS3's overwrite = true)
+     * @param overwriteUnder destination URL prefixes where another file is overwritten, e.g. a site's area that
+     *                       only this service writes ({@code gsiftp://dtn.site-a:2811/data/replicas/})
+     */
+    public record ExistingDestination(@DefaultValue("false") boolean overwrite, @DefaultValue List<String> overwriteUnder) {
+        public ExistingDestination {
+            overwriteUnder = overwriteUnder == null ? List.of() : List.copyOf(overwriteUnder);
+            for (String prefix : overwriteUnder) {
+                if (prefix == null || !prefix.matches("(?i)(gsi)?ftp://[^/]+/.*"))
+                    throw new IllegalArgumentException("stagehand.transfer.existing-destination.overwrite-under: not a "
+                            + "gsiftp:// or ftp:// URL with a path: " + prefix);
+            }
+        }
+
+        /** Whether another file at {@code destination} is overwritten. */
+        public boolean overwrites(java.net.URI destination) {
+            if (overwrite) return true;
+            String url = destination.toString();
+            return overwriteUnder.stream().anyMatch(url::startsWith);
+        }
+    }
 
     /**
      * @param enabled      drain transfer_job in this service

@@ -263,6 +263,8 @@ public class TransferQueue {
      * live (queued, retried) takes shared until it commits: so either the look sees that row, or the row is
      * queued after the hold and its claim sees the hold. Before, a row queued between the look and the delete
      * lost its first bytes to it (or all of them: a put verified by the server before its 226, then deleted).
+     * Only a row that wrote there ({@link #writing}) has a partial file to delete: before, a row that failed or was
+     * cancelled before its first STOR deleted whatever was at its destination (another's file, lost).
      */
     boolean claimPartialDelete(long id, Duration hold) {
         return holdDestination(id, hold, "j.state = 'cancelled'");
@@ -278,6 +280,17 @@ public class TransferQueue {
         return holdDestination(id, hold, "j.state = 'active' AND j.lease_owner = ?", owner);
     }
 
+    /**
+     * Records that row {@code id}, which {@code owner} holds, writes at its destination from now on (called by the
+     * mover before its first STOR or ESTO there, and committed before it): from then on the file there is the
+     * row's, resumed or written over by its later claims, and deleted when it fails or is cancelled. Returns
+     * false when the row is not {@code owner}'s any more (cancelled or taken over): then it must not write.
+     */
+    boolean writing(long id, String owner) {
+        return jdbc.update("UPDATE transfer_job SET wrote_destination = true WHERE id = ? AND state = 'active' AND lease_owner = ?",
+                id, owner) == 1;
+    }
+
     private boolean holdDestination(long id, Duration hold, String mine, Object... mineArgs) {
         Object[] args = new Object[2 + mineArgs.length];
         args[0] = seconds(hold);
@@ -290,16 +303,22 @@ public class TransferQueue {
             // clock_timestamp(): the lock may have been waited for
             return jdbc.update("""
                     UPDATE transfer_job j SET partial_delete_until = clock_timestamp() + make_interval(secs => ?)
-                     WHERE j.id = ? AND %s AND NOT EXISTS (
+                     WHERE j.id = ? AND %s AND j.wrote_destination AND NOT EXISTS (
                            SELECT 1 FROM transfer_job o WHERE o.destination = j.destination AND o.id <> j.id
                                                           AND o.state IN ('queued', 'active'))""".formatted(mine),
                     args) == 1;
         }));
     }
 
-    /** Ends row {@code id}'s hold on its destination (its partial file deleted, or not): rows queued there may go. */
-    void partialDeleted(long id) {
-        if (jdbc.update("UPDATE transfer_job SET partial_delete_until = NULL WHERE id = ? AND partial_delete_until IS NOT NULL", id) > 0) {
+    /**
+     * Ends row {@code id}'s hold on its destination (its partial file deleted, or not): rows queued there may go.
+     * {@code gone}: the file was deleted, so nothing at the destination is the row's any more (an operator's retry
+     * looks there again first).
+     */
+    void partialDeleted(long id, boolean gone) {
+        if (jdbc.update("""
+                UPDATE transfer_job SET partial_delete_until = NULL, wrote_destination = wrote_destination AND NOT ?
+                 WHERE id = ? AND partial_delete_until IS NOT NULL""", gone, id) > 0) {
             afterCommit(this::wakeDrainer);
         }
     }
@@ -385,7 +404,8 @@ public class TransferQueue {
                 rs.getString("destination"), rs.getLong("size_bytes"), adler, rs.getString("state"), rs.getInt("attempts"),
                 rs.getString("last_error_class"), rs.getString("last_error"), rs.getLong("bytes_moved"), mbps,
                 instant(rs.getTimestamp("created_at")), instant(rs.getTimestamp("started_at")),
-                instant(rs.getTimestamp("finished_at")), instant(rs.getTimestamp("not_before")), rs.getInt("deferrals"));
+                instant(rs.getTimestamp("finished_at")), instant(rs.getTimestamp("not_before")), rs.getInt("deferrals"),
+                rs.getBoolean("wrote_destination"));
     }
 
     private static Instant instant(Timestamp t) {

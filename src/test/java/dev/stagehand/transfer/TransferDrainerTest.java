@@ -90,7 +90,15 @@ class TransferDrainerTest {
         }
 
         @Override
-        void partialDeleted(long id) {}
+        void partialDeleted(long id, boolean gone) {}
+
+        final List<Long> writing = new CopyOnWriteArrayList<>();
+
+        @Override
+        boolean writing(long id, String owner) {
+            if (held) writing.add(id);
+            return held;
+        }
 
         @Override
         boolean putBack(long id, String owner) {
@@ -108,12 +116,16 @@ class TransferDrainerTest {
     /** A mover that moves nothing by itself: the test ends each file; close() cancels the rest like Link.close. */
     static final class FakeMover implements Mover {
         final Map<String, CompletableFuture<CopyResult>> futures = new ConcurrentHashMap<>();
+        final Map<String, FileCopy> handed = new ConcurrentHashMap<>();
         volatile boolean refuse;
 
         @Override
         public CopyBatch submit(List<FileCopy> copies) {
             if (refuse) throw new IllegalStateException("mover broken");
-            for (FileCopy c : copies) futures.put(c.id(), new CompletableFuture<>());
+            for (FileCopy c : copies) {
+                futures.put(c.id(), new CompletableFuture<>());
+                handed.put(c.id(), c);
+            }
             return new CopyBatch() {
                 @Override
                 public CompletableFuture<CopyResult> result(FileCopy copy) {
@@ -180,12 +192,16 @@ class TransferDrainerTest {
     TransferDrainer drainer;
 
     TransferDrainer drainer(Duration lease) {
+        return drainer(lease, new TransferProperties.ExistingDestination(false, List.of()));
+    }
+
+    TransferDrainer drainer(Duration lease, TransferProperties.ExistingDestination existing) {
         StaticListableBeanFactory beans = new StaticListableBeanFactory();
         beans.addBean("registry", new SimpleMeterRegistry());
         TransferObserver observer = new TransferObserver(beans.getBeanProvider(MeterRegistry.class), beans.getBeanProvider(Mover.class));
         TransferProperties properties = new TransferProperties(MoverSettings.defaults(), new TransferProperties.Queue(true,
                 Duration.ofMillis(20), 200, 2000, lease, "", new TransferProperties.Outage(Duration.ofSeconds(30),
-                Duration.ofMinutes(10), Duration.ofHours(24)), 5));
+                Duration.ofMinutes(10), Duration.ofHours(24)), 5), existing);
         drainer = new TransferDrainer(queue, mover, properties, observer);
         return drainer;
     }
@@ -197,6 +213,46 @@ class TransferDrainerTest {
     static TransferJob row(long id, String source) {
         return new TransferJob(id, "c" + id, source, "ftp://dtn:2811/d/f" + id, 1000, 1L, "active", 1,
                 null, null, 0, null, Instant.now(), Instant.now(), null, Instant.now(), 0);
+    }
+
+    /**
+     * A row that has not written at its destination asks the mover to look there first (KEEP, or REPLACE where
+     * overwriting is enabled); one that has written there (an earlier claim) writes over it (its own). The mover's
+     * writing hook records it in the row, and refuses once the row is not held here.
+     */
+    @Test
+    void aRowThatHasNotWrittenAtItsDestinationAsksTheMoverToLookFirst() throws Exception {
+        drainer(Duration.ofMinutes(2), new TransferProperties.ExistingDestination(false, List.of("ftp://dtn:2811/d/f3"))).start();
+        TransferJob wrote = row(2);
+        wrote = new TransferJob(wrote.id(), wrote.correlation(), wrote.source(), wrote.destination(), wrote.sizeBytes(),
+                wrote.adler32(), wrote.state(), wrote.attempts(), null, null, 0, null, wrote.createdAt(), wrote.startedAt(),
+                null, wrote.notBefore(), 0, true);
+        queue.toClaim.addAll(List.of(row(1), wrote, row(3)));
+        await(() -> mover.handed.size() == 3);
+        assertThat(mover.handed.get("1").existing()).isEqualTo(FileCopy.Existing.KEEP);
+        assertThat(mover.handed.get("2").existing()).isEqualTo(FileCopy.Existing.WRITE);
+        assertThat(mover.handed.get("3").existing()).isEqualTo(FileCopy.Existing.REPLACE);
+        mover.handed.get("1").writing().run();
+        assertThat(queue.writing).containsExactly(1L);
+        queue.held = false;
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> mover.handed.get("3").writing().run())
+                .isInstanceOfSatisfying(TransferFailure.class, f -> assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CANCELLED));
+    }
+
+    @Test
+    void overwriteIsEnabledByPrefixOrEverywhere() {
+        var under = new TransferProperties.ExistingDestination(false, List.of("gsiftp://dtn.a:2811/data/replicas/"));
+        assertThat(under.overwrites(java.net.URI.create("gsiftp://dtn.a:2811/data/replicas/ds/f1"))).isTrue();
+        assertThat(under.overwrites(java.net.URI.create("gsiftp://dtn.a:2811/data/users/f1"))).isFalse();
+        assertThat(new TransferProperties.ExistingDestination(true, List.of()).overwrites(java.net.URI.create("ftp://x:1/f"))).isTrue();
+        assertThat(new TransferProperties(MoverSettings.defaults(), drainerQueue(), null).existingDestination().overwrite()).isFalse();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new TransferProperties.ExistingDestination(false, List.of("/data/")))
+                .hasMessageContaining("overwrite-under");
+    }
+
+    private static TransferProperties.Queue drainerQueue() {
+        return new TransferProperties.Queue(true, Duration.ofMillis(20), 200, 2000, Duration.ofMinutes(2), "",
+                new TransferProperties.Outage(Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofHours(24)), 5);
     }
 
     /** Claims rows 1..n and waits until the mover has them. */

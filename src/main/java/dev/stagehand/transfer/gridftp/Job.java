@@ -89,6 +89,33 @@ final class Job {
     volatile List<Piece> pieces = List.of();
     volatile boolean cancelled;
     private boolean destinationCleared; // guarded by this
+    private boolean writing; // guarded by this: the destination was looked at and the copy's writing hook ran
+
+    /** The look at the destination before the first write: what is there, decided by the link's worker. */
+    interface Look {
+        /** Null: nothing there (or it may be written over); else how the job ended instead (done, or failed). */
+        Runnable ending() throws Exception;
+    }
+
+    /**
+     * Before any piece writes: runs {@code look} (per the copy's {@link dev.stagehand.transfer.FileCopy.Existing})
+     * and then the copy's writing hook, once per job; the other pieces wait for the first. False: the job
+     * ended instead (the same file was there, or another one that may not be replaced), nothing written.
+     */
+    synchronized boolean mayWrite(Look look) throws Exception {
+        if (writing) return true;
+        if (finished()) return false;
+        if (copy.existing() != dev.stagehand.transfer.FileCopy.Existing.WRITE) {
+            Runnable ending = look.ending();
+            if (ending != null) {
+                ending.run();
+                return false;
+            }
+        }
+        copy.writing().run();
+        writing = true;
+        return true;
+    }
 
     /**
      * Removes what the destination holds before the first byte range is written: ranges go with ESTO, which
@@ -126,6 +153,11 @@ final class Job {
         long moved = copy.sizeBytes() > 0 ? copy.sizeBytes() : bytes.get();
         future.complete(new CopyResult(copy, moved, Duration.ofNanos(System.nanoTime() - startedNanos),
                 1 + retries.get(), host, adler32));
+    }
+
+    /** The same file ({@code size} bytes, {@code adler32}) is at the destination already: done, nothing sent (0 attempts). */
+    void alreadyThere(String host, long size, long adler32) {
+        future.complete(new CopyResult(copy, size, Duration.ofNanos(System.nanoTime() - startedNanos), 0, host, adler32));
     }
 
     void fail(TransferFailure f) {

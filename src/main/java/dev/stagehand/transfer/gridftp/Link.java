@@ -305,6 +305,9 @@ final class Link {
                 GridFtpSession s = session(a);
                 host = s.host;
                 String path = job.destination.path();
+                // before the first write: a file there that is not this transfer's own is looked at, and the
+                // transfer is recorded as writing there (the other pieces of a split file wait for this)
+                if (!job.mayWrite(() -> look(job, s, a))) return true;
                 long sent;
                 if (job.source == null) {
                     // a whole file is verified by the server itself (SCKS before STOR) against the catalog's
@@ -467,6 +470,64 @@ final class Link {
                 job.running.remove(a);
                 watchdog.unwatch(a);
             }
+        }
+
+        /**
+         * What is at the destination before the job's first write, for a copy that asks to look
+         * ({@link dev.stagehand.transfer.FileCopy.Existing}): null when nothing is there, or what is there may be
+         * written over; otherwise how the job ends instead. The same file (size and ADLER32: the catalog's, else
+         * the source's) is done without sending it; another one fails it with {@link Kind#DESTINATION_EXISTS}
+         * unless the copy replaces it. Before, every transfer wrote over whatever was there (and a split one
+         * deleted it before its first range), though the transfer had never written there.
+         */
+        private Runnable look(Job job, GridFtpSession s, Watchdog.Attempt a) throws Exception {
+            String path = job.destination.path();
+            long there;
+            try {
+                there = s.size(path);
+            } catch (Exception e) {
+                if (Failures.classify(e) == Kind.NO_SUCH_PATH) return null; // nothing there yet
+                throw e;
+            }
+            a.progress();
+            long size = job.source == null || job.copy.sizeBytes() > 0 ? job.copy.sizeBytes()
+                    : sourceSession(job.source, a).size(job.source.path());
+            String other = null;
+            long sum = -1;
+            if (there != size) {
+                other = there + " bytes, not " + size;
+            } else {
+                long limit = checksumNanos(size);
+                try {
+                    Long expected = job.copy.adler32();
+                    if (expected == null) {
+                        expected = job.source == null ? a.quietly(limit, () -> adler32(job.local, a))
+                                : a.quietly(limit, () -> sourceSession(job.source, a).adler32("source", job.source.path()));
+                    }
+                    long actual = a.quietly(limit, () -> s.adler32("destination", path));
+                    if (actual == expected) sum = actual;
+                    else other = String.format("%d bytes with ADLER32 %08x, not %08x", there, actual, expected);
+                } catch (TransferFailure f) {
+                    if (f.kind() != Kind.UNSUPPORTED) throw f;
+                    other = there + " bytes, its ADLER32 unknown (" + f.getMessage() + ")";
+                }
+            }
+            if (other == null) {
+                long same = sum;
+                log.info("{} is at its destination already ({} bytes, ADLER32 {}): not sent", job.copy.destination(),
+                        there, String.format("%08x", same));
+                return () -> job.alreadyThere(s.host.toString(), there, same);
+            }
+            if (job.copy.existing() == dev.stagehand.transfer.FileCopy.Existing.REPLACE) {
+                log.info("{}: another file is there ({}): overwritten", job.copy.destination(), other);
+                return null;
+            }
+            TransferFailure f = new TransferFailure(Kind.DESTINATION_EXISTS, job.copy.destination()
+                    + ": destination file exists and overwrite is not enabled (" + other + "); left as it is", 1, null);
+            return () -> {
+                job.running.remove(a); // this attempt's connection stays: nothing is wrong with it
+                job.fail(f);
+            };
         }
 
         private void verify(Job job, GridFtpSession s, Watchdog.Attempt a) throws Exception {

@@ -1,0 +1,9 @@
+-- Whether a transfer has begun writing at its destination: set (and committed) by the mover before its first
+-- STOR or ESTO there. Only then is the file there the row's own: resumed or written over by its later claims
+-- (restart markers, a restart of the service mid-file), and deleted when it fails for good or is cancelled.
+-- A row that has not written there looks first: the same file (size and Adler32) is done without sending, another
+-- one fails it (DESTINATION_EXISTS) unless overwriting is enabled (stagehand.transfer.existing-destination); and a
+-- failure before any write (authentication, a directory it could not make, an unreadable source) deletes nothing.
+ALTER TABLE transfer_job ADD COLUMN wrote_destination boolean NOT NULL DEFAULT false;
+-- Rows claimed before this version may have written: they keep the behaviour they had (their destination is theirs).
+UPDATE transfer_job SET wrote_destination = true WHERE state IN ('queued', 'active', 'failed') AND started_at IS NOT NULL;
