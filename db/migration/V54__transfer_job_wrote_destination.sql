@@ -7,3 +7,8 @@
 ALTER TABLE transfer_job ADD COLUMN wrote_destination boolean NOT NULL DEFAULT false;
 -- Rows claimed before this version may have written: they keep the behaviour they had (their destination is theirs).
 UPDATE transfer_job SET wrote_destination = true WHERE state IN ('queued', 'active', 'failed') AND started_at IS NOT NULL;
+-- A row whose caller owns its destination path (replication: a replica's place at a site, where a copy declared bad
+-- or left by an earlier transfer may lie) writes over a file there it did not write, whatever existing-destination says.
+ALTER TABLE transfer_job ADD COLUMN overwrite boolean NOT NULL DEFAULT false;
+-- A recall request whose files' transfers do so (replication's recalls from tape to a site); not set by API clients.
+ALTER TABLE stage_request ADD COLUMN overwrite boolean NOT NULL DEFAULT false;

@@ -448,4 +448,48 @@ class ReplicationIT {
             assertThat(r.lastError()).containsIgnoringCase("refused");
         });
     }
+
+    /**
+     * Copies at a site declared bad (corrupt: other bytes of the same size, or a short file) are made again over the
+     * corrupt files still at their paths: a replica's path at its site is replication's own, and its transfers write
+     * over what is there (Rucio's to disk sites do too). Before, the re-made replicas' transfers kept the corrupt
+     * file there as another's and failed DESTINATION_EXISTS at every attempt, until the dataset was STUCK.
+     */
+    @Test
+    void replicasDeclaredBadAreMadeAgainOverTheCorruptFilesAtTheSite() throws Exception {
+        Path origin = site("BADO-" + tag, Map.of());
+        Path bad = site("BAD-" + tag, Map.of());
+        String ds = "declaredbad-" + tag;
+        List<String> files = dataset(ds, 3, "BADO-" + tag, origin);
+        rule(new NewRule(ds, 1, "BAD-" + tag, null, null, null, "it"));
+        await("dataset verified at the site", Duration.ofSeconds(90), () -> complete(ds, 1));
+        long sent = jobs(ds);
+
+        // one copy's bytes rot (same size), another is cut short
+        Path flipped = bad.resolve(files.get(0).substring(1));
+        byte[] rotten = Files.readAllBytes(flipped);
+        for (int i = 0; i < rotten.length; i += 997) rotten[i] ^= 0x5a;
+        Files.write(flipped, rotten);
+        Path cut = bad.resolve(files.get(1).substring(1));
+        byte[] whole = Files.readAllBytes(cut);
+        Files.write(cut, java.util.Arrays.copyOf(whole, whole.length / 2));
+
+        ReplicationRules.Declared d = rules.declare("BAD-" + tag, List.of(files.get(0), files.get(1)), "bad: checksum mismatch");
+        assertThat(d.recreating()).isEqualTo(2);
+        // both made again, or failed for good: either way the pass is over for them
+        await("declared replicas settled", Duration.ofSeconds(60), () -> jobs(ds) >= sent + 2
+                && rules.replicas(ds, "BAD-" + tag, null, 0, 10).stream().allMatch(r -> r.state().equals("verified")
+                        || r.state().equals("failed")));
+        assertThat(rules.replicas(ds, "BAD-" + tag, null, 0, 10)).hasSize(3).allSatisfy(r ->
+                assertThat(r.state()).as(r.file() + ": " + r.lastError()).isEqualTo("verified"));
+        assertThat(jobs(ds)).as("one transfer each").isEqualTo(sent + 2);
+        for (String f : files)
+            assertThat(Files.mismatch(origin.resolve(f.substring(1)), bad.resolve(f.substring(1)))).as(f).isEqualTo(-1L);
+        assertThat(jdbc.queryForList("""
+                SELECT j.state FROM transfer_job j WHERE j.correlation IN (
+                    SELECT 'replica:' || r.file_id || ':' || r.site_id FROM replica r JOIN file f ON f.id = r.file_id
+                     WHERE f.name = ANY (?)) ORDER BY j.id DESC LIMIT 2""", String.class,
+                (Object) new String[] {files.get(0), files.get(1)})).containsExactly("done", "done");
+        await("complete again", Duration.ofSeconds(20), () -> complete(ds, 1));
+    }
 }

@@ -28,7 +28,8 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * Files only on tape are replicated through the recall path (simulated library on a scaled clock, disk
- * cache, transfer hand-off) to a GridFTP site, verified; a replica declared lost there comes back from tape.
+ * cache, transfer hand-off) to a GridFTP site, verified; replicas declared lost or bad there (a corrupt file left at
+ * its path, written over) come back from tape.
  */
 @DirtiesContext // its own context: closed afterwards, so the suite's contexts stay within the database's connections
 @SpringBootTest(properties = {"stagehand.tape.clock=scaled", "stagehand.tape.scale=1000", "stagehand.recall.poll-interval=200ms",
@@ -115,14 +116,28 @@ class TapeSourcedReplicationIT {
             await("completeness OK", Duration.ofSeconds(10),
                     () -> rules.completeness(ds).getFirst().state().equals("OK"));
 
+            // one copy is gone from the site, another is cut short there (still at its path): both come back from
+            // tape, the short one written over (before, its transfer kept it and failed DESTINATION_EXISTS for good)
             String lost = names.get(1);
             Files.delete(dest.resolve(lost.substring(1)));
-            assertThat(rules.declare("TAPE-DEST-" + tag, List.of(lost), "bad: truncated").recreating()).isEqualTo(1);
-            await("lost replica back from tape", Duration.ofSeconds(240),
-                    () -> rules.replicas(ds, null, "verified", 0, 10).size() == 3 && Files.exists(dest.resolve(lost.substring(1))));
-            assertThat(Files.size(dest.resolve(lost.substring(1)))).isEqualTo(SIZE);
-            assertThat(rules.replicas(ds, null, null, 0, 10)).filteredOn(r -> r.file().equals(lost))
-                    .singleElement().satisfies(r -> assertThat(r.source()).isEqualTo("tape"));
+            String truncated = names.get(2);
+            Path cut = dest.resolve(truncated.substring(1));
+            Files.write(cut, java.util.Arrays.copyOf(Files.readAllBytes(cut), (int) SIZE / 3));
+            assertThat(rules.declare("TAPE-DEST-" + tag, List.of(lost, truncated), "bad: truncated").recreating()).isEqualTo(2);
+            await("lost and truncated replicas back from tape, or failed", Duration.ofSeconds(240),
+                    () -> rules.replicas(ds, null, "failed", 0, 10).size() > 0
+                            || rules.replicas(ds, null, "verified", 0, 10).size() == 3 && Files.exists(dest.resolve(lost.substring(1))));
+            assertThat(rules.replicas(ds, null, null, 0, 10)).allSatisfy(r ->
+                    assertThat(r.state()).as(r.file() + ": " + r.lastError()).isEqualTo("verified"));
+            for (String n : List.of(lost, truncated)) {
+                Path copy = dest.resolve(n.substring(1));
+                assertThat(Files.size(copy)).isEqualTo(SIZE);
+                java.util.zip.Adler32 a = new java.util.zip.Adler32();
+                a.update(Files.readAllBytes(copy));
+                assertThat(a.getValue()).as(n).isEqualTo(SimulatedContent.adler32(n, SIZE));
+            }
+            assertThat(rules.replicas(ds, null, null, 0, 10)).filteredOn(r -> r.file().equals(lost) || r.file().equals(truncated))
+                    .hasSize(2).allSatisfy(r -> assertThat(r.source()).isEqualTo("tape"));
         } finally {
             rules.delete(rule);
         }

@@ -141,7 +141,7 @@ public interface StageRequests {
     /**
      * What a client asks for. Null fields take their defaults. {@code targetedMetadata}, when given, holds
      * for each file (same index) the JSON object the client addressed to this site (WLCG targetedMetadata)
-     * or null; it goes to the tape driver with the file's read.
+     * or null; it goes to the tape driver with the file's read. {@code overwrite}: see {@link #overwriting()}.
      */
     record NewStageRequest(
             String clientRequestId,
@@ -150,17 +150,33 @@ public interface StageRequests {
             Long diskLifetimeSeconds,
             String destination,
             String experiment,
-            List<String> targetedMetadata) {
+            List<String> targetedMetadata,
+            boolean overwrite) {
 
         public NewStageRequest(String clientRequestId, List<String> files, Integer priority, Long diskLifetimeSeconds,
                                String destination, String experiment) {
             this(clientRequestId, files, priority, diskLifetimeSeconds, destination, experiment, null);
         }
 
+        public NewStageRequest(String clientRequestId, List<String> files, Integer priority, Long diskLifetimeSeconds,
+                               String destination, String experiment, List<String> targetedMetadata) {
+            this(clientRequestId, files, priority, diskLifetimeSeconds, destination, experiment, targetedMetadata, false);
+        }
+
         /** The same request for another experiment. */
         public NewStageRequest withExperiment(String experiment) {
             return new NewStageRequest(clientRequestId, files, priority, diskLifetimeSeconds, destination, experiment,
-                    targetedMetadata);
+                    targetedMetadata, overwrite);
+        }
+
+        /**
+         * The same request, its files' transfers to {@code destination} writing over a file already there that they
+         * did not write (the destination is the caller's own place, as a replica's path at a site), instead of
+         * keeping or failing as stagehand.transfer.existing-destination says. Not offered to API clients.
+         */
+        public NewStageRequest overwriting() {
+            return new NewStageRequest(clientRequestId, files, priority, diskLifetimeSeconds, destination, experiment,
+                    targetedMetadata, true);
         }
     }
 

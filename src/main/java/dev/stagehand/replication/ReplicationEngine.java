@@ -693,8 +693,10 @@ public class ReplicationEngine implements SmartLifecycle {
                     UPDATE replica SET state = 'transferring', source = ?, transfer_job_id = NULL, stage_request_id = NULL,
                            waiting_for = NULL, updated_at = now() WHERE file_id = ? AND site_id = ? AND state = 'pending'""",
                     sourceName, p.file(), p.site()) == 0) return 0;
+            // the replica's path at the site is replication's own (as Rucio's transfers to disk sites overwrite): a
+            // file there is a copy declared bad, or one an earlier transfer left; kept, it would fail the replica for good
             long job = transfers.enqueue(List.of(new TransferQueue.Request("replica:" + p.file() + ":" + p.site(), source,
-                    destination, p.size(), adler))).getFirst();
+                    destination, p.size(), adler, true))).getFirst();
             jdbc.update("UPDATE replica SET transfer_job_id = ? WHERE file_id = ? AND site_id = ?", job, p.file(), p.site());
             return 1;
         });
@@ -716,8 +718,10 @@ public class ReplicationEngine implements SmartLifecycle {
                                waiting_for = NULL, updated_at = now() WHERE file_id = ? AND site_id = ? AND state = 'pending'""",
                         p.file(), p.site()) == 1).toList();
                 if (claimed.isEmpty()) return 0;
+                // the recall's transfers write over a file at the replica's path, as send's do
                 UUID request = stageRequests.submit(props.owner(), new NewStageRequest(null,
-                        claimed.stream().map(Pending::name).toList(), null, null, base, g.experiment())).request().id();
+                        claimed.stream().map(Pending::name).toList(), null, null, base, g.experiment()).overwriting())
+                        .request().id();
                 for (Pending p : claimed)
                     jdbc.update("UPDATE replica SET stage_request_id = ? WHERE file_id = ? AND site_id = ?", request, p.file(), p.site());
                 return claimed.size();

@@ -145,7 +145,7 @@ class TransferDrainer implements SmartLifecycle {
                 URI destination = URI.create(j.destination());
                 // a file the row began writing itself is resumed or written over; any other is looked at first
                 FileCopy.Existing there = j.wroteDestination() ? FileCopy.Existing.WRITE
-                        : existing.overwrites(destination) ? FileCopy.Existing.REPLACE : FileCopy.Existing.KEEP;
+                        : j.overwrite() || existing.overwrites(destination) ? FileCopy.Existing.REPLACE : FileCopy.Existing.KEEP;
                 copy = new FileCopy(String.valueOf(j.id()), URI.create(j.source()), destination, j.sizeBytes(), j.adler32(),
                         there, () -> writing(j.id()));
             } catch (IllegalArgumentException e) {

@@ -25,11 +25,12 @@ public record TransferProperties(@DefaultValue MoverSettings mover, @DefaultValu
      * the same file (size and the catalog's Adler32, else the source's) is done without sending it; another one
      * fails it for good (DESTINATION_EXISTS, left as it is: FTS3's default) unless overwriting is enabled for that
      * destination. A file the transfer itself began writing (an earlier claim of the same row) is always resumed
-     * or written over.
+     * or written over, and so is one a row that asked to overwrite goes to ({@link TransferQueue.Request#overwrite()}:
+     * replication's, at a replica's own path).
      *
      * @param overwrite      overwrite another file at any destination (FTS3's overwrite = true)
-     * @param overwriteUnder destination URL prefixes where another file is overwritten, e.g. a site's area that
-     *                       only this service writes ({@code gsiftp://dtn.site-a:2811/data/replicas/})
+     * @param overwriteUnder destination URL prefixes where another file is overwritten, e.g. a shared area
+     *                       where recall destinations may hold stale files ({@code gsiftp://dtn.site-a:2811/scratch/})
      */
     public record ExistingDestination(@DefaultValue("false") boolean overwrite, @DefaultValue List<String> overwriteUnder) {
         public ExistingDestination {

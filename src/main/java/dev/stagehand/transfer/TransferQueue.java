@@ -32,8 +32,18 @@ public class TransferQueue {
 
     private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(TransferQueue.class);
 
-    /** A file to move, as a caller asks for it. */
-    public record Request(String correlation, URI source, URI destination, long sizeBytes, Long adler32) {}
+    /**
+     * A file to move, as a caller asks for it. {@code overwrite}: a file already at the destination that the row
+     * did not write is written over (the destination path is the caller's own: a replica's place at a site), not
+     * kept or failed as {@code stagehand.transfer.existing-destination} says for the rest.
+     */
+    public record Request(String correlation, URI source, URI destination, long sizeBytes, Long adler32, boolean overwrite) {
+
+        /** A request that does not overwrite a file it did not write (unless existing-destination says to). */
+        public Request(String correlation, URI source, URI destination, long sizeBytes, Long adler32) {
+            this(correlation, source, destination, sizeBytes, adler32, false);
+        }
+    }
 
     private final JdbcTemplate jdbc;
     /** One permit at most: "rows were queued since the drainer last looked". */
@@ -99,10 +109,10 @@ public class TransferQueue {
             if (r.sizeBytes() < 0) throw new IllegalArgumentException("negative size for " + r.source());
             // under its destination's lock, shared (see claimPartialDelete), held to the end of the transaction
             ids.add(jdbc.queryForObject("""
-                    INSERT INTO transfer_job (correlation, source, destination, size_bytes, adler32)
-                    SELECT ?, ?, ?, ?::bigint, ?::bigint FROM (SELECT %s) AS l RETURNING id""".formatted(DESTINATION_LOCK_SHARED.formatted("?")),
+                    INSERT INTO transfer_job (correlation, source, destination, size_bytes, adler32, overwrite)
+                    SELECT ?, ?, ?, ?::bigint, ?::bigint, ? FROM (SELECT %s) AS l RETURNING id""".formatted(DESTINATION_LOCK_SHARED.formatted("?")),
                     Long.class, r.correlation(), r.source().toString(), r.destination().toString(), r.sizeBytes(), r.adler32(),
-                    r.destination().toString()));
+                    r.overwrite(), r.destination().toString()));
         }
         if (!ids.isEmpty()) afterCommit(this::wakeDrainer);
         return ids;
@@ -405,7 +415,7 @@ public class TransferQueue {
                 rs.getString("last_error_class"), rs.getString("last_error"), rs.getLong("bytes_moved"), mbps,
                 instant(rs.getTimestamp("created_at")), instant(rs.getTimestamp("started_at")),
                 instant(rs.getTimestamp("finished_at")), instant(rs.getTimestamp("not_before")), rs.getInt("deferrals"),
-                rs.getBoolean("wrote_destination"));
+                rs.getBoolean("wrote_destination"), rs.getBoolean("overwrite"));
     }
 
     private static Instant instant(Timestamp t) {

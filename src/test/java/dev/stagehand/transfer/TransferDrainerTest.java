@@ -227,11 +227,17 @@ class TransferDrainerTest {
         wrote = new TransferJob(wrote.id(), wrote.correlation(), wrote.source(), wrote.destination(), wrote.sizeBytes(),
                 wrote.adler32(), wrote.state(), wrote.attempts(), null, null, 0, null, wrote.createdAt(), wrote.startedAt(),
                 null, wrote.notBefore(), 0, true);
-        queue.toClaim.addAll(List.of(row(1), wrote, row(3)));
-        await(() -> mover.handed.size() == 3);
+        // a row whose caller asked to overwrite (a replica's transfer) writes over what is there, wherever it goes
+        TransferJob own = row(4);
+        own = new TransferJob(own.id(), own.correlation(), own.source(), own.destination(), own.sizeBytes(),
+                own.adler32(), own.state(), own.attempts(), null, null, 0, null, own.createdAt(), own.startedAt(),
+                null, own.notBefore(), 0, false, true);
+        queue.toClaim.addAll(List.of(row(1), wrote, row(3), own));
+        await(() -> mover.handed.size() == 4);
         assertThat(mover.handed.get("1").existing()).isEqualTo(FileCopy.Existing.KEEP);
         assertThat(mover.handed.get("2").existing()).isEqualTo(FileCopy.Existing.WRITE);
         assertThat(mover.handed.get("3").existing()).isEqualTo(FileCopy.Existing.REPLACE);
+        assertThat(mover.handed.get("4").existing()).isEqualTo(FileCopy.Existing.REPLACE);
         mover.handed.get("1").writing().run();
         assertThat(queue.writing).containsExactly(1L);
         queue.held = false;

@@ -135,12 +135,13 @@ class JdbcStageRequests implements StageRequests {
             long lifetime = req.diskLifetimeSeconds() == null ? props.defaultDiskLifetimeSeconds() : req.diskLifetimeSeconds();
             List<UUID> inserted = jdbc.query("""
                     INSERT INTO stage_request (id, client_request_id, owner, experiment, priority, destination,
-                                               disk_lifetime_s, file_count, content_sha256, first_path, last_path)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                               disk_lifetime_s, file_count, content_sha256, first_path, last_path, overwrite)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (owner, client_request_id) DO NOTHING RETURNING id""",
                     (rs, i) -> rs.getObject(1, UUID.class),
                     id, req.clientRequestId(), owner, req.experiment(), priority, req.destination(), lifetime,
-                    files.size(), fingerprint, Collections.min(files), Collections.max(files));
+                    files.size(), fingerprint, Collections.min(files), Collections.max(files),
+                    req.overwrite() && req.destination() != null);
             if (inserted.isEmpty()) {
                 // Another call with the same client id committed meanwhile: answer as a retry would be answered.
                 return earlier(owner, req.clientRequestId(), fingerprint).orElseThrow();
@@ -322,6 +323,7 @@ class JdbcStageRequests implements StageRequests {
                     md.update(String.valueOf(m).getBytes(StandardCharsets.UTF_8));
                 }
             }
+            if (req.overwrite()) md.update("\u0001overwrite".getBytes(StandardCharsets.UTF_8)); // likewise
             return HexFormat.of().formatHex(md.digest());
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);

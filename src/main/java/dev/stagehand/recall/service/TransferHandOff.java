@@ -83,7 +83,8 @@ final class TransferHandOff {
     static final String READY = """
             SELECT x.request_id::text, x.file_id, f.name, f.size_bytes, cf.adler32, r.destination, cf.path,
                    EXISTS (SELECT 1 FROM transfer_job j
-                            WHERE j.correlation = 'stage:' || x.request_id::text || ':' || x.file_id) AS queued
+                            WHERE j.correlation = 'stage:' || x.request_id::text || ':' || x.file_id) AS queued,
+                   r.overwrite
               FROM stage_request_file x JOIN stage_request r ON r.id = x.request_id JOIN file f ON f.id = x.file_id
               JOIN cache_file cf ON cf.file_id = x.file_id AND cf.state = 'verified'
              WHERE x.state = 'on_disk' AND r.destination IS NOT NULL AND r.state IN ('submitted', 'active')
@@ -91,14 +92,15 @@ final class TransferHandOff {
 
     private void handOver() {
         record Ready(String request, long file, String name, long size, String adler, String destination, String path,
-                     boolean queued) {}
+                     boolean queued, boolean overwrite) {}
         List<Ready> ready = jdbc.query(READY, (rs, i) -> new Ready(rs.getString(1), rs.getLong(2), rs.getString(3),
-                rs.getLong(4), rs.getString(5), rs.getString(6), rs.getString(7), rs.getBoolean(8)), BATCH);
+                rs.getLong(4), rs.getString(5), rs.getString(6), rs.getString(7), rs.getBoolean(8), rs.getBoolean(9)), BATCH);
         for (Ready r : ready) {
             TransferQueue.Request job;
             try {
                 job = new TransferQueue.Request(correlation(r.request(), r.file()), Path.of(r.path()).toUri(),
-                        FileUrls.under(r.destination(), r.name()), r.size(), r.adler() == null ? null : Long.parseLong(r.adler().trim(), 16));
+                        FileUrls.under(r.destination(), r.name()), r.size(), r.adler() == null ? null : Long.parseLong(r.adler().trim(), 16),
+                        r.overwrite());
             } catch (RuntimeException e) {
                 // this file cannot be sent; failing it keeps it from blocking every later hand-off
                 log.warn("cannot hand {} of request {} to the movers: {}", r.name(), r.request(), e.toString());
