@@ -12,3 +12,9 @@ UPDATE transfer_job SET wrote_destination = true WHERE state IN ('queued', 'acti
 ALTER TABLE transfer_job ADD COLUMN overwrite boolean NOT NULL DEFAULT false;
 -- A recall request whose files' transfers do so (replication's recalls from tape to a site); not set by API clients.
 ALTER TABLE stage_request ADD COLUMN overwrite boolean NOT NULL DEFAULT false;
+-- Replication's rows from before this version overwrote (every transfer did): their unfinished ones still do.
+UPDATE transfer_job SET overwrite = true WHERE correlation LIKE 'replica:%' AND state IN ('queued', 'active', 'failed');
+UPDATE stage_request SET overwrite = true
+ WHERE destination IS NOT NULL AND state IN ('submitted', 'active') AND id IN (SELECT stage_request_id FROM replica);
+UPDATE transfer_job j SET overwrite = true FROM stage_request r
+ WHERE r.overwrite AND j.correlation LIKE 'stage:' || r.id::text || ':%' AND j.state IN ('queued', 'active', 'failed');
