@@ -231,6 +231,24 @@ class MoverFaultsIT {
         }
     }
 
+    /** A 256 MiB file and a 1 MiB warm-up file on server a, to be copied third-party to b or a new server c. */
+    record ThirdParty(GridFtpServer c, int size, Path f, Path w, FileCopy warm, FileCopy big) {}
+
+    private ThirdParty thirdParty(String dir, int seed) throws Exception {
+        GridFtpServer c = scratch.anonymous("c");
+        Path srcDir = root.resolve(dir);
+        GridFtpServer.openUp(srcDir);
+        int size = 256 << 20;
+        Path f = file(srcDir, "big.bin", size, seed);
+        Path w = file(srcDir, "warm.bin", 1 << 20, seed + 1);
+        String destinations = "ftp://127.0.0.1:" + b.port + ",127.0.0.1:" + c.port + root.resolve("dst");
+        FileCopy warm = new FileCopy("warm", URI.create("ftp://127.0.0.1:" + a.port + w), URI.create(destinations + "/warm.bin"),
+                Files.size(w), adler(w));
+        FileCopy big = new FileCopy("big", URI.create("ftp://127.0.0.1:" + a.port + f), URI.create(destinations + "/big.bin"),
+                size, adler(f));
+        return new ThirdParty(c, size, f, w, warm, big);
+    }
+
     /**
      * A third-party copy whose source stops mid-file (its server process is stopped, as a hung source host):
      * the destination keeps sending its markers every 5 s with nothing new, so the stall is the source's. It
@@ -239,17 +257,11 @@ class MoverFaultsIT {
     @Test
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
     void aThirdPartyCopyWhoseSourceStopsMidFileIsPutOnTheSourceNotOnTheDestinationHost() throws Exception {
-        GridFtpServer c = scratch.anonymous("c");
-        Path srcDir = root.resolve("tps-src");
-        GridFtpServer.openUp(srcDir);
-        int size = 256 << 20;
-        Path f = file(srcDir, "big.bin", size, 91);
-        Path w = file(srcDir, "warm.bin", 1 << 20, 92);
-        String destinations = "ftp://127.0.0.1:" + b.port + ",127.0.0.1:" + c.port + root.resolve("dst");
-        FileCopy warm = new FileCopy("warm", URI.create("ftp://127.0.0.1:" + a.port + w), URI.create(destinations + "/warm.bin"),
-                Files.size(w), adler(w));
-        FileCopy big = new FileCopy("big", URI.create("ftp://127.0.0.1:" + a.port + f), URI.create(destinations + "/big.bin"),
-                size, adler(f));
+        ThirdParty t = thirdParty("tps-src", 91);
+        GridFtpServer c = t.c();
+        int size = t.size();
+        Path f = t.f(), w = t.w();
+        FileCopy warm = t.warm(), big = t.big();
         // progress of a third-party copy is its markers (every 5 s): the stall limit must be longer
         MoverSettings s = MoverSettings.defaults().withStreams(1, 1, false)
                 .withRetry(Duration.ofSeconds(8), 3, Duration.ofMillis(100), Duration.ofSeconds(60));
@@ -304,17 +316,11 @@ class MoverFaultsIT {
     @Test
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
     void aThirdPartyCopyWhoseSourceConnectionDropsMidFileIsPutOnTheSource() throws Exception {
-        GridFtpServer c = scratch.anonymous("c");
-        Path srcDir = root.resolve("tpd-src");
-        GridFtpServer.openUp(srcDir);
-        int size = 256 << 20;
-        Path f = file(srcDir, "big.bin", size, 93);
-        Path w = file(srcDir, "warm.bin", 1 << 20, 94);
-        String destinations = "ftp://127.0.0.1:" + b.port + ",127.0.0.1:" + c.port + root.resolve("dst");
-        FileCopy warm = new FileCopy("warm", URI.create("ftp://127.0.0.1:" + a.port + w), URI.create(destinations + "/warm.bin"),
-                Files.size(w), adler(w));
-        FileCopy big = new FileCopy("big", URI.create("ftp://127.0.0.1:" + a.port + f), URI.create(destinations + "/big.bin"),
-                size, adler(f));
+        ThirdParty t = thirdParty("tpd-src", 93);
+        GridFtpServer c = t.c();
+        int size = t.size();
+        Path f = t.f(), w = t.w();
+        FileCopy warm = t.warm(), big = t.big();
         MoverSettings s = MoverSettings.defaults().withStreams(1, 1, false)
                 .withRetry(Duration.ofSeconds(8), 3, Duration.ofMillis(100), Duration.ofSeconds(60));
         List<Long> stopped = new ArrayList<>();
