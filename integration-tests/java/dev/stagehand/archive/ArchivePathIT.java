@@ -676,6 +676,32 @@ class ArchivePathIT {
         });
     }
 
+    /**
+     * A volume whose library reports byte positions, written again from its start (relabelled, reclaimed by the HSM):
+     * the next write lands at offset 0, before every segment the catalog has there, and they are all marked suspect.
+     * Offset 0 alone is skipped only on volumes without positions (a script answering 0 for every file).
+     */
+    @Test
+    void aWriteAtTheStartOfAVolumeWithPositionsMarksItsEarlierSegmentsSuspect() throws Exception {
+        start(3, 1, 100 * MB, 2, 500 * MB, List.of());
+        List<NewArchiveFile> files = new ArrayList<>();
+        for (int i = 0; i < 2; i++) files.add(entry(land("bot/f" + i, MB), "ds-bot-" + tag, null));
+        List<Long> ids = buffer.register(files).stream().map(ArchiveBuffer.ArchiveFileStatus::fileId).toList();
+        flushUntil(() -> archived(ids) == 2 && !flusher.busy());
+        String volume = buffer.file(ids.get(0)).orElseThrow().segments().get(0).volume();
+        lib.setEndOfData(volume, 0); // the tape holds nothing any more
+
+        long next = buffer.register(List.of(entry(land("bot/f2", MB), "ds-bot-" + tag, null))).get(0).fileId();
+        flushUntil(() -> archived(List.of(next)) == 1 && !flusher.busy());
+        ArchiveBuffer.WrittenCopy w = buffer.file(next).orElseThrow().segments().get(0);
+        assertThat(w.volume()).isEqualTo(volume);
+        assertThat(w.offsetBytes()).as("the library's end of data").isZero();
+        String segState = "SELECT state FROM segment WHERE file_id = ?";
+        assertThat(jdbc.queryForObject(segState, String.class, ids.get(0))).as("written over").isEqualTo("suspect");
+        assertThat(jdbc.queryForObject(segState, String.class, ids.get(1))).as("written over").isEqualTo("suspect");
+        assertThat(jdbc.queryForObject(segState, String.class, next)).isEqualTo("ok");
+    }
+
     /** A mount failure whose requeue fails still frees the drive; the claims lapse and the files are written. */
     @Test
     void aMountFailureWhoseRequeueFailsStillFreesTheDrive() throws Exception {
@@ -1228,7 +1254,7 @@ class ArchivePathIT {
 
         assertThat(buffer.evict()).as("7 MB down to 5 MB: two files, not the one whose copy is bad").isEqualTo(2);
         assertThat(state(bad)).as(this::copies).isEqualTo("queued");
-        assertThat(buffer.file(bad).orElseThrow().error()).contains("was found bad by a read (segment suspect)");
+        assertThat(buffer.file(bad).orElseThrow().error()).contains("is no longer good (segment suspect: a read found it bad");
         // queued, but archived before: not a file that may be cancelled
         assertThatThrownBy(() -> buffer.delete(bad)).isInstanceOfSatisfying(ArchiveRejected.class, e -> {
             assertThat(e.kind()).isEqualTo(ArchiveRejected.Kind.CONFLICT);

@@ -732,7 +732,7 @@ public final class ArchiveFlusher {
                         f.name, c.label, seg.offsetBytes(), eod);
             fseq = null;
             jdbc.update("UPDATE archive_volume SET next_fseq = NULL WHERE volume_id = ?", c.volumeId);
-            if (seg.offsetBytes() > 0) beyondEndOfData(c, seg.offsetBytes());
+            if (seg.offsetBytes() > 0 || positionsReported(c.volumeId)) beyondEndOfData(c, seg.offsetBytes());
         }
         jdbc.update("UPDATE archive_volume SET end_of_data = greatest(end_of_data, ?), next_fseq = next_fseq + 1 WHERE volume_id = ?",
                 seg.offsetBytes() + f.size, c.volumeId);
@@ -740,11 +740,21 @@ public final class ArchiveFlusher {
     }
 
     /**
+     * Whether the library gave this volume byte positions: a segment past offset 0 there. Then a write at 0 before the
+     * catalog's end of data is the volume written again from its start (relabelled, reclaimed), not a script that
+     * answers 0 for every file.
+     */
+    private boolean positionsReported(long volumeId) {
+        return Boolean.TRUE.equals(jdbc.queryForObject("SELECT EXISTS (SELECT 1 FROM segment WHERE volume_id = ? AND offset_bytes > 0)",
+                Boolean.class, volumeId));
+    }
+
+    /**
      * The library appended at {@code endOfData}, before segments the catalog has on the volume from there on: writes
      * recorded that the tape does not have (a failed flush, a driver crash), or bytes since written over. Those
      * segments point at nothing: marked suspect, as a bad checksum does, so recalls read another copy and the archive
-     * writes the copy again while the file is in its buffer. Not at offset 0, which a script whose HSM reports no
-     * byte positions gives for every file; nor this list's own files, recorded in whatever order they landed.
+     * writes the copy again while the file is in its buffer. At offset 0 only on a volume with positions (a script whose
+     * HSM reports none gives 0 for every file); never this list's own files, recorded in whatever order they landed.
      */
     private void beyondEndOfData(Claim c, long endOfData) {
         List<String> gone = jdbc.queryForList("""

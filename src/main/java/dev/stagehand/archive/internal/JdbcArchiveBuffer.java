@@ -876,8 +876,9 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
         return tx.execute(s -> {
             List<Long> files = jdbc.queryForList("""
                     UPDATE archive_copy c SET state = 'queued', volume_id = NULL, claimed_by = NULL, lease_until = NULL,
-                           not_before = now(), error = 'its copy on ' || v.label || ' was found bad by a read (segment '
-                                                      || sg.state || '): written again from the buffer'
+                           not_before = now(), error = 'its copy on ' || v.label || ' is no longer good (segment ' || sg.state
+                                                      || ': a read found it bad, or the library''s end of data moved'
+                                                      || ' before it): written again from the buffer'
                       FROM segment sg JOIN volume v ON v.id = sg.volume_id, archive_file a
                      WHERE sg.state <> 'ok' AND sg.file_id = c.file_id AND sg.volume_id = c.volume_id AND c.state = 'done'
                        AND a.file_id = c.file_id AND a.state IN ('archived', 'evictable')
@@ -885,7 +886,7 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
             if (files.isEmpty()) return 0;
             jdbc.update("UPDATE archive_file SET state = 'queued', updated_at = now() WHERE file_id = ANY(?) AND state IN ('archived', 'evictable')",
                     (Object) files.stream().distinct().toArray(Long[]::new));
-            log.warn("archive: {} tape cop{} found bad by a read since written, written again from the buffer", files.size(),
+            log.warn("archive: {} tape cop{} found bad since written (by a read, or past the library's end of data), written again from the buffer", files.size(),
                     files.size() == 1 ? "y" : "ies");
             return files.size();
         });
