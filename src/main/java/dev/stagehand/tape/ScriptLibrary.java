@@ -38,6 +38,7 @@ import org.slf4j.LoggerFactory;
  * mount     DRIVE VOLUME             exit 0 when the volume is loaded
  * read-list DRIVE VOLUME LIST        LIST lines: fileId TAB offset TAB size TAB target TAB name
  *                                    stdout: OK fileId [adler32hex] | ERR fileId KIND message
+ *                                    (the target is summed here; a reported adler32 must match it)
  * write     DRIVE VOLUME LIST        LIST lines: fileId TAB size TAB source TAB name
  *                                    stdout: OK fileId offset [adler32hex] | ERR fileId KIND message
  *                                    (no adler32: the source's sum, unverified; or refused, see write-checksum)
@@ -436,7 +437,19 @@ public final class ScriptLibrary implements TapeLibrary {
                     return;
                 }
                 try {
-                    long adler = r.adler32 >= 0 ? r.adler32 : adler32(s.target());
+                    // the bytes on disk are what the cache verifies against the catalog, not the script's word for
+                    // them: taken on trust, a file corrupted on its way to disk (or a script reporting the HSM's
+                    // stored sum) was committed as good. dCache sums a restored file itself, too
+                    long adler = adler32(s.target());
+                    if (r.adler32 >= 0 && r.adler32 != adler) {
+                        TapeFailure f = new TapeFailure(TapeFailure.Kind.MEDIA_ERROR, drive, volume, "script reported "
+                                + s.fileName() + " read with Adler32 " + hex(r.adler32) + " but " + s.target()
+                                + " sums to " + hex(adler) + " (corrupted on its way to disk, or the script's sum is not"
+                                + " of the file it wrote)");
+                        events.segmentFailed(drive, s, f, Instant.now());
+                        batch.fail(s, f);
+                        return;
+                    }
                     if (!forced(drive, s, batch)) return;
                     moved[0] += s.sizeBytes();
                     ReadResult res = new ReadResult(s, adler, 0, started, Instant.now());
@@ -676,6 +689,10 @@ public final class ScriptLibrary implements TapeLibrary {
         return Long.parseLong(Adler32Text.normalise(field), 16);
     }
 
+    private static String hex(long adler32) {
+        return String.format("%08x", adler32);
+    }
+
     static long adler32(Path file) throws IOException {
         Adler32 a = new Adler32();
         byte[] buf = new byte[1 << 16];
@@ -830,9 +847,9 @@ public final class ScriptLibrary implements TapeLibrary {
                 try {
                     if (p.length > 2) adler = reportedAdler32(p[2]);
                 } catch (IllegalArgumentException e) {
-                    // the bytes are summed here instead (and checked against the catalog by the cache); a bad
+                    // the bytes are summed here anyway (and checked against the catalog by the cache); a bad
                     // field used to throw here, the file then failed as DRIVE_FAILURE and the drive left service
-                    log.warn("drive {}: read report '{}' has no Adler32 we can take ({}); the file's bytes are summed here", drive,
+                    log.warn("drive {}: read report '{}' has no Adler32 we can take ({}); the file's own sum is used", drive,
                             line.trim(), e.getMessage());
                 }
                 return new Reply(id, adler, null);

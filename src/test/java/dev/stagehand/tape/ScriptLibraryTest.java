@@ -23,14 +23,17 @@ class ScriptLibraryTest {
 
     static final String HSM = """
             #!/bin/sh
-            # verb drive volume [list]: reports each listed file at once, then tidies up for a second
+            # verb drive volume [list]: reports each listed file at once, then tidies up for a second; a read
+            # delivers an empty file (Adler32 1)
             log="$(dirname "$0")/calls.log"
             verb=$1
             echo "$verb start" >> "$log"
             case "$verb" in
               read|write)
-                while IFS="$(printf '\\t')" read -r id rest; do
-                  if [ "$verb" = read ]; then echo "OK $id 1"; else echo "OK $id 0 1"; fi
+                while IFS="$(printf '\\t')" read -r id off size target name; do
+                  if [ "$verb" = read ]; then
+                    mkdir -p "$(dirname "$target")"; : > "$target"; echo "OK $id 1"
+                  else echo "OK $id 0 1"; fi
                 done < "$4"
                 sleep 1 ;;
             esac
@@ -188,28 +191,63 @@ class ScriptLibraryTest {
     }
 
     /**
-     * Read reports whose checksum is written as the catalog takes it (0x…) or cannot be taken at all (more than
-     * 32 bits): the first is read as given, the second summed from the delivered file. Either used to throw while
-     * the line was parsed: the file then failed as DRIVE_FAILURE and the recall took the drive out of service.
+     * Read reports whose checksum is written as the catalog takes it (0x…, upper case) or cannot be taken at all
+     * (more than 32 bits): the first is compared as given, the second ignored; both files carry their own sum.
+     * Either used to throw while the line was parsed: the file then failed as DRIVE_FAILURE and the recall took the
+     * drive out of service.
      */
     @Test
     void aReadReportsChecksumWithAPrefixIsTakenAndOneThatCannotBeIsSummedHere() throws Exception {
+        SegmentRead one = segment(1), two = segment(2);
+        Files.createDirectories(two.target().getParent());
+        Files.writeString(one.target(), "delivered one");
+        Files.writeString(two.target(), "delivered");
+        long sumOne = ScriptLibrary.adler32(one.target());
         ScriptLibrary prefixed = mountedWith("prefixed.sh", """
                 #!/bin/sh
                 if [ "$1" = read ]; then
                   while IFS="$(printf '\\t')" read -r id rest; do
-                    if [ "$id" = 1 ]; then echo "OK $id 0x0000002A"; else echo "OK $id 1ffffffff"; fi
+                    if [ "$id" = 1 ]; then echo "OK $id 0x%08X"; else echo "OK $id 1ffffffff"; fi
                   done < "$4"
                 fi
-                """);
-        SegmentRead one = segment(1), two = segment(2);
-        Files.createDirectories(two.target().getParent());
-        Files.writeString(two.target(), "delivered");
+                """.formatted(sumOne));
         ReadBatch read = prefixed.read("d1", List.of(one, two));
         get(read.done());
-        assertThat(get(read.result(one)).adler32()).isEqualTo(0x2a);
+        assertThat(get(read.result(one)).adler32()).isEqualTo(sumOne);
         assertThat(get(read.result(two)).adler32()).isEqualTo(ScriptLibrary.adler32(two.target()));
         assertThat(prefixed.drives().get(0).state()).isEqualTo(DriveState.MOUNTED_IDLE);
+    }
+
+    /**
+     * A script that reports the catalog's (right) Adler32 for a file whose bytes on disk are not the file's (corrupted
+     * on their way to disk, or the script reports the HSM's stored sum without looking at what it wrote): the sum on
+     * disk counts, and the mismatch fails the read as a MEDIA_ERROR naming both sums. The script's sum used to be
+     * taken as the file's, so the cache's commit found it equal to the catalog's and pinned the bad copy as good.
+     */
+    @Test
+    void aReadWhoseBytesDoNotSumToTheScriptsReportedAdler32IsRefused() throws Exception {
+        Path original = Files.writeString(tmp.resolve("original"), "the file as archived");
+        long catalog = ScriptLibrary.adler32(original);
+        ScriptLibrary corrupting = mountedWith("corrupting.sh", """
+                #!/bin/sh
+                if [ "$1" = read ]; then
+                  while IFS="$(printf '\\t')" read -r id off size target name; do
+                    mkdir -p "$(dirname "$target")"
+                    printf 'the file as ARCHIVED' > "$target"
+                    echo "OK $id %08x"
+                  done < "$4"
+                fi
+                """.formatted(catalog));
+        SegmentRead s = segment(1);
+        ReadBatch read = corrupting.read("d1", List.of(s));
+        get(read.done());
+        long onDisk = ScriptLibrary.adler32(s.target());
+        assertThat(onDisk).isNotEqualTo(catalog);
+        TapeFailure f = failure(read.result(s));
+        assertThat(f.kind()).isEqualTo(TapeFailure.Kind.MEDIA_ERROR);
+        assertThat(f.getMessage()).contains(String.format("Adler32 %08x", catalog))
+                .contains(String.format("sums to %08x", onDisk));
+        assertThat(corrupting.drives().get(0).state()).isEqualTo(DriveState.MOUNTED_IDLE);
     }
 
     /**
