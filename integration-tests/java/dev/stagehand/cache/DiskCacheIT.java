@@ -963,6 +963,66 @@ class DiskCacheIT {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("unknown files");
     }
 
+    /**
+     * A cache disk whose fsync keeps failing: each copy the tape driver could not force is given up and the file read
+     * from tape again. Before, the directory kept taking the files (the most free space), each one read from tape again
+     * and again, for ever. Now three such copies in a row (a verified one resets the count) take the directory out of
+     * service: reservations go to the others; with none left they answer NO_SPACE (staging waits, no tape is read),
+     * and the health check names the reason.
+     */
+    @Test
+    void aDirectoryWhoseCopiesCannotBeForcedToDiskIsTakenOutOfServiceAfterThreeInARow() throws Exception {
+        Path d1 = tmp.resolve("d1"), d2 = tmp.resolve("d2");
+        CacheProperties props = new CacheProperties(List.of(new CacheProperties.Directory(d1, DataSize.ofBytes(1000), true),
+                new CacheProperties.Directory(d2, DataSize.ofBytes(500), true)), "fsync-" + tag());
+        DiskCache cache = started(new DiskCache(db, tx, props, clock, e -> events.add((CacheChanged) e)));
+        CacheHealth health = new CacheHealth(props, DataSize.ofBytes(1), cache::outOfService);
+        long f = catalogFile(100, null);
+        // one copy not forced, then a verified one: the count starts again
+        Reservation r = cache.reserve(f, 100, "t").reservation();
+        assertThat(r.path()).startsWithRaw(d1);
+        Files.write(r.path(), bytes(100, 1));
+        assertThat(cache.abortNotForced(r.id(), "cannot force it to disk: EIO")).isTrue();
+        assertThat(r.path()).doesNotExist();
+        assertThat(cache.lookup(List.of(f))).isEmpty();
+        byte[] good = bytes(100, 2);
+        long g = catalogFile(100, adler(good));
+        Reservation ok = cache.reserve(g, 100, "t").reservation();
+        Files.write(ok.path(), good);
+        assertThat(cache.commit(ok, adler(good)).outcome()).isEqualTo(CommitResult.Outcome.VERIFIED);
+        for (int i = 1; i <= 2; i++) {
+            Reservation again = cache.reserve(f, 100, "t").reservation();
+            assertThat(again.path()).as("attempt %d", i).startsWithRaw(d1);
+            cache.abortNotForced(again.id(), "EIO");
+        }
+        assertThat(cache.outOfService()).as("two in a row since the verified copy").isEmpty();
+        cache.abortNotForced(cache.reserve(f, 100, "t").reservation().id(), "EIO");
+        assertThat(cache.outOfService()).containsOnlyKeys(d1);
+        assertThat(cache.outOfService().get(d1)).contains("3 staged copies in a row could not be forced to disk").contains("EIO");
+
+        // the file goes to the other directory; what is reservable is that directory's room alone
+        Reservation inD2 = cache.reserve(f, 100, "t").reservation();
+        assertThat(inD2.path()).startsWithRaw(d2);
+        assertThat(cache.reservableBytes()).isEqualTo(400);
+        assertThat(cache.reservableBytes(1000)).isEqualTo(400);
+        assertThat(cache.largestReservable()).isEqualTo(400);
+        assertThat(health.health().getStatus()).isEqualTo(org.springframework.boot.health.contributor.Status.UP);
+        assertThat(cache.lookup(List.of(g))).containsKey(g); // its copies stay readable
+
+        cache.abortNotForced(inD2.id(), "EIO");
+        for (int i = 0; i < 2; i++) cache.abortNotForced(cache.reserve(f, 100, "t").reservation().id(), "EIO");
+        assertThat(cache.outOfService()).containsOnlyKeys(d1, d2);
+        // no directory in service: staging waits (a file only the directory out of service could hold, too)
+        assertThat(cache.reserve(List.of(new SpaceRequest(f, 100), new SpaceRequest(catalogFile(800, null), 800),
+                new SpaceRequest(catalogFile(1001, null), 1001)), "t")).extracting(ReserveResult::outcome)
+                .containsExactly(Outcome.NO_SPACE, Outcome.NO_SPACE, Outcome.TOO_LARGE);
+        assertThat(cache.reservableBytes()).isZero();
+        assertThat(cache.reservableBytes(100)).isZero();
+        var down = health.health();
+        assertThat(down.getStatus()).isEqualTo(org.springframework.boot.health.contributor.Status.DOWN);
+        assertThat(down.getDetails().get("directories").toString()).contains("taken out of service");
+    }
+
     @Test
     void theApplicationsCacheStartsOnItsDefaultDirectoryAndReportsMetrics() {
         Path defaultDir = Path.of("var/cache").toAbsolutePath().normalize();

@@ -42,10 +42,10 @@ class CacheConfiguration {
         return new CacheMetrics(cache, props);
     }
 
-    /** Health contributor {@code cacheDirectories}: directories writable, file systems not full. */
+    /** Health contributor {@code cacheDirectories}: directories writable, file systems not full, in service. */
     @Bean
-    CacheHealth cacheDirectoriesHealthIndicator(CacheProperties props, CacheHealthProperties health) {
-        return new CacheHealth(props, health.minFree());
+    CacheHealth cacheDirectoriesHealthIndicator(CacheProperties props, CacheHealthProperties health, DiskCache cache) {
+        return new CacheHealth(props, health.minFree(), cache::outOfService);
     }
 
     @Bean

@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.Supplier;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.util.unit.DataSize;
@@ -12,7 +13,8 @@ import org.springframework.util.unit.DataSize;
 /**
  * Health of the cache directories (contributor {@code cacheDirectories}, part of readiness), from the disk
  * itself and not the database (so a database outage shows as {@code db} only): each directory must exist, take
- * a new file, and its file system must have at least {@code min-free} space left. UP while at least one
+ * a new file, and its file system must have at least {@code min-free} space left; and the cache must not have taken
+ * it out of service (its staged copies could not be forced to disk, {@link DiskCache#abortNotForced}). UP while at least one
  * directory is usable (the others are named in the details); DOWN when none is. A cache whose accounting
  * is full is not unhealthy: staging waits for space (backpressure), nothing fails.
  */
@@ -20,19 +22,28 @@ class CacheHealth implements HealthIndicator {
 
     private final CacheProperties props;
     private final DataSize minFree;
+    /** Directories the running cache took out of service, with why. */
+    private final Supplier<Map<Path, String>> outOfService;
 
     CacheHealth(CacheProperties props, DataSize minFree) {
+        this(props, minFree, Map::of);
+    }
+
+    CacheHealth(CacheProperties props, DataSize minFree, Supplier<Map<Path, String>> outOfService) {
         this.props = props;
         this.minFree = minFree;
+        this.outOfService = outOfService;
     }
 
     @Override
     public Health health() {
         Map<String, Object> dirs = new LinkedHashMap<>();
         int usable = 0;
+        Map<Path, String> out = outOfService.get();
         for (CacheProperties.Directory d : props.directories()) {
             Map<String, Object> detail = new LinkedHashMap<>();
             String problem = check(d.path(), detail);
+            if (problem == null) problem = out.get(d.path());
             if (problem == null) usable++;
             else detail.put("problem", problem);
             detail.put("usable", problem == null);

@@ -79,6 +79,16 @@ public class DiskCache {
     private volatile Map<Integer, Path> directories = Map.of(); // id -> path, set by start()
     /** Directories that must be mount points (require-mount), checked again before a fan-out subdirectory is made. */
     private final Set<Path> mountPoints = new HashSet<>();
+    /** Per directory, copies not forced to disk since its last verified one ({@link #abortNotForced}). */
+    private final Map<Path, Integer> notForcedInRow = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Directories taken out of service while running, with why: they get no new reservations until a restart. */
+    private final Map<Path, String> outOfService = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * Copies in a row a directory could not force to disk before it is taken out of service: one may be a passing
+     * fault, a disk whose fsync always fails would otherwise have every file staged into it read from tape again.
+     */
+    static final int NOT_FORCED_OUT_OF_SERVICE = 3;
 
     public DiskCache(JdbcClient db, TransactionTemplate tx, CacheProperties props, Clock clock,
                      ApplicationEventPublisher events) {
@@ -238,7 +248,8 @@ public class DiskCache {
      * a directory is never overfilled. For each file, in order: an already verified copy answers
      * {@code CACHED}; a copy being written answers {@code IN_FLIGHT} (join it); otherwise space is taken in
      * the directory with most free space, evicting unpinned copies least recently used first when none has
-     * enough free space. What does not fit answers {@code NO_SPACE}: nothing is held, retry later.
+     * enough free space. What does not fit answers {@code NO_SPACE}: nothing is held, retry later. A directory
+     * taken out of service ({@link #abortNotForced}) gets no new copy.
      *
      * <p>Pin a request's files ({@link #pin}) before reserving them: a pin may precede the file's arrival,
      * and it keeps a {@code CACHED} answer on disk until the request has used it. An {@code IN_FLIGHT} file
@@ -264,6 +275,8 @@ public class DiskCache {
                     .param("ids", fileIds).query(Long.class).list());
             Map<Long, CacheEntry> live = new HashMap<>(lookupIn(fileIds));
             long largest = dirs.values().stream().mapToLong(d -> d.capacity).max().orElse(0);
+            // a directory out of service takes no new copy; a file only it could hold waits (NO_SPACE), not TOO_LARGE
+            List<Dir> inService = dirs.values().stream().filter(d -> !outOfService.containsKey(d.path)).toList();
             Map<Integer, Long> evictable = null; // computed the first time something does not fit
             List<Long> touched = new ArrayList<>();
             List<Long> ids = null;
@@ -294,16 +307,16 @@ public class DiskCache {
                 } else if (r.sizeBytes() > largest) {
                     out.add(new ReserveResult(f, ReserveResult.Outcome.TOO_LARGE, null, null));
                 } else {
-                    Dir target = dirs.values().stream().filter(d -> d.free() >= r.sizeBytes())
+                    Dir target = inService.stream().filter(d -> d.free() >= r.sizeBytes())
                             .max(Comparator.comparingLong(Dir::free)).orElse(null);
                     if (target == null) {
                         if (evictable == null) {
                             Map<Integer, Long> want = new HashMap<>();
-                            for (Dir d : dirs.values()) want.put(d.id, Math.max(1, r.sizeBytes() + pending - d.free()));
+                            for (Dir d : inService) want.put(d.id, Math.max(1, r.sizeBytes() + pending - d.free()));
                             evictable = evictableUpTo(want, now);
                         }
                         Map<Integer, Long> ev = evictable;
-                        target = dirs.values().stream()
+                        target = inService.stream()
                                 .filter(d -> d.free() + ev.getOrDefault(d.id, 0L) >= r.sizeBytes())
                                 .max(Comparator.comparingLong(d -> d.free() + ev.getOrDefault(d.id, 0L))).orElse(null);
                         if (target != null) {
@@ -392,6 +405,7 @@ public class DiskCache {
         Map<Integer, Long> evictable = new HashMap<>();
         for (int i = 0; i < usage.size(); i++) {
             DirectoryUsage u = usage.get(i);
+            if (outOfService.containsKey(u.path())) continue;
             dirs.add(new Dir(i, u.path(), u.capacityBytes(), u.usedBytes(), u.reservedBytes()));
             evictable.put(i, u.evictableBytes());
         }
@@ -411,7 +425,7 @@ public class DiskCache {
                         + "WHERE id = ANY(:ids) ORDER BY id")
                 .param("ids", directories.keySet().toArray(Integer[]::new))
                 .query((rs, n) -> new Dir(rs.getInt(1), Path.of(rs.getString(2)), rs.getLong(3), rs.getLong(4), rs.getLong(5)))
-                .list());
+                .list().stream().filter(d -> !outOfService.containsKey(d.path)).toList());
         long found = reservable(dirs, Map.of());
         if (found >= wanted) return found;
         Map<Integer, Long> want = new LinkedHashMap<>();
@@ -424,7 +438,8 @@ public class DiskCache {
 
     /** The largest single file that could be reserved now (files do not span directories). */
     public long largestReservable() {
-        return usage().stream().mapToLong(DirectoryUsage::reservableBytes).max().orElse(0);
+        return usage().stream().filter(u -> !outOfService.containsKey(u.path())).mapToLong(DirectoryUsage::reservableBytes)
+                .max().orElse(0);
     }
 
     /**
@@ -471,10 +486,12 @@ public class DiskCache {
                     "reservation " + reservationId + " does not exist (aborted or discarded)");
         }
         long onDisk = sizeOf(r.path());
+        Integer[] committedIn = {null};
         CommitResult result = inTransaction(() -> {
             Instant now = clock.instant();
             Integer dirId = lockCopyDirectory(r.copyId());
             if (dirId == null) return unknown(r, measured);
+            committedIn[0] = dirId;
             boolean open = db.sql("SELECT 1 FROM cache_file WHERE id = :c AND state IN ('reserved', 'writing') FOR UPDATE")
                     .param("c", r.copyId()).query(Integer.class).optional().isPresent();
             if (!open) return unknown(r, measured);
@@ -523,8 +540,12 @@ public class DiskCache {
                 deleteFiles(List.of(r.path()));
                 events.publishEvent(new CacheChanged(CacheChanged.Kind.CORRUPT, List.of(r.fileId())));
             }
-            case VERIFIED, VERIFIED_RECORDED ->
-                    events.publishEvent(new CacheChanged(CacheChanged.Kind.CACHED, List.of(r.fileId())));
+            case VERIFIED, VERIFIED_RECORDED -> {
+                // forced to disk by its writer (the tape driver) before this commit: the directory's fsync works
+                Path dir = directories.get(committedIn[0]);
+                if (dir != null) notForcedInRow.remove(dir);
+                events.publishEvent(new CacheChanged(CacheChanged.Kind.CACHED, List.of(r.fileId())));
+            }
             case UNKNOWN_RESERVATION -> { }
         }
         return result;
@@ -550,6 +571,46 @@ public class DiskCache {
     /** @see #abort(long, String) */
     public boolean abort(Reservation reservation, String reason) {
         return abort(reservation.id(), reason);
+    }
+
+    /**
+     * As {@link #abort(long, String)}, for a copy written but not forced to disk (its fsync failed): the directory's
+     * disk is at fault, and the file is read from tape again. After {@link #NOT_FORCED_OUT_OF_SERVICE} such copies in
+     * a row (no verified copy between them) the directory is taken out of service: it gets no new reservations, so
+     * the files go to the other directories, and when none is left in service reservations answer NO_SPACE (staging
+     * waits, the health check is DOWN) instead of every file being read from tape again and again. Its copies stay
+     * readable. It is back in service after a restart (once its disk is repaired).
+     */
+    public boolean abortNotForced(long reservationId, String reason) {
+        Reservation r = reservation(reservationId);
+        if (r == null) return false;
+        Path dir = db.sql("SELECT d.path FROM cache_directory d JOIN cache_file cf ON cf.directory_id = d.id WHERE cf.id = :c")
+                .param("c", r.copyId()).query(String.class).optional().map(Path::of).orElse(null);
+        boolean done = abort(r, "not forced to disk: " + reason);
+        if (dir != null) notForced(dir, reason);
+        return done;
+    }
+
+    private void notForced(Path dir, String reason) {
+        int inRow = notForcedInRow.merge(dir, 1, Integer::sum);
+        if (inRow < NOT_FORCED_OUT_OF_SERVICE || outOfService.containsKey(dir)) {
+            log.warn("cache directory {}: a staged copy could not be forced to disk ({} in a row): {}", dir, inRow, reason);
+            return;
+        }
+        String why = "taken out of service: " + inRow + " staged copies in a row could not be forced to disk (fsync); last: "
+                + reason;
+        outOfService.put(dir, why);
+        log.error("cache directory {} {}. It gets no new reservations until the service is restarted (repair or replace its "
+                + "disk first); files are staged into the other directories", dir, why);
+        if (outOfService.keySet().containsAll(directories.values())) {
+            log.error("no cache directory is in service (every one failed to force staged copies to disk): recalls wait "
+                    + "for cache space and no tape is read until the service is restarted with a working cache disk");
+        }
+    }
+
+    /** Directories taken out of service while running (their fsync keeps failing), with why; empty normally. */
+    public Map<Path, String> outOfService() {
+        return Map.copyOf(outOfService);
     }
 
     /**

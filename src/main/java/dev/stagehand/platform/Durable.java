@@ -1,6 +1,7 @@
 package dev.stagehand.platform;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -23,6 +24,24 @@ public interface Durable {
 
     /** fsync(2) of the file, then of its directory. */
     Durable FSYNC = Durable::fsync;
+
+    /**
+     * A file written but not forced to disk: the disk it is on is at fault, not where its bytes came from. A tape
+     * driver fails a segment read with it so that the disk cache can count such failures per directory and take a
+     * directory whose fsync keeps failing out of service; every such file is otherwise read from tape again.
+     */
+    final class NotForced extends UncheckedIOException {
+        private final Path file;
+
+        public NotForced(Path file, IOException cause) {
+            super("cannot force " + file + " to disk", cause);
+            this.file = file;
+        }
+
+        public Path file() {
+            return file;
+        }
+    }
 
     /** fsync(2) of the file, then of its directory. */
     static void fsync(Path file) throws IOException {

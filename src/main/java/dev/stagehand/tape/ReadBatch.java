@@ -11,7 +11,8 @@ public interface ReadBatch {
     /**
      * Completes when this segment's bytes are in its target and forced to disk (fsync of the file and its
      * directory, {@link dev.stagehand.platform.Durable}): the caller commits the copy as cached at once. Fails with a
-     * {@link TapeFailure}, or untyped when the target could not be written or forced (the file is read again).
+     * {@link TapeFailure}, or untyped when the target could not be written or forced (the file is read again); not
+     * forced, with {@link dev.stagehand.platform.Durable.NotForced}, which the cache counts against its directory.
      */
     CompletableFuture<ReadResult> result(SegmentRead segment);
 

@@ -476,8 +476,9 @@ public final class ScriptLibrary implements TapeLibrary {
      * the cache commits it and it is pinned, handed to transfers and answered ONLINE, so a power cut must not find
      * it empty or short. The script's process may have closed it with its bytes still in the page cache; fsync by
      * any descriptor forces them. A file that is not there is left to the cache's commit to refuse. When it cannot
-     * be forced the segment fails untyped (the cache disk, not the tape, is at fault): its space is given back and
-     * the file read again. @return whether the file may be reported
+     * be forced the segment fails untyped ({@link Durable.NotForced}: the cache disk, not the tape, is at fault): its
+     * space is given back, the cache counts the failure against its directory, and the file is read again.
+     * @return whether the file may be reported
      */
     private boolean forced(String drive, SegmentRead s, ScriptBatch<SegmentRead, ReadResult> batch) {
         try {
@@ -487,7 +488,7 @@ public final class ScriptLibrary implements TapeLibrary {
             return true;
         } catch (IOException e) {
             log.warn("{}: {} read to {} but it cannot be forced to disk: {}", drive, s.fileName(), s.target(), e.toString());
-            batch.failWith(s, new UncheckedIOException("cannot force " + s.target() + " to disk", e));
+            batch.failWith(s, new Durable.NotForced(s.target(), e));
             return false;
         }
     }

@@ -1186,7 +1186,11 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
                 adler = SimulatedContent.writeTo(s.fileName(), s.sizeBytes(), s.target());
             }
             // on disk before the segment is reported (the cache then commits it as there), in this writing thread
-            durable.force(s.target());
+            try {
+                durable.force(s.target());
+            } catch (IOException e) {
+                throw new Durable.NotForced(s.target(), e); // the cache disk's fault: counted against its directory
+            }
             return adler;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write segment of " + s.fileName() + " to " + s.target(), e);

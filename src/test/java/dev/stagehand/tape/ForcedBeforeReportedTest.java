@@ -93,7 +93,7 @@ class ForcedBeforeReportedTest {
         SegmentRead a = new SegmentRead(10, "/f10", "V1", 0, 4096, tmp.resolve("cache/10.1"));
         ReadBatch batch = lib.read("d1", List.of(a));
         assertThatThrownBy(() -> batch.result(a).get(30, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
-                .cause().hasMessageContaining("cannot force").isNotInstanceOf(TapeFailure.class);
+                .cause().hasMessageContaining("cannot force").isInstanceOf(Durable.NotForced.class);
     }
 
     @Test
@@ -137,7 +137,7 @@ class ForcedBeforeReportedTest {
         clock.runUntilIdle();
         assertThat(batch.result(s)).isCompletedExceptionally();
         assertThatThrownBy(() -> batch.result(s).join()).hasRootCauseMessage("EIO (test)")
-                .cause().isNotInstanceOf(TapeFailure.class);
+                .cause().isInstanceOf(Durable.NotForced.class);
     }
 
     Path script(String text) throws IOException {

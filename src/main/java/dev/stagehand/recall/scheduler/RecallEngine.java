@@ -1,5 +1,6 @@
 package dev.stagehand.recall.scheduler;
 
+import dev.stagehand.platform.Durable;
 import dev.stagehand.platform.EventClock;
 import dev.stagehand.recall.scheduler.SchedulerConfig.Policy;
 import dev.stagehand.tape.DriveState;
@@ -828,7 +829,9 @@ public final class RecallEngine {
             finish(f, model.onDisk(f, t), t);
             return;
         }
-        staging.abort(f, slot, String.valueOf(rootCause(e).getMessage()));
+        Durable.NotForced notForced = notForced(e);
+        if (notForced != null) staging.notForced(f, slot, notForced.getMessage() + ": " + notForced.getCause().getMessage());
+        else staging.abort(f, slot, String.valueOf(rootCause(e).getMessage()));
         TapeFailure tf = tapeFailure(e);
         if (tf == null || rootCause(e) instanceof CancellationException) {
             putBack(f);
@@ -1011,6 +1014,13 @@ public final class RecallEngine {
     private static Throwable rootCause(Throwable e) {
         while ((e instanceof CompletionException || e instanceof java.util.concurrent.ExecutionException) && e.getCause() != null) e = e.getCause();
         return e;
+    }
+
+    /** The copy was read but could not be forced to disk (the cache disk's fault), or null. */
+    private static Durable.NotForced notForced(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause())
+            if (t instanceof Durable.NotForced n) return n;
+        return null;
     }
 
     private static TapeFailure tapeFailure(Throwable e) {

@@ -81,6 +81,15 @@ public interface Staging {
     /** Gives the slot up: the read failed or was cancelled. */
     void abort(FileWork file, Slot slot, String reason);
 
+    /**
+     * Gives the slot up because its copy could not be forced to disk ({@link dev.stagehand.platform.Durable.NotForced}):
+     * the disk it was on is at fault, not the tape. The cache counts it against the slot's directory (and takes a
+     * directory whose fsync keeps failing out of service, so the file is read again into another one).
+     */
+    default void notForced(FileWork file, Slot slot, String reason) {
+        abort(file, slot, reason);
+    }
+
     /** No bytes kept, unbounded: the simulation. Checksums are compared when the library delivered any. */
     Staging NONE = new Staging() {
         @Override

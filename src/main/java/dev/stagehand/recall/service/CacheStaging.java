@@ -150,4 +150,9 @@ final class CacheStaging implements Staging {
     public void abort(FileWork file, Slot slot, String reason) {
         if (slot.handle() >= 0) DatabaseRetry.run("cache abort", () -> cache.abort(slot.handle(), reason));
     }
+
+    @Override
+    public void notForced(FileWork file, Slot slot, String reason) {
+        if (slot.handle() >= 0) DatabaseRetry.run("cache abort", () -> cache.abortNotForced(slot.handle(), reason));
+    }
 }

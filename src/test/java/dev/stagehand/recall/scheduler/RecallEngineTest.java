@@ -784,6 +784,43 @@ class RecallEngineTest {
         }
     }
 
+    /**
+     * A copy the library read but could not force to disk ({@code Durable.NotForced}) is given up as such, so the cache
+     * counts it against its directory (and takes a directory whose fsync keeps failing out of service); the file is
+     * read again. Any other untyped failure is given up as before.
+     */
+    @Test
+    void aCopyNotForcedToDiskIsGivenUpAsSuchAndTheFileReadAgain() {
+        TestClock clock = new TestClock();
+        FakeLibrary library = new FakeLibrary(clock, 1, 1);
+        library.failOnce.put(1L, new dev.stagehand.platform.Durable.NotForced(java.nio.file.Path.of("/cache/01/1.7"),
+                new java.io.IOException("EIO")));
+        library.failOnce.put(2L, new IllegalStateException("script died"));
+        List<String> givenUp = new ArrayList<>();
+        Staging staging = new Staging() {
+            @Override public List<Slot> reserve(String volume, List<FileWork> files) { return NONE.reserve(volume, files); }
+            @Override public long reservableBytes() { return Long.MAX_VALUE; }
+            @Override public long usefulBatchBytes() { return 0; }
+            @Override public Committed commit(FileWork file, String volume, Slot slot, long adler32) { return Committed.KEPT; }
+            @Override public void abort(FileWork file, Slot slot, String reason) { givenUp.add("abort " + file.id()); }
+            @Override
+            public void notForced(FileWork file, Slot slot, String reason) {
+                givenUp.add("not forced " + file.id() + ": " + reason);
+            }
+        };
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.FIFO),
+                QueueStore.IN_MEMORY, staging, EngineListener.NONE);
+        clock.schedule(Duration.ZERO, () -> engine.submit("r1", Instant.EPOCH, 0, "exp",
+                List.of(file(1, "V1", 0, GB), file(2, "V1", GB, GB))));
+        clock.run(100_000);
+
+        assertThat(givenUp).containsExactlyInAnyOrder("not forced 1: cannot force /cache/01/1.7 to disk: EIO", "abort 2");
+        assertThat(library.reads.stream().map(SegmentRead::fileId)).as("reads that landed: each file's second")
+                .containsExactly(1L, 2L);
+        assertThat(engine.model().request("r1").finished()).isTrue();
+        assertThat(engine.model().request("r1").failed()).isFalse();
+    }
+
     /** A staging area whose first {@code n} commits find their reservation given up. */
     private static Staging losesCommits(int n) {
         int[] commits = {0};
