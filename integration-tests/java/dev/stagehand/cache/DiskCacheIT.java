@@ -1140,4 +1140,23 @@ class DiskCacheIT {
             return now.get();
         }
     }
+
+    /**
+     * A node's name is free the moment its lease is closed: a restart right after (a test, a quick redeploy) takes it
+     * at once. Closing only the session left the lock to a backend still exiting, and such a restart found the name
+     * held by "a running instance".
+     */
+    @Test
+    void aClosedNodeLeaseIsFreeAtOnce() {
+        String node = "lease-" + System.nanoTime();
+        String held = """
+                SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+                   AND objid::bigint = hashtextextended('stagehand.cache.node/' || ?, 0) & 4294967295""";
+        for (int i = 0; i < 100; i++) {
+            NodeLease lease = NodeLease.tryTake(dataSource, node);
+            assertThat(lease).as("taken again right after close, round %d", i).isNotNull();
+            lease.close();
+            assertThat(db.sql(held).param(node).query(Integer.class).single()).as("still held after close, round %d", i).isZero();
+        }
+    }
 }

@@ -118,8 +118,19 @@ final class NodeLease implements AutoCloseable {
         }
     }
 
+    /**
+     * Frees the name first, then ends the session: a closed connection's backend exits after the client has moved
+     * on, so a restart in the same moment (a test, a quick redeploy) could find the name still held for a while.
+     */
     @Override
     public void close() {
+        try (PreparedStatement p = session.prepareStatement("SELECT pg_advisory_unlock(" + KEY + ")")) {
+            p.setQueryTimeout(5);
+            p.setString(1, node);
+            p.execute();
+        } catch (SQLException e) {
+            // the session is gone already (its lock with it), or ends below
+        }
         closeQuietly(session);
     }
 
