@@ -213,9 +213,7 @@ final class GridFtpSession implements AutoCloseable {
         }
         try {
             if (scks != null) {
-                org.globus.ftp.vanilla.Reply r = client.reply();
-                if (!org.globus.ftp.vanilla.Reply.isPositiveCompletion(r))
-                    throw new StagehandClient.ScksRefused(StagehandClient.refused(r, "SCKS refused"));
+                StagehandClient.checkScks(client.reply());
             }
             for (boolean started = false; ; ) {
                 org.globus.ftp.vanilla.Reply r = client.reply();

@@ -50,7 +50,7 @@ final class Link {
     private volatile double emaMbPerSecond = -1;
     private volatile double successRate = 1;
     private volatile boolean closed;
-    /** The link's servers take SCKS (GCT does); cleared when one refuses it. */
+    /** The link's servers take SCKS (GCT does); cleared when one says it does not know it (500-504). */
     private volatile boolean scks = true;
 
     interface CredentialSource {

@@ -56,11 +56,22 @@ final class StagehandClient extends GridFTPClient {
         } catch (FTPReplyParseException e) {
             throw ServerException.embedFTPReplyParseException(e);
         }
-        if (!Reply.isPositiveCompletion(scks)) {
-            throw new ScksRefused(ServerException.embedUnexpectedReplyCodeException(
-                    new UnexpectedReplyCodeException(scks), "SCKS refused"));
-        }
+        checkScks(scks);
         transferRunSingleThread(localServer.getControlChannel(), markers);
+    }
+
+    /**
+     * The reply to an SCKS. Only a permanent "not understood / not implemented" (500, 501, 502, 504) says the
+     * server lacks SCKS ({@link ScksRefused}: the link goes on with CKSM after the put); any other refusal (a
+     * transient 421, 450, 451...) fails this attempt as its code says, and the link keeps SCKS. Before, any
+     * refusal turned SCKS off for the link: one busy moment of a server cost every later file a CKSM.
+     */
+    static void checkScks(Reply reply) throws ServerException, ScksRefused {
+        if (Reply.isPositiveCompletion(reply)) return;
+        ServerException refused = refused(reply, "SCKS refused");
+        int code = reply.getCode();
+        if (code == 500 || code == 501 || code == 502 || code == 504) throw new ScksRefused(refused);
+        throw refused;
     }
 
     /** The server does not take SCKS: the link falls back to CKSM after the put. */

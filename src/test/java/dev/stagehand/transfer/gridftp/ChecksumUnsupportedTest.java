@@ -115,6 +115,47 @@ class ChecksumUnsupportedTest {
         assertThat(retried).isEmpty();
     }
 
+    /**
+     * Only a permanent "not understood / not implemented" SCKS reply (500, 501, 502, 504) says the server lacks
+     * SCKS: the file's retry and the files after it are checked with CKSM after the put. A transient refusal
+     * (421, 450, 451) fails that attempt only: it is retried, with SCKS, and the link keeps SCKS. Before, any
+     * refusal turned SCKS off for the link.
+     */
+    @Test
+    void onlyAPermanentScksRefusalTurnsScksOffForTheLink() throws Exception {
+        MoverSettings oneConnection = MoverSettings.defaults().withStreams(1, 1, false)
+                .withRetry(Duration.ofSeconds(5), 4, Duration.ofMillis(20), Duration.ofSeconds(5)); // small files: SCKS
+        Path file = dir.resolve("s.bin");
+        Files.write(file, new byte[4096]);
+        long adler = Link.adler32(file);
+        for (String refusal : List.of("451 Local resource failure", "450 Requested action not taken", "421 Service not available",
+                "500 Unknown command", "501 Syntax error", "502 Command not implemented", "504 Not implemented for that parameter")) {
+            boolean permanent = refusal.startsWith("50");
+            List<String> retried = new CopyOnWriteArrayList<>();
+            TransferListener retries = new TransferListener() {
+                @Override
+                public void retrying(FileCopy copy, TransferFailure failure) {
+                    retried.add(failure.getMessage());
+                }
+            };
+            try (FakeGridFtpServer server = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(oneConnection, retries)) {
+                server.scksRefusals.add(refusal);
+                server.cksm = String.format("%08x", adler);
+                for (int i = 0; i < 2; i++) {
+                    FileCopy c = new FileCopy("s" + i, file.toUri(),
+                            java.net.URI.create("ftp://127.0.0.1:" + server.port() + "/d/s" + i + ".bin"), 4096, adler);
+                    var r = mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS);
+                    assertThat(r.adler32()).as(refusal).isEqualTo(adler);
+                    assertThat(r.attempts()).as(refusal + ", file %d", i).isEqualTo(i == 0 ? 2 : 1);
+                }
+                assertThat(retried).as(refusal).singleElement().asString().contains(refusal.substring(4));
+                assertThat(server.count("STOR")).as(refusal).isEqualTo(3);
+                assertThat(server.count("SCKS")).as(refusal + ": SCKS kept for the link").isEqualTo(permanent ? 1 : 3);
+                assertThat(server.count("CKSM")).as(refusal + ": CKSM after the put").isEqualTo(permanent ? 2 : 0);
+            }
+        }
+    }
+
     @Test
     void theAlgorithmsAreReadFromFeatsCksmLine() {
         assertThat(GridFtpSession.offersAdler32("Extensions supported\n CKSM MD5:10;ADLER32:10;SHA1:10;\n DCAU\nEnd.")).isTrue();

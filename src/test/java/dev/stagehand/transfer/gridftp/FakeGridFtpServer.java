@@ -46,6 +46,8 @@ final class FakeGridFtpServer implements AutoCloseable {
     volatile long dropRetrAfterMillis;
     /** FEAT's CKSM line, as GCT words it. */
     volatile String cksmAlgorithms = "MD5:10;ADLER32:10;SHA1:10;SHA256:11;SHA512:12;";
+    /** Replies the next SCKSs get instead of 200, one each (a server without SCKS, or a busy one). */
+    final java.util.Queue<String> scksRefusals = new java.util.concurrent.ConcurrentLinkedQueue<>();
     /** How many ESTOs (byte ranges) are still to be refused with a transient 451. */
     final java.util.concurrent.atomic.AtomicInteger refuseEsto = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -83,8 +85,9 @@ final class FakeGridFtpServer implements AutoCloseable {
                 case "FEAT" -> reply(out, "211-Extensions supported\r\n CKSM " + cksmAlgorithms
                         + "\r\n DCAU\r\n PARALLEL\r\n ESTO\r\n ERET\r\n SIZE\r\n211 End.");
                 case "SCKS" -> {
-                    unknownScks = !offers(line.split(" ")[1]);
-                    reply(out, "200 OK.");
+                    String refusal = scksRefusals.poll();
+                    unknownScks = refusal == null && !offers(line.split(" ")[1]);
+                    reply(out, refusal != null ? refusal : "200 OK.");
                 }
                 case "PASV" -> {
                     ServerSocket data = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
