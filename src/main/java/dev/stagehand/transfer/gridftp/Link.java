@@ -304,6 +304,7 @@ final class Link {
             try {
                 GridFtpSession s = session(a);
                 host = s.host;
+                if (job.local != null) checkLocalSource(job);
                 String path = job.destination.path();
                 // before the first write: a file there that is not this transfer's own is looked at, and the
                 // transfer is recorded as writing there (the other pieces of a split file wait for this)
@@ -469,6 +470,28 @@ final class Link {
                 active.decrementAndGet();
                 job.running.remove(a);
                 watchdog.unwatch(a);
+            }
+        }
+
+        /**
+         * The local source as the copy expects it, a readable regular file of its size, checked before the attempt
+         * touches the destination. Before, a source gone, cut short or unreadable since the batch was submitted
+         * showed only when the put opened it: after the destination had been looked at and taken as the
+         * transfer's (its writing hook run, so the file there was deleted as the failed transfer's partial one;
+         * a split file's was deleted at once), and the failure was put on the destination host.
+         */
+        private static void checkLocalSource(Job job) {
+            java.nio.file.Path local = job.local;
+            long size;
+            try (var ch = java.nio.channels.FileChannel.open(local)) {
+                if (!java.nio.file.Files.isRegularFile(local)) throw new java.io.IOException("not a regular file");
+                size = ch.size();
+            } catch (java.io.IOException e) {
+                throw new TransferFailure(Kind.BAD_REQUEST, "cannot read local file " + local + ": " + e, 0, e);
+            }
+            if (size != job.copy.sizeBytes()) {
+                throw new TransferFailure(Kind.BAD_REQUEST, "local file " + local + " is " + size + " bytes, expected "
+                        + job.copy.sizeBytes(), 0, null);
             }
         }
 

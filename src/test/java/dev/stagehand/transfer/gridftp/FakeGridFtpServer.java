@@ -46,6 +46,10 @@ final class FakeGridFtpServer implements AutoCloseable {
     volatile long dropRetrAfterMillis;
     /** FEAT's CKSM line, as GCT words it. */
     volatile String cksmAlgorithms = "MD5:10;ADLER32:10;SHA1:10;SHA256:11;SHA512:12;";
+    /** Told each command as it arrives, before it is answered. */
+    volatile java.util.function.Consumer<String> heard = line -> {};
+    /** SIZE's reply (null: "200 ok"). */
+    volatile String sizeReply;
     /** Replies the next SCKSs get instead of 200, one each (a server without SCKS, or a busy one). */
     final java.util.Queue<String> scksRefusals = new java.util.concurrent.ConcurrentLinkedQueue<>();
     /** How many ESTOs (byte ranges) are still to be refused with a transient 451. */
@@ -77,6 +81,7 @@ final class FakeGridFtpServer implements AutoCloseable {
         boolean unknownScks = false; // GCT: an SCKS of an algorithm it lacks is taken, and its STOR never answered
         for (String line; (line = in.readLine()) != null; ) {
             commands.add(line);
+            heard.accept(line);
             String verb = line.split(" ", 2)[0].toUpperCase(Locale.ROOT);
             if (silent.contains(verb)) continue;
             switch (verb) {
@@ -131,6 +136,7 @@ final class FakeGridFtpServer implements AutoCloseable {
                     reply(out, cksmRefusal != null ? cksmRefusal
                             : offers(line.split(" ")[1]) ? "213 " + cksm : "500 Unknown checksum algorithm requested.");
                 }
+                case "SIZE" -> reply(out, sizeReply != null ? sizeReply : "200 ok");
                 case "MKD" -> reply(out, "257 created");
                 case "DELE" -> reply(out, "250 deleted");
                 case "QUIT" -> {

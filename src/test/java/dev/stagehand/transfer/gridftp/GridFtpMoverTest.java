@@ -96,6 +96,67 @@ class GridFtpMoverTest {
         }
     }
 
+    /**
+     * The local source goes bad after the batch was submitted (gone, cut short, a directory in its place), found
+     * as the attempt begins: the copy fails at once as a bad request naming the local file, not the destination
+     * host, and the destination is left exactly as it was: not taken as the transfer's (its writing hook, which
+     * makes a failed transfer's file there deleted as its partial one), no STOR, no DELE. Before, this showed
+     * only when the put opened the file, after the look and the hook (and a split file's DELE).
+     */
+    @Test
+    void aLocalSourceThatWentBadIsFoundBeforeTheDestinationIsTouched(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        var existing = java.util.Map.of("550 /d/f: No such file or directory.", FileCopy.Existing.KEEP, // nothing there
+                "213 10", FileCopy.Existing.REPLACE); // another file, to be overwritten
+        for (String bad : List.of("gone", "short", "a directory")) {
+            for (var there : existing.entrySet()) {
+                for (boolean split : new boolean[] {false, true}) {
+                    String way = bad + ", " + there.getValue() + (split ? ", split" : "");
+                    java.nio.file.Path local = dir.resolve("f" + way.hashCode());
+                    int size = split ? 4 << 20 : 4096;
+                    java.nio.file.Files.write(local, new byte[size]);
+                    MoverSettings settings = MoverSettings.defaults().withStreams(1, 2, false)
+                            .withRetry(java.time.Duration.ofSeconds(5), 2, java.time.Duration.ofMillis(20), java.time.Duration.ofSeconds(5))
+                            .withChunking(split ? 1 << 20 : 64L << 20, split ? 1 << 20 : 1L << 40, 0);
+                    var wrote = new java.util.concurrent.atomic.AtomicBoolean();
+                    try (FakeGridFtpServer server = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(settings, null)) {
+                        server.sizeReply = there.getKey();
+                        server.heard = line -> {
+                            if (!line.toUpperCase(java.util.Locale.ROOT).startsWith("PASS")) return;
+                            synchronized (wrote) { // once, as the first connection logs in
+                                try {
+                                    if (java.nio.file.Files.isDirectory(local) || java.nio.file.Files.size(local) < size) return;
+                                    if (bad.equals("short")) {
+                                        try (var ch = java.nio.channels.FileChannel.open(local, java.nio.file.StandardOpenOption.WRITE)) {
+                                            ch.truncate(size / 2);
+                                        }
+                                    } else {
+                                        java.nio.file.Files.delete(local);
+                                        if (bad.equals("a directory")) java.nio.file.Files.createDirectory(local);
+                                    }
+                                } catch (java.io.IOException e) {
+                                    throw new java.io.UncheckedIOException(e);
+                                }
+                            }
+                        };
+                        FileCopy c = new FileCopy("1", local.toUri(), URI.create("ftp://127.0.0.1:" + server.port() + "/d/f"), size,
+                                null, there.getValue(), () -> wrote.set(true));
+                        Throwable put = batchFailure(mover.submit(List.of(c)), c);
+                        assertThat(put).as(way).isInstanceOfSatisfying(TransferFailure.class, f -> {
+                            assertThat(f.kind()).as(way).isEqualTo(TransferFailure.Kind.BAD_REQUEST);
+                            assertThat(f.attempts()).as(way).isEqualTo(1);
+                            assertThat(f.getMessage()).as(way).contains("local file " + local)
+                                    .doesNotContain("(127.0.0.1:" + server.port() + ")"); // not put on the destination host
+                        });
+                        assertThat(wrote).as(way + ": the destination taken as the transfer's").isFalse();
+                        assertThat(server.commands).as(way).noneMatch(line -> line.toUpperCase(java.util.Locale.ROOT)
+                                .matches("(SIZE|STOR|ESTO|DELE|SCKS) .*"));
+                    }
+                }
+            }
+        }
+    }
+
     private static Throwable batchFailure(CopyBatch batch, FileCopy c) throws Exception {
         try {
             batch.result(c).get(20, TimeUnit.SECONDS);
