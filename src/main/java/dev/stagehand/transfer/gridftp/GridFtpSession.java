@@ -369,11 +369,7 @@ final class GridFtpSession implements AutoCloseable {
         destination.putChannelsReady = false; // third-party set-up replaces its data channel mode
         destination.closeData();
         client.newCopy();
-        if (offset == 0) {
-            client.transfer(sourcePath, destination.client, destinationPath, false, markers);
-        } else {
-            client.extendedTransfer(sourcePath, offset, size - offset, destination.client, destinationPath, offset, markers);
-        }
+        client.copyTo(sourcePath, destination.client, destinationPath, offset, size, markers);
     }
 
     /**
@@ -389,10 +385,11 @@ final class GridFtpSession implements AutoCloseable {
 
     /**
      * After a third-party copy from this session failed: whether it failed at this source, not at the
-     * destination. A set-up command to this source (PORT) failed or went unanswered; stalled, this source
-     * never answered its RETR/ERET though the destination had answered its STOR/ESTO (a destination silent
-     * too keeps the stall its own: a source cannot start sending to a destination that is not there);
-     * otherwise this source's control channel failed, or it refused, before the destination's.
+     * destination. A set-up command to this source (PORT) failed or went unanswered, or its RETR/ERET could not
+     * be written to it; stalled, this source never answered its RETR/ERET though the destination had answered
+     * its STOR/ESTO (a destination silent too keeps the stall its own: a source cannot start sending to a
+     * destination that is not there); otherwise this source's control channel failed, or it refused, before the
+     * destination's.
      */
     boolean copyFailedHere(boolean stalled) {
         String pending = client.pending();

@@ -87,7 +87,8 @@ final class StagehandClient extends GridFTPClient {
     private volatile boolean ownPartDone;
     /**
      * Of a third-party copy from this client (cleared by {@link #newCopy()}): the command to this side whose
-     * reply it waits for ("PORT", {@link #TRANSFER}: its RETR/ERET; null: none), kept when it failed;
+     * reply it waits for ("PORT"; "RETR"/"ERET" while it is written; {@link #TRANSFER}: its RETR/ERET, written;
+     * null: none), kept when it failed;
      * whether the other side gave the first reply to its STOR/ESTO; and the side whose control channel failed
      * or refused first (TransferMonitor.LOCAL: this one, REMOTE: the other; 0: none).
      */
@@ -121,6 +122,26 @@ final class StagehandClient extends GridFTPClient {
         pending = null;
         otherAnswered = false;
         firstFault.set(0);
+    }
+
+    /**
+     * A third-party copy from this client (its source) to {@code destination}: as jglobus's transfer (RETR to
+     * STOR, from byte 0) and extendedTransfer (ERET P to ESTO A, the rest of a {@code size}-byte file from
+     * {@code offset}), but with the source's command pending on this side while it is written. A source whose
+     * control connection broke (between files, or after its PORT) fails that write: the source's, named as
+     * such; it was put on the destination host, which left its link's rotation.
+     */
+    void copyTo(String sourcePath, StagehandClient destination, String destinationPath, long offset, long size,
+                MarkerListener markers) throws IOException, ServerException, ClientException {
+        gSession.matches(destination.gSession);
+        if (gSession.serverMode == org.globus.ftp.Session.SERVER_DEFAULT) setActive(destination.setPassive());
+        boolean whole = offset == 0;
+        destination.controlChannel.write(whole ? new Command("STOR", destinationPath)
+                : new Command("ESTO", "A " + offset + " " + destinationPath));
+        pending = whole ? "RETR" : "ERET";
+        controlChannel.write(whole ? new Command("RETR", sourcePath)
+                : new Command("ERET", "P " + offset + " " + (size - offset) + " " + sourcePath));
+        transferRunSingleThread(destination.controlChannel, markers);
     }
 
     @Override

@@ -44,6 +44,10 @@ final class FakeGridFtpServer implements AutoCloseable {
     volatile String retrRefusal;
     /** When above 0, RETR and ERET are begun and their control connection closed this many milliseconds later. */
     volatile long dropRetrAfterMillis;
+    /** When above 0, the control connection is reset this many milliseconds after a RETR's or ERET's 226 ... */
+    volatile long resetAfterRetrMillis;
+    /** ... which counts this down. */
+    final java.util.concurrent.CountDownLatch reset = new java.util.concurrent.CountDownLatch(1);
     /** FEAT's CKSM line, as GCT words it. */
     volatile String cksmAlgorithms = "MD5:10;ADLER32:10;SHA1:10;SHA256:11;SHA512:12;";
     /** Told each command as it arrives, before it is answered. */
@@ -120,6 +124,13 @@ final class FakeGridFtpServer implements AutoCloseable {
                             return null;
                         }
                         reply(out, "226 Transfer complete");
+                        if (resetAfterRetrMillis > 0) { // the source's process goes away between files
+                            Thread.sleep(resetAfterRetrMillis); // (a reset at once could drop the 226 unread)
+                            s.setSoLinger(true, 0);
+                            s.close();
+                            reset.countDown();
+                            return null;
+                        }
                     }
                 }
                 case "STOR" -> {

@@ -129,6 +129,35 @@ class ThirdPartyBlameTest {
         }
     }
 
+    /**
+     * The source's control connection broke between two copies (its server process gone, the connection reset):
+     * the next copy's RETR cannot be written to it. That is the source's (named, with its path); it was put on
+     * the destination host, which left its link's rotation.
+     */
+    @Test
+    void aRetrThatCannotBeWrittenToTheSourceIsTheSources() throws Exception {
+        try (FakeGridFtpServer source = new FakeGridFtpServer(); FakeGridFtpServer d1 = new FakeGridFtpServer();
+             FakeGridFtpServer d2 = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(ONCE, null)) {
+            source.resetAfterRetrMillis = 100;
+            String destinations = "ftp://127.0.0.1:" + d1.port() + ",127.0.0.1:" + d2.port();
+            FileCopy first = new FileCopy("1", URI.create("ftp://127.0.0.1:" + source.port() + "/s/f1.bin"),
+                    URI.create(destinations + "/d/f1.bin"), 1024, 1L);
+            FileCopy second = new FileCopy("2", URI.create("ftp://127.0.0.1:" + source.port() + "/s/f2.bin"),
+                    URI.create(destinations + "/d/f2.bin"), 1024, 1L);
+            mover.submit(List.of(first)).result(first).get(30, TimeUnit.SECONDS);
+            assertThat(source.reset.await(10, TimeUnit.SECONDS)).as("the source's connection reset").isTrue();
+            Throwable t = org.junit.jupiter.api.Assertions.assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> mover.submit(List.of(second)).result(second).get(30, TimeUnit.SECONDS));
+            assertThat(t.getCause()).isInstanceOfSatisfying(TransferFailure.class, f -> {
+                assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CONNECTION);
+                assertThat(f.getMessage()).contains("(source 127.0.0.1:" + source.port() + " /s/f2.bin)")
+                        .doesNotContain("(127.0.0.1:" + d1.port() + ")", "(127.0.0.1:" + d2.port() + ")");
+            });
+            assertThat(source.count("RETR")).as("the second RETR never arrived").isEqualTo(1);
+            assertThat(mover.links()).singleElement().satisfies(l -> assertThat(l.hostsOut()).isEmpty());
+        }
+    }
+
     /** The source refuses the file (missing, not readable): the error names the source host and path, not a destination host. */
     @Test
     void aSourceRefusalNamesTheSourceAndItsPath() throws Exception {
