@@ -213,8 +213,10 @@ class ConsoleBrowserIT {
                 moves.add(new TransferQueue.Request(tag, f.toUri(), URI.create(server.url(dst) + "/f" + i), data.length, sum.getValue()));
             }
             Path small = Files.write(root.resolve("src/small"), new byte[1000]);
-            // a missing directory fails at once (not retried); a port nobody listens on is retried, then fails
-            moves.add(new TransferQueue.Request(tag, small.toUri(), URI.create(server.url(root.resolve("no-such-dir")) + "/small"), 1000, null));
+            // a missing directory fails at once (not retried; its row asks to overwrite, shown in its row); a port
+            // nobody listens on is retried, then fails
+            moves.add(new TransferQueue.Request(tag, small.toUri(), URI.create(server.url(root.resolve("no-such-dir")) + "/small"), 1000, null,
+                    true));
             int dead = GridFtpServer.freePort();
             moves.add(new TransferQueue.Request(tag, small.toUri(), URI.create("ftp://127.0.0.1:" + dead + dst + "/small"), 1000, null));
             List<Long> ids = transfers.enqueue(moves);
@@ -253,6 +255,11 @@ class ConsoleBrowserIT {
             wait.until(d -> !d.findElements(failedRow).isEmpty());
             String failedText = wait.until(d -> d.findElement(failedRow).getText());
             assertThat(failedText).contains("NO_SUCH_PATH", "No such file or directory");
+            assertThat(ConsoleBrowser.liveText(browser, By.cssSelector("#failed-transfers tr[data-job='" + missing + "'] td.overwrite")))
+                    .isEqualTo("yes");
+            By deadRow = By.cssSelector("#failed-transfers tr[data-job='" + ids.get(25) + "'] td.overwrite");
+            wait.until(d -> !d.findElements(deadRow).isEmpty());
+            assertThat(ConsoleBrowser.liveText(browser, deadRow)).isEqualTo("no");
             shot("transfers-failures");
             // retry: the operator made the directory meanwhile, so the second claim succeeds
             GridFtpServer.openUp(root.resolve("no-such-dir"));
