@@ -19,7 +19,12 @@ import tools.jackson.databind.json.JsonMapper;
  */
 public final class ApiClient {
 
-    record Answer(int status, String contentType, String body, JsonNode json, String location, String wwwAuthenticate) {}
+    /** {@code link}: the Link header (a list's next page), when the call read it. */
+    record Answer(int status, String contentType, String body, JsonNode json, String location, String wwwAuthenticate, String link) {
+        Answer(int status, String contentType, String body, JsonNode json, String location, String wwwAuthenticate) {
+            this(status, contentType, body, json, location, wwwAuthenticate, null);
+        }
+    }
 
     static final JsonMapper JSON = JsonMapper.builder().build();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
@@ -99,7 +104,8 @@ public final class ApiClient {
                 // left null; tests assert on it where JSON is expected
             }
             return new Answer(resp.statusCode(), resp.headers().firstValue("Content-Type").orElse(""), resp.body(), json,
-                    resp.headers().firstValue("Location").orElse(null), resp.headers().firstValue("WWW-Authenticate").orElse(null));
+                    resp.headers().firstValue("Location").orElse(null), resp.headers().firstValue("WWW-Authenticate").orElse(null),
+                    resp.headers().firstValue("Link").orElse(null));
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }

@@ -89,19 +89,27 @@ class ApiSecurityIT {
         assertThat(admin.put("/api/v1/sites/NONE-" + tag, "{\"attributes\": {\"tier\": \"none-" + tag + "\"}}").status()).isEqualTo(200);
         // scheduled (nightly), so that the schedules' list is scoped too
         String rule = "{\"dataset\": \"%s\", \"sites\": \"tier=none-" + tag + "\", \"schedule\": \"0 0 2 * * ?\"}";
-        Answer mine = operatorA.post("/api/v1/replication/rules", rule.formatted(dsA));
-        assertThat(mine.status()).as(mine.body()).isEqualTo(201);
-        long mineId = mine.json().get("id").longValue();
         // another experiment's dataset answers like an unknown one, and nothing is made
         assertProblem(operatorA.post("/api/v1/replication/rules", rule.formatted(dsB)), 404, "no dataset " + dsB);
         assertThat(count("replication_rule r JOIN dataset d ON d.id = r.dataset_id WHERE d.name = '" + dsB + "'")).isZero();
+        // theirs first: a page cut before the experiments are filtered would hold theirs alone, and show nothing
         Answer theirs = admin.post("/api/v1/replication/rules", rule.formatted(dsB));
         assertThat(theirs.status()).isEqualTo(201);
         long theirsId = theirs.json().get("id").longValue();
+        Answer mine = operatorA.post("/api/v1/replication/rules", rule.formatted(dsA));
+        assertThat(mine.status()).as(mine.body()).isEqualTo(201);
+        long mineId = mine.json().get("id").longValue();
         try {
             List<Long> listed = new ArrayList<>();
             operatorA.get("/api/v1/replication/rules").json().forEach(r -> listed.add(r.get("id").longValue()));
             assertThat(listed).contains(mineId).doesNotContain(theirsId);
+            // paged, the experiments are filtered in the query, before the cut: the page after theirs is mine
+            Answer page = operatorA.get("/api/v1/replication/rules?limit=1&after=" + (theirsId - 1));
+            assertThat(page.json().findValues("id").stream().map(v -> v.longValue()).toList()).containsExactly(mineId);
+            assertThat(page.link()).as("no rule of the account's experiments follows mine").isNull();
+            assertThat(operatorA.get("/api/v1/replication/rules?dataset=" + dsB).json()).isEmpty();
+            assertThat(admin.get("/api/v1/replication/rules?limit=1&after=" + (theirsId - 1)).json().findValues("id").stream()
+                    .map(v -> v.longValue()).toList()).containsExactly(theirsId);
             List<Long> scheduled = new ArrayList<>();
             operatorA.get("/api/v1/replication/schedules").json().forEach(r -> scheduled.add(r.get("ruleId").longValue()));
             assertThat(scheduled).contains(mineId).doesNotContain(theirsId);

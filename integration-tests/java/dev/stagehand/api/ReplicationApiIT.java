@@ -126,6 +126,53 @@ class ReplicationApiIT {
         assertThat(api.get("/v3/api-docs").body()).contains("/api/v1/replication/rules", "/api/v1/datasets/{name}/completeness");
     }
 
+    /**
+     * The rules' list comes in pages in id order, the next one named by a {@code Link: <...>; rel="next"} header; its
+     * limit is bounded and a bad page parameter is refused naming it. (It read every rule of the site at each call.)
+     */
+    @Test
+    void rulesAreListedInPagesInIdOrderWithALinkToTheNext() {
+        String site = "PAGE-" + tag, ds = "page-ds-" + tag;
+        assertThat(put("/api/v1/sites/" + site, "{\"attributes\": {\"tier\": \"page-" + tag + "\"}}").status()).isEqualTo(200);
+        jdbc.update("INSERT INTO dataset (name, experiment) VALUES (?, 'phenix')", ds);
+        java.util.List<Long> made = new java.util.ArrayList<>();
+        try {
+            // three rules of one dataset (scheduled: the engine leaves them be), told apart by their preferred source
+            for (int i = 0; i < 3; i++) {
+                var r = api.post("/api/v1/replication/rules", "{\"dataset\": \"" + ds + "\", \"sites\": \"" + site
+                        + "\", \"source\": \"SRC" + i + "-" + tag + "\", \"schedule\": \"0 0 2 * * ?\"}");
+                assertThat(r.status()).as(r.body()).isEqualTo(201);
+                made.add(r.json().get("id").asLong());
+            }
+            var first = api.get("/api/v1/replication/rules?dataset=" + ds + "&limit=2");
+            assertThat(first.status()).isEqualTo(200);
+            assertThat(ids(first)).containsExactly(made.get(0), made.get(1));
+            assertThat(first.link()).isEqualTo("</api/v1/replication/rules?dataset=" + ds + "&after=" + made.get(1) + "&limit=2>; rel=\"next\"");
+            String next = first.link().substring(1, first.link().indexOf('>'));
+            var second = api.get(next);
+            assertThat(ids(second)).containsExactly(made.get(2));
+            assertThat(second.link()).as("the last page names no next one").isNull();
+            assertThat(ids(api.get("/api/v1/replication/rules?dataset=" + ds))).as("1,000 by default").isEqualTo(made);
+            // every dataset's: after a rule, in id order
+            java.util.List<Long> after = ids(api.get("/api/v1/replication/rules?after=" + made.get(0) + "&limit=10000"));
+            assertThat(after).contains(made.get(1), made.get(2)).doesNotContain(made.get(0)).isSorted().allMatch(id -> id > made.get(0));
+            for (String bad : new String[] {"limit=0", "limit=10001", "limit=ten", "limit=", "after=-1", "after=x", "after=99999999999999999999"}) {
+                String field = bad.substring(0, bad.indexOf('='));
+                assertFieldProblem(api.get("/api/v1/replication/rules?" + bad), 400, field, "expected an integer from");
+            }
+        } finally {
+            for (long id : made) api.delete("/api/v1/replication/rules/" + id);
+            api.delete("/api/v1/sites/" + site);
+        }
+    }
+
+    static java.util.List<Long> ids(ApiClient.Answer a) {
+        assertThat(a.status()).as(a.body()).isEqualTo(200);
+        java.util.List<Long> out = new java.util.ArrayList<>();
+        a.json().forEach(r -> out.add(r.get("id").asLong()));
+        return out;
+    }
+
     /** A NUL in a body's string or a query parameter is refused naming the field; PostgreSQL refused it, a 500. */
     @Test
     void aNulInAnyNameIsRefusedNamingTheField() {

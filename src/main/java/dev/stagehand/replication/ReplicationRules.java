@@ -180,8 +180,19 @@ public class ReplicationRules {
      * experiment, at each 2 s refresh, to show one experiment's few.
      */
     public RulePage list(java.util.Collection<String> experiments, int limit) {
+        return list(null, experiments, 0, limit);
+    }
+
+    /**
+     * A page of the rules of {@code dataset} (null: any) on the datasets of {@code experiments} (null: every rule),
+     * in id order after rule {@code after} (0: from the first), at most {@code limit}: filtered and cut in the query,
+     * by the rules' key. The API read every rule and filtered by experiment in Java at each call.
+     */
+    public RulePage list(String dataset, java.util.Collection<String> experiments, long after, int limit) {
         String[] of = experiments == null ? null : experiments.toArray(String[]::new);
-        List<Rule> rows = select("WHERE ?::text[] IS NULL OR d.experiment = ANY (?::text[]) ORDER BY r.id LIMIT ?", of, of, limit + 1);
+        List<Rule> rows = select("""
+                WHERE r.id > ? AND (?::text IS NULL OR d.name = ?) AND (?::text[] IS NULL OR d.experiment = ANY (?::text[]))
+                ORDER BY r.id LIMIT ?""", after, dataset, dataset, of, of, limit + 1);
         return rows.size() > limit ? new RulePage(List.copyOf(rows.subList(0, limit)), true) : new RulePage(rows, false);
     }
 

@@ -125,11 +125,31 @@ public class ReplicationController {
         return ResponseEntity.created(URI.create("/api/v1/replication/rules/" + r.id())).body(r);
     }
 
+    static final int DEFAULT_RULE_PAGE = 1000, MAX_RULE_PAGE = 10_000;
+
+    /**
+     * Rules of the caller's experiments' datasets (of {@code dataset} only, when named), in id order, a page of at most
+     * {@code limit} after rule {@code after}. When more follow, a {@code Link: <...>; rel="next"} header (as GitHub's)
+     * names the next page; the body stays the list it always was. Filtered and cut in the query: the call read every
+     * rule of the site and filtered them here.
+     */
     @GetMapping("/replication/rules")
-    public List<Rule> rules(@RequestParam(required = false) String dataset) {
+    public ResponseEntity<List<Rule>> rules(@RequestParam(required = false) String dataset,
+                                            @RequestParam(required = false) String after,
+                                            @RequestParam(required = false) String limit) {
         BadInput.noNul("dataset", dataset);
-        java.util.function.LongPredicate seen = seesRule();
-        return rules.list(dataset).stream().filter(r -> seen.test(r.id())).toList();
+        long from = BadInput.longParam("after", after, 0, 0, Long.MAX_VALUE);
+        int size = BadInput.intParam("limit", limit, DEFAULT_RULE_PAGE, 1, MAX_RULE_PAGE);
+        ApiUser user = ApiUser.current();
+        ReplicationRules.RulePage page = rules.list(dataset, user.allExperiments() ? null : user.experiments(), from, size);
+        ResponseEntity.BodyBuilder ok = ResponseEntity.ok();
+        if (page.truncated()) {
+            var next = org.springframework.web.util.UriComponentsBuilder.fromPath("/api/v1/replication/rules");
+            if (dataset != null) next.queryParam("dataset", dataset);
+            next.queryParam("after", page.rules().getLast().id()).queryParam("limit", size);
+            ok.header(org.springframework.http.HttpHeaders.LINK, "<" + next.encode().build().toUriString() + ">; rel=\"next\"");
+        }
+        return ok.body(page.rules());
     }
 
     /** A rule and the completeness of its dataset at each site. */

@@ -39,6 +39,18 @@ public final class BadInput extends RuntimeException {
         throw field(name, "expected an integer from " + min + " to " + max + ", got '" + value + "'");
     }
 
+    /** A whole-number query parameter (a row id, say) from {@code min} to {@code max}; {@code dflt} when absent; else refused naming it. */
+    public static long longParam(String name, String value, long dflt, long min, long max) {
+        if (value == null) return dflt;
+        try {
+            long v = Long.parseLong(value);
+            if (v >= min && v <= max) return v;
+        } catch (NumberFormatException ignored) {
+            // answered below
+        }
+        throw field(name, "expected an integer from " + min + " to " + max + ", got '" + value + "'");
+    }
+
     /**
      * {@code value}, refused naming {@code field} when it holds a NUL: no name, expression or reason does, and
      * PostgreSQL refuses one in a query parameter (the call was a 500). Null passes.
