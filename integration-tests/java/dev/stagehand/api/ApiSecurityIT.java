@@ -120,6 +120,8 @@ class ApiSecurityIT {
             assertProblem(operatorA.delete("/api/v1/replication/rules/" + theirsId), 404);
             assertProblem(operatorA.get("/api/v1/datasets/" + dsB + "/completeness"), 404);
             assertProblem(operatorA.get("/api/v1/datasets/" + dsB + "/replicas"), 404);
+            assertProblem(operatorA.get("/api/v1/datasets/" + dsB + "/replicas/history"), 404);
+            assertThat(operatorA.get("/api/v1/datasets/" + dsA + "/replicas/history").status()).isEqualTo(200);
             assertProblem(operatorA.post("/api/v1/datasets/" + dsB + "/replicas/retry", ""), 404);
             assertThat(operatorA.get("/api/v1/datasets/" + dsA + "/completeness").status()).isEqualTo(200);
             assertThat(admin.get("/api/v1/replication/rules/" + theirsId).status()).isEqualTo(200);

@@ -113,6 +113,11 @@ class ReplicationApiIT {
             assertFieldProblem(api.get("/api/v1/datasets/nosuch-" + tag + "/replicas"), 404, "dataset", "no dataset");
             assertFieldProblem(api.get("/api/v1/datasets/" + ds + "/replicas?site=NOSUCH-" + tag), 404, "site", "no site");
             assertFieldProblem(api.get("/api/v1/datasets/" + ds + "/replicas?state=finished"), 400, "state", "unknown replica state");
+            assertThat(api.get("/api/v1/datasets/" + ds + "/replicas/history?limit=10000").json().isArray()).isTrue();
+            assertFieldProblem(api.get("/api/v1/datasets/nosuch-" + tag + "/replicas/history"), 404, "dataset", "no dataset");
+            assertFieldProblem(api.get("/api/v1/datasets/" + ds + "/replicas/history?site=NOSUCH-" + tag), 404, "site", "no site");
+            assertFieldProblem(api.get("/api/v1/datasets/" + ds + "/replicas/history?limit=0"), 400, "limit", "from 1 to 10000");
+            assertFieldProblem(api.get("/api/v1/datasets/" + ds + "/replicas/history?limit=10001"), 400, "limit", "from 1 to 10000");
             assertThat(api.post("/api/v1/datasets/" + ds + "/replicas/retry", null).json().get("retried").intValue()).isZero();
             assertFieldProblem(api.post("/api/v1/datasets/nosuch-" + tag + "/replicas/retry", null), 404, "dataset", "no dataset");
             assertFieldProblem(api.post("/api/v1/datasets/" + ds + "/replicas/retry?site=NOSUCH-" + tag, null), 404, "site", "no site");

@@ -606,6 +606,58 @@ class ReplicationPassIT {
     }
 
     /**
+     * A replica's retried errors are kept in its history (they were only logged): one that fails twice and is then
+     * made shows its three attempts, each with its error, newest first; events older than history-keep are pruned.
+     */
+    @Test
+    void aReplicaThatFailsTwiceThenSucceedsShowsItsThreeAttemptsWithTheirErrors() throws Exception {
+        site("O-" + tag);
+        site("H-" + tag);
+        String ds = "history-" + tag, at = "H-" + tag;
+        String file = dataset(ds, 1, "O-" + tag).getFirst();
+        rule(ds, at);
+        for (String error : List.of("permission denied", "connection reset")) {
+            assertThat(passUntil(40, () -> inState(ds, at, "transferring") == 1)).isTrue();
+            jdbc.update("UPDATE transfer_job SET state = 'failed', last_error = ?, finished_at = now() WHERE id = ?", error,
+                    replicas(ds, at).getFirst().get("transfer_job_id"));
+            engine.sweepAtNextPass();
+            engine.pass();
+            assertThat(inState(ds, at, "pending")).isEqualTo(1);
+            jdbc.update("UPDATE replica SET next_attempt_at = NULL WHERE state = 'pending'"); // its backoff over
+        }
+        assertThat(passUntil(40, () -> inState(ds, at, "transferring") == 1)).isTrue();
+        jdbc.update("UPDATE transfer_job SET state = 'done', dest_adler32 = 10, finished_at = now() WHERE id = ?",
+                replicas(ds, at).getFirst().get("transfer_job_id"));
+        engine.sweepAtNextPass();
+        engine.pass();
+        assertThat(inState(ds, at, "verified")).isEqualTo(1);
+
+        List<ReplicationRules.ReplicaEvent> history = rules.history(ds, at, file, 100);
+        assertThat(history).extracting(e -> e.from() + " -> " + e.to(), ReplicationRules.ReplicaEvent::attempts)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("transferring -> verified", 2),
+                        org.assertj.core.groups.Tuple.tuple("pending -> transferring", 2),
+                        org.assertj.core.groups.Tuple.tuple("transferring -> pending", 2),
+                        org.assertj.core.groups.Tuple.tuple("pending -> transferring", 1),
+                        org.assertj.core.groups.Tuple.tuple("transferring -> pending", 1),
+                        org.assertj.core.groups.Tuple.tuple("pending -> transferring", 0));
+        assertThat(history).allSatisfy(e -> assertThat(e.file()).isEqualTo(file)).allSatisfy(e -> assertThat(e.site()).isEqualTo(at));
+        assertThat(history.get(2).error()).contains("connection reset");
+        assertThat(history.get(4).error()).contains("permission denied");
+        assertThat(history).filteredOn(e -> "transferring".equals(e.to()) || "verified".equals(e.to()))
+                .allSatisfy(e -> assertThat(e.error()).as("an attempt sent again does not repeat the last error").isNull());
+        assertThat(rules.history(ds, at, file, 2)).extracting(ReplicationRules.ReplicaEvent::id)
+                .containsExactly(history.get(0).id(), history.get(1).id());
+        assertThat(rules.history(ds, "O-" + tag, null, 100)).singleElement()
+                .satisfies(e -> assertThat(e.from() + " -> " + e.to()).isEqualTo("null -> verified"));
+
+        // pruned after history-keep (30 days by default) by the pass
+        jdbc.update("UPDATE replica_event SET at = now() - interval '31 days' WHERE id = ?", history.getLast().id());
+        assertThat(engine.pruneHistory()).isEqualTo(1);
+        assertThat(rules.history(ds, at, null, 100)).hasSize(5).extracting(ReplicationRules.ReplicaEvent::id)
+                .doesNotContain(history.getLast().id());
+    }
+
+    /**
      * A file deleted from the catalog leaves its dataset's completeness at once: the replica rows go with the file,
      * and their triggers, which find the dataset through the file, could not mark it (it waited for the full
      * recompute, ten minutes, showing the file missing meanwhile).

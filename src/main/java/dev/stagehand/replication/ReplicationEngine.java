@@ -170,6 +170,7 @@ public class ReplicationEngine implements SmartLifecycle {
             int[] sent = lead() ? dispatch() : new int[3];
             if (lead()) recomputeStatusInTurn();
             if (lead()) reap(); // after: its deletions at the sites take time, and what they change is counted next pass
+            if (lead()) pruneHistoryInTurn();
             return new PassReport(true, applied, tracked[0], tracked[1], sent[0], sent[1], sent[2]);
         } finally {
             passLock.unlock();
@@ -903,6 +904,23 @@ public class ReplicationEngine implements SmartLifecycle {
                        next_attempt_at = now() + make_interval(secs => least(3600, ? * power(2, least(r.attempts, 12))))
                  WHERE file_id = ? AND site_id = ? AND state = 'pending'""",
                 props.maxAttempts(), reason, props.retryBackoff().toMillis() / 1000.0, p.file(), p.site());
+    }
+
+    /** How often the pass deletes the replica events older than {@code history-keep}. */
+    static final Duration PRUNE_HISTORY_EVERY = Duration.ofMinutes(10);
+    private volatile long lastHistoryPrune = Long.MIN_VALUE;
+
+    private void pruneHistoryInTurn() {
+        long now = System.nanoTime();
+        if (lastHistoryPrune != Long.MIN_VALUE && now - lastHistoryPrune < PRUNE_HISTORY_EVERY.toNanos()) return;
+        lastHistoryPrune = now;
+        pruneHistory();
+    }
+
+    /** Deletes the replica events (V61) older than {@code history-keep}; returns how many. */
+    public int pruneHistory() {
+        return jdbc.update("DELETE FROM replica_event WHERE at < now() - make_interval(secs => ?)",
+                props.historyKeep().toMillis() / 1000.0);
     }
 
     /** A full recompute now and then, as a safety net for marks a trigger could not make (a file deleted whole). */

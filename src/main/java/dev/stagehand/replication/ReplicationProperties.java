@@ -17,18 +17,23 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param owner         owner of the recall requests replication submits for copies that come from tape
  * @param schedule      cron-scheduled rules (Quartz)
  * @param deletion      deleting the copies no rule wants any more
+ * @param historyKeep   how long replica events (each replica's state changes and failed attempts, with their errors)
+ *                      are kept; the engine's pass deletes older ones
  */
 @ConfigurationProperties("stagehand.replication")
 public record ReplicationProperties(@DefaultValue("true") boolean enabled, @DefaultValue("2s") Duration passInterval,
                                     @DefaultValue("1h") Duration stuckAfter, @DefaultValue("5") int maxAttempts,
                                     @DefaultValue("30s") Duration retryBackoff, @DefaultValue("2000") int dispatchBatch,
                                     @DefaultValue("") String homeSite, @DefaultValue("replication") String owner,
-                                    @DefaultValue Schedule schedule, @DefaultValue Deletion deletion) {
+                                    @DefaultValue Schedule schedule, @DefaultValue Deletion deletion,
+                                    @DefaultValue("30d") Duration historyKeep) {
 
     public ReplicationProperties {
         if (deletion.grace().isNegative())
             throw new IllegalArgumentException("stagehand.replication.deletion.grace must not be negative");
         if (deletion.batch() < 1) throw new IllegalArgumentException("stagehand.replication.deletion.batch must be at least 1");
+        if (historyKeep.isNegative() || historyKeep.isZero())
+            throw new IllegalArgumentException("stagehand.replication.history-keep must be positive");
     }
 
     /**

@@ -391,6 +391,31 @@ public class ReplicationRules {
     }
 
     /**
+     * A change of a replica (V61): its state {@code from} (null: it was made) {@code to} (null: it was removed), its
+     * attempts after it, and the error that change recorded (a failed attempt's, a declaration's), if any.
+     */
+    public record ReplicaEvent(long id, String file, String site, Instant at, String from, String to, Integer attempts,
+                               String error) {}
+
+    /**
+     * The events of a dataset's replicas, optionally at one site and of one file, newest first, at most {@code limit}.
+     * Kept for {@code history-keep}.
+     */
+    public List<ReplicaEvent> history(String dataset, String site, String file, int limit) {
+        requireDataset(dataset);
+        if (site != null) siteId(site);
+        return jdbc.query("""
+                SELECT e.*, f.name AS file, s.name AS site FROM replica_event e
+                  JOIN file f ON f.id = e.file_id JOIN site s ON s.id = e.site_id
+                 WHERE e.dataset_id = (SELECT id FROM dataset WHERE name = ?)
+                   AND (?::text IS NULL OR s.name = ?) AND (?::text IS NULL OR f.name = ?)
+                 ORDER BY e.id DESC LIMIT ?""",
+                (rs, i) -> new ReplicaEvent(rs.getLong("id"), rs.getString("file"), rs.getString("site"), instant(rs.getTimestamp("at")),
+                        rs.getString("from_state"), rs.getString("to_state"), (Integer) rs.getObject("attempts"), rs.getString("error")),
+                dataset, site, site, file, file, limit);
+    }
+
+    /**
      * Records that {@code files} already exist at {@code site} (e.g. the experiment's own storage), as verified
      * replicas: sources for copies elsewhere. Returns how many were recorded; unknown file names are an error.
      */
@@ -463,7 +488,8 @@ public class ReplicationRules {
     /**
      * Puts failed replicas (of a dataset, optionally at one site) back to pending with fresh attempts. Their last error
      * goes: it was the failure of the attempts given up, and kept on a replica queued again it showed as why the copy
-     * is not made (the replicas list, the datasets page's "why"). The errors retried are logged, the only history.
+     * is not made (the replicas list, the datasets page's "why"). The errors retried are logged; each stays in the
+     * replica's history (its events, V61).
      */
     public int retryFailed(String dataset, String site) {
         requireDataset(dataset);

@@ -188,6 +188,23 @@ public class ReplicationController {
         return rules.replicas(name, site, state, offset, limit);
     }
 
+    static final int DEFAULT_HISTORY = 100, MAX_HISTORY = 10_000;
+
+    /**
+     * The history of a dataset's replicas (optionally at one site, of one file), newest first, at most {@code limit}:
+     * each state change and failed attempt, with its error. Kept for {@code stagehand.replication.history-keep}.
+     */
+    @GetMapping("/datasets/{name}/replicas/history")
+    public List<ReplicationRules.ReplicaEvent> history(@PathVariable String name, @RequestParam(required = false) String site,
+                                                       @RequestParam(required = false) String file,
+                                                       @RequestParam(required = false) String limit) {
+        int size = BadInput.intParam("limit", limit, DEFAULT_HISTORY, 1, MAX_HISTORY);
+        BadInput.noNul("site", site);
+        BadInput.noNul("file", file);
+        visible(name);
+        return rules.history(name, site, file, size);
+    }
+
     /**
      * {@code {"files": [...], "reason": "lost"|"bad: ..."}}: those replicas are made again (from another site or tape); one
      * on its way from tape is left to arrive and answered in {@code underway}.
