@@ -21,4 +21,19 @@ class ReplicationPropertiesTest {
             assertThat(schedule(known).timeZone()).isEqualTo(known);
         }
     }
+
+    @Test
+    void theReplicaHistoryIsKeptThirtyDaysByDefaultAndAKeepOfNothingIsRefused() {
+        var bound = new org.springframework.boot.context.properties.bind.Binder(
+                new org.springframework.boot.context.properties.source.MapConfigurationPropertySource(java.util.Map.of()))
+                .bindOrCreate("stagehand.replication", ReplicationProperties.class);
+        assertThat(bound.historyKeep()).isEqualTo(Duration.ofDays(30));
+        for (String keep : new String[] {"0s", "-1d"}) {
+            assertThatThrownBy(() -> new org.springframework.boot.context.properties.bind.Binder(
+                    new org.springframework.boot.context.properties.source.MapConfigurationPropertySource(
+                            java.util.Map.of("stagehand.replication.history-keep", keep)))
+                    .bindOrCreate("stagehand.replication", ReplicationProperties.class))
+                    .hasStackTraceContaining("stagehand.replication.history-keep must be positive");
+        }
+    }
 }
