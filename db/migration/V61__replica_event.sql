@@ -1,8 +1,8 @@
 -- A replica's history (module replication): each change of its state, and each failed attempt (the retries a
 -- replica makes before it is done or failed for good), with the error of that change. Retried errors were only
 -- logged. Written by triggers, as the completeness marks (V19) are: every statement that changes a replica,
--- whoever makes it, records the change in its own transaction. Row triggers with WHEN: a pass moving a waiting
--- replica's next look (most updates) records nothing and calls nothing. A pending replica made by a rule is not
+-- whoever makes it, records the change in its own transaction. Row triggers with WHEN for updates: a pass moving a
+-- waiting replica's next look (most updates) records nothing and calls nothing. A pending replica made by a rule is not
 -- an event (10^5 at a rule's first pass); one registered as already at a site is. The engine's pass deletes
 -- events older than stagehand.replication.history-keep. No foreign keys: the history of a replica outlives it.
 CREATE TABLE replica_event (
@@ -21,12 +21,7 @@ CREATE INDEX replica_event_at ON replica_event (at);
 
 CREATE FUNCTION record_replica_event() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO replica_event (file_id, site_id, dataset_id, from_state, to_state, attempts, error)
-        VALUES (NEW.file_id, NEW.site_id, (SELECT dataset_id FROM file WHERE id = NEW.file_id), NULL, NEW.state,
-                NEW.attempts, NEW.last_error);
-        RETURN NULL;
-    ELSIF TG_OP = 'DELETE' THEN
+    IF TG_OP = 'DELETE' THEN
         INSERT INTO replica_event (file_id, site_id, dataset_id, from_state, to_state, attempts, error)
         VALUES (OLD.file_id, OLD.site_id, (SELECT dataset_id FROM file WHERE id = OLD.file_id), OLD.state, NULL,
                 OLD.attempts, NULL);
@@ -40,8 +35,18 @@ BEGIN
     RETURN NULL;
 END $$;
 
-CREATE TRIGGER replica_event_inserted AFTER INSERT ON replica FOR EACH ROW
-    WHEN (NEW.state <> 'pending') EXECUTE FUNCTION record_replica_event();
+-- replicas registered (10^6 at once, say) by one statement, each recorded by one: a row trigger was a call per row
+CREATE FUNCTION record_replicas_made() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO replica_event (file_id, site_id, dataset_id, from_state, to_state, attempts, error)
+    SELECT n.file_id, n.site_id, f.dataset_id, NULL, n.state, n.attempts, n.last_error
+      FROM new_rows n LEFT JOIN file f ON f.id = n.file_id
+     WHERE n.state <> 'pending';
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER replica_event_inserted AFTER INSERT ON replica REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION record_replicas_made();
 CREATE TRIGGER replica_event_updated AFTER UPDATE ON replica FOR EACH ROW
     WHEN (OLD.state IS DISTINCT FROM NEW.state OR NEW.attempts > OLD.attempts) EXECUTE FUNCTION record_replica_event();
 -- a copy deleted at its site (the reaper); not the rows a file or site deleted whole takes with it
