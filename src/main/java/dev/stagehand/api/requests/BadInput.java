@@ -29,14 +29,7 @@ public final class BadInput extends RuntimeException {
 
     /** A whole-number query parameter from {@code min} to {@code max}; {@code dflt} when absent; else refused naming it. */
     public static int intParam(String name, String value, int dflt, int min, int max) {
-        if (value == null) return dflt;
-        try {
-            int v = Integer.parseInt(value);
-            if (v >= min && v <= max) return v;
-        } catch (NumberFormatException ignored) {
-            // answered below
-        }
-        throw field(name, "expected an integer from " + min + " to " + max + ", got '" + value + "'");
+        return (int) longParam(name, value, dflt, min, max);
     }
 
     /** A whole-number query parameter (a row id, say) from {@code min} to {@code max}; {@code dflt} when absent; else refused naming it. */
