@@ -151,14 +151,16 @@ public class ReplicationRules {
 
     /**
      * The experiment of each rule's dataset ('' when it has none), by rule id: one query where a list of rules or
-     * schedules is filtered by the caller's experiments (it was one look-up per rule, every 2 s on the console).
+     * schedules is filtered by the caller's experiments (it was one look-up per rule, every 2 s on the console). Of
+     * the rules {@code ids} only: a site's schedules are a few of its rules.
      */
-    public Map<Long, String> experimentByRule() {
+    public Map<Long, String> experimentByRule(java.util.Collection<Long> ids) {
         Map<Long, String> out = new java.util.HashMap<>();
-        jdbc.query("SELECT r.id, coalesce(d.experiment, '') FROM replication_rule r JOIN dataset d ON d.id = r.dataset_id",
+        jdbc.query("SELECT r.id, coalesce(d.experiment, '') FROM replication_rule r JOIN dataset d ON d.id = r.dataset_id"
+                        + " WHERE r.id = ANY(?)",
                 rs -> {
                     out.put(rs.getLong(1), rs.getString(2));
-                });
+                }, (Object) ids.toArray(Long[]::new));
         return out;
     }
 
