@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.platform.ScaledClock;
 import dev.stagehand.recall.RecallProperties;
+import dev.stagehand.tape.DriveRoles;
 import dev.stagehand.tape.DriveState;
 import dev.stagehand.tape.DriveStateStore;
 import dev.stagehand.tape.DriveStatus;
@@ -18,6 +19,8 @@ import dev.stagehand.tape.TapeModel;
 import dev.stagehand.tape.TapeProperties;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -27,6 +30,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.zip.Adler32;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -67,17 +75,19 @@ class SharedLibraryIT {
     /** The physical library's drives, and seconds its mounts take (the robot's exchange; 0: at once). */
     List<String> libraryDrives = List.of("drive01");
     int mountSeconds;
-    /** Mounts under way in the physical library, by any instance, now and at most. */
-    int mountsUnderWay, mostMountsUnderWay;
+    /** Seconds its dismounts take (0: at once). */
+    int dismountSeconds;
+    /** Mounts under way in the physical library, by any instance, now and at most; mounts ended. */
+    int mountsUnderWay, mostMountsUnderWay, mountsEnded;
+    /** Mounts started, by instance. */
+    final Map<String, Integer> mountsStarted = new HashMap<>();
 
     /** One instance's view of the physical library: its events tell the occupancy tracker. */
     TapeLibrary library(String instance, boolean shared) {
         DriveStateStore store = new DriveStateStore(db);
         List<String> base = List.of(DIRLIB.toString(), tmp.resolve("lib").toString());
-        List<String> mount = mountSeconds == 0 ? cmd(base, "mount")
-                : List.of("sh", "-c", "sleep " + mountSeconds + "; exec \"$0\" \"$@\"", DIRLIB.toString(), tmp.resolve("lib").toString(), "mount");
-        TapeProperties.Script cfg = new TapeProperties.Script(mount, cmd(base, "read"), cmd(base, "write"),
-                cmd(base, "dismount"), tmp.resolve("work-" + instance), Duration.ofSeconds(30), Duration.ofSeconds(30),
+        TapeProperties.Script cfg = new TapeProperties.Script(slow(base, "mount", mountSeconds), cmd(base, "read"), cmd(base, "write"),
+                slow(base, "dismount", dismountSeconds), tmp.resolve("work-" + instance), Duration.ofSeconds(30), Duration.ofSeconds(30),
                 Duration.ofSeconds(30), Duration.ofSeconds(30), TapeProperties.WriteChecksum.TRUST_SOURCE);
         LibraryEvents tracker = new LibraryEvents() {
             @Override
@@ -87,6 +97,7 @@ class SharedLibraryIT {
                     if (there != null && !there.equals(instance)) collisions.add(instance + " mounts " + volume + " on " + drive + " holding " + there + "'s cartridge");
                     occupant.put(drive, instance);
                     mostMountsUnderWay = Math.max(mostMountsUnderWay, ++mountsUnderWay);
+                    mountsStarted.merge(instance, 1, Integer::sum);
                 }
             }
 
@@ -94,6 +105,7 @@ class SharedLibraryIT {
             public void mountFinished(String drive, String volume, Instant at, TapeFailure failure) {
                 synchronized (occupant) {
                     mountsUnderWay--;
+                    mountsEnded++;
                 }
                 if (failure != null) mountFailures.add(instance + ": " + failure.getMessage());
             }
@@ -110,7 +122,13 @@ class SharedLibraryIT {
         if (shared) rows = SharedDrives.rowsToRestore(db, libraryName, instance, rows);
         ScriptLibrary script = new ScriptLibrary(new LibraryLayout(libraryName, libraryDrives, 1), cfg,
                 LibraryEvents.all(List.of(store, tracker)), rows);
-        return shared ? new SharedDrives(script, db, store, instance, Duration.ofSeconds(2)) : script;
+        return shared ? new SharedDrives(script, db, tx, store, instance, Duration.ofSeconds(2)) : script;
+    }
+
+    /** dirlib's {@code verb}, taking {@code seconds} first (the robot's exchange). */
+    List<String> slow(List<String> base, String verb, int seconds) {
+        return seconds == 0 ? cmd(base, verb)
+                : List.of("sh", "-c", "sleep " + seconds + "; exec \"$0\" \"$@\"", DIRLIB.toString(), tmp.resolve("lib").toString(), verb);
     }
 
     static List<String> cmd(List<String> base, String verb) {
@@ -250,6 +268,134 @@ class SharedLibraryIT {
         synchronized (occupant) {
             return mountsUnderWay;
         }
+    }
+
+    int mountsEnded() {
+        synchronized (occupant) {
+            return mountsEnded;
+        }
+    }
+
+    int mountsStartedBy(String instance) {
+        synchronized (occupant) {
+            return mountsStarted.getOrDefault(instance, 0);
+        }
+    }
+
+    /**
+     * Two instances on one library of two drives and one accessor (one mount under way per accessor), deciding a
+     * mount at the same instant: both passes are held at their look at the exchanges under way (the test holds
+     * drive_lease locked) and let go together. Looking and noting were two steps, so each saw none under way and
+     * both started a mount. Now the count and the note are one step: one mounts, the other's pass starts none, and a
+     * later pass of either mounts the second volume once the first mount has ended.
+     */
+    @Test
+    void twoInstancesDecidingAMountAtTheSameInstantStartOneBetweenThem() throws Exception {
+        tag = "R" + UUID.randomUUID().toString().substring(0, 6);
+        libraryName = "shared-" + tag;
+        libraryDrives = List.of("drive01", "drive02");
+        mountSeconds = 2;
+        exchangesPerAccessor = 1;
+        List<UUID> requests = catalog();
+        String ia = "a-" + tag, ib = "b-" + tag;
+        // the lease rounds start once the passes are let go: held at the lock, a round would hold the library's
+        // monitor, which the intake needs before it asks for a pass
+        SharedDrives libA = (SharedDrives) library(ia, true), libB = (SharedDrives) library(ib, true);
+        libA.sync();
+        libB.sync();
+        // each instance's scheduler uses a drive of its own: they decide for different drives (on one drive the lease
+        // taken at the mount kept the second off it)
+        RecallService a = service(ia, DriveRoles.restrictTo(libA, List.of("drive01")), Duration.ofSeconds(1)),
+                b = service(ib, DriveRoles.restrictTo(libB, List.of("drive02")), Duration.ofSeconds(1));
+        a.start();
+        b.start();
+        ExecutorService intake = Executors.newFixedThreadPool(2);
+        try {
+            try (Connection gate = jdbc.getDataSource().getConnection()) {
+                gate.setAutoCommit(false);
+                try (Statement st = gate.createStatement()) {
+                    st.execute("LOCK TABLE drive_lease IN ACCESS EXCLUSIVE MODE");
+                }
+                Future<?> pa = intake.submit(a::poll), pb = intake.submit(b::poll);
+                long until = System.nanoTime() + 10_000_000_000L;
+                while (passesLooking() < 2 && System.nanoTime() < until) Thread.sleep(20);
+                int looking = passesLooking();
+                gate.commit();
+                assertThat(looking).as("both passes wait at their look").isEqualTo(2);
+                pa.get(10, TimeUnit.SECONDS);
+                pb.get(10, TimeUnit.SECONDS);
+            }
+            libA.start();
+            libB.start();
+            long until = System.nanoTime() + 20_000_000_000L;
+            while (!allDone(requests) && System.nanoTime() < until) {
+                a.poll();
+                b.poll();
+                Thread.sleep(100);
+            }
+        } finally {
+            intake.shutdownNow();
+            a.stop();
+            b.stop();
+            libA.close();
+            libB.close();
+        }
+        assertThat(mostMountsUnderWay).as("mounts under way at once in the library, both instances'").isEqualTo(1);
+        assertThat(allDone(requests)).as("the second volume mounted after the first (nothing lost)").isTrue();
+        assertThat(mountsEnded()).isEqualTo(2);
+        assertThat(collisions).isEmpty();
+        assertThat(mountFailures).isEmpty();
+    }
+
+    /** Sessions waiting on a lock at a count of the exchanges under way (the schedulers' look). */
+    int passesLooking() {
+        return jdbc.queryForObject("""
+                SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND wait_event_type = 'Lock'
+                   AND query LIKE '%count(*) FROM drive_lease%'""", Integer.class);
+    }
+
+    /**
+     * A dismount moves its cartridge back to its slot with an accessor (the tape model): with one exchange per
+     * accessor, B starts no mount while A is dismounting, though it has work and a free drive, and mounts once A's
+     * dismount has ended. B counted only A's mounts, and mounted at once.
+     */
+    @Test
+    void anInstanceCountsTheDismountsAnotherHasUnderWayAgainstTheAccessors() throws Exception {
+        tag = "U" + UUID.randomUUID().toString().substring(0, 6);
+        libraryName = "shared-" + tag;
+        libraryDrives = List.of("drive01", "drive02");
+        dismountSeconds = 2;
+        exchangesPerAccessor = 1;
+        List<UUID> requests = catalog();
+        String ia = "a-" + tag, ib = "b-" + tag;
+        Files.createDirectories(tmp.resolve("lib/slots/" + tag + "z")); // A's own cartridge, no request's
+        SharedDrives libA = ((SharedDrives) library(ia, true)).start(), libB = ((SharedDrives) library(ib, true)).start();
+        RecallService b = service(ib, libB, Duration.ofSeconds(1));
+        int duringDismount = 0;
+        try {
+            libA.mount("drive01", tag + "z").get(30, TimeUnit.SECONDS);
+            CompletableFuture<Void> out = libA.dismount("drive01");
+            b.start();
+            while (!out.isDone()) {
+                b.poll();
+                Thread.sleep(100);
+                int started = mountsStartedBy(ib);
+                if (!out.isDone()) duringDismount = started; // started while A's dismount was still under way
+            }
+            out.get();
+            long until = System.nanoTime() + 20_000_000_000L;
+            while (!allDone(requests) && System.nanoTime() < until) {
+                b.poll();
+                Thread.sleep(100);
+            }
+        } finally {
+            b.stop();
+            libA.close();
+            libB.close();
+        }
+        assertThat(duringDismount).as("B's mounts started while A's dismount was under way").isZero();
+        assertThat(allDone(requests)).as("B mounts once A's dismount has ended").isTrue();
+        assertThat(mountFailures).isEmpty();
     }
 
     /**

@@ -60,7 +60,8 @@ public record DriveRoles(@DefaultValue("1") int writeDrives) {
             public ReadBatch read(String drive, List<SegmentRead> segments) { return library.read(drive, segments); }
             public boolean readsWithoutTarget() { return library.readsWithoutTarget(); }
             public boolean dropsCancelledReads() { return library.dropsCancelledReads(); }
-            public int mountsUnderWayBesides(Collection<String> drives) { return library.mountsUnderWayBesides(drives); }
+            public int exchangesUnderWayBesides(Collection<String> drives) { return library.exchangesUnderWayBesides(drives); }
+            public boolean reserveMount(String drive, Collection<String> drives, int budget) { return library.reserveMount(drive, drives, budget); }
             public WriteBatch write(String drive, List<FileWrite> files) { return library.write(drive, files); }
             public CompletableFuture<Void> dismount(String drive) { return library.dismount(drive); }
             public void setEnabled(String drive, boolean enabled) { library.setEnabled(drive, enabled); }

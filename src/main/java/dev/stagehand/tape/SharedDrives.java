@@ -17,6 +17,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.transaction.TransactionException;
+import org.springframework.transaction.support.TransactionOperations;
 
 /**
  * One physical library shared by several service instances through the script driver: each instance keeps its
@@ -34,6 +36,7 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
 
     private final ScriptLibrary library;
     private final JdbcClient jdbc;
+    private final TransactionOperations tx;
     private final DriveStateStore rows;
     private final String instance;
     private final Duration lease;
@@ -42,11 +45,15 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
     private final Set<String> mine = new HashSet<>();
     /** Drives another instance holds a live lease on, with its name, as last looked. */
     private final Map<String, String> elsewhere = new HashMap<>();
+    /** Drives with a mount noted by {@link #reserveMount} that {@link #mount} has not started yet. */
+    private final Set<String> reserved = new HashSet<>();
     private ScheduledExecutorService renewer;
 
-    public SharedDrives(ScriptLibrary library, JdbcClient jdbc, DriveStateStore rows, String instance, Duration lease) {
+    public SharedDrives(ScriptLibrary library, JdbcClient jdbc, TransactionOperations tx, DriveStateStore rows,
+            String instance, Duration lease) {
         this.library = library;
         this.jdbc = jdbc;
+        this.tx = tx;
         this.rows = rows;
         this.instance = instance;
         this.lease = lease;
@@ -104,14 +111,20 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
      * cartridge, or a failed or disabled drive) as their rows say. A free empty drive is left to the first mount.
      */
     public synchronized void sync() {
-        // a mount noted under way that has ended (its own clearing did not get through) stops counting
-        String[] mounting = library.drives().stream().filter(s -> s.state() == DriveState.MOUNTING)
-                .map(DriveStatus::drive).toArray(String[]::new);
+        // a mount or dismount noted under way that has ended (its own clearing did not get through) stops counting
+        Set<String> mounting = new HashSet<>(reserved);
+        List<String> unloading = new ArrayList<>();
+        for (DriveStatus s : library.drives()) {
+            if (s.state() == DriveState.MOUNTING) mounting.add(s.drive());
+            if (s.state() == DriveState.UNLOADING) unloading.add(s.drive());
+        }
         Set<String> renewed = new HashSet<>(jdbc.sql("""
                 UPDATE drive_lease SET lease_until = now() + make_interval(secs => ?),
-                       mounting_since = CASE WHEN drive = ANY(?) THEN mounting_since END
+                       mounting_since = CASE WHEN drive = ANY(?) THEN mounting_since END,
+                       dismounting_since = CASE WHEN drive = ANY(?) THEN dismounting_since END
                  WHERE library = ? AND instance = ? RETURNING drive""")
-                .params(lease.toMillis() / 1000.0, mounting, name, instance).query(String.class).list());
+                .params(lease.toMillis() / 1000.0, mounting.toArray(String[]::new), unloading.toArray(String[]::new),
+                        name, instance).query(String.class).list());
         for (String d : new ArrayList<>(mine)) {
             if (!renewed.contains(d)) {
                 // our lease lapsed (a long database outage) and another instance took the drive
@@ -122,7 +135,7 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
         }
         mine.addAll(renewed); // ours from before a restart under the same name
         for (DriveStatus s : library.drives()) {
-            if (mine.contains(s.drive()) && s.state() == DriveState.EMPTY) {
+            if (mine.contains(s.drive()) && s.state() == DriveState.EMPTY && !reserved.contains(s.drive())) {
                 jdbc.sql("DELETE FROM drive_lease WHERE library = ? AND drive = ? AND instance = ?")
                         .params(name, s.drive(), instance).update();
                 mine.remove(s.drive());
@@ -159,7 +172,8 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
                 VALUES (?, ?, ?, now() + make_interval(secs => ?))
                 ON CONFLICT (library, drive) DO UPDATE SET instance = excluded.instance, lease_until = excluded.lease_until,
                        acquired_at = CASE WHEN drive_lease.instance = excluded.instance THEN drive_lease.acquired_at ELSE now() END,
-                       mounting_since = CASE WHEN drive_lease.instance = excluded.instance THEN drive_lease.mounting_since END
+                       mounting_since = CASE WHEN drive_lease.instance = excluded.instance THEN drive_lease.mounting_since END,
+                       dismounting_since = CASE WHEN drive_lease.instance = excluded.instance THEN drive_lease.dismounting_since END
                  WHERE drive_lease.instance = excluded.instance OR drive_lease.lease_until < now()""")
                 .params(name, drive, instance, lease.toMillis() / 1000.0).update() == 1;
     }
@@ -204,6 +218,7 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
     @Override
     public CompletableFuture<Void> mount(String drive, String volume) {
         synchronized (this) { // with sync(): an empty drive of ours is not given up between the claim and the mount
+            reserved.remove(drive);
             String refused = own(drive);
             if (refused != null)
                 return CompletableFuture.failedFuture(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume, refused));
@@ -211,45 +226,83 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
             if (s.state() != DriveState.EMPTY) // its last holder left something in it: the caller sees it next time
                 return CompletableFuture.failedFuture(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume,
                         "drive is " + s.state() + (s.volume() == null ? "" : " with " + s.volume()) + " as its last holder left it"));
-            noteMounting(drive, true);
+            note(MOUNTING, drive, true);
             CompletableFuture<Void> f = library.mount(drive, volume);
-            f.whenComplete((v, e) -> noteMounting(drive, false));
+            f.whenComplete((v, e) -> note(MOUNTING, drive, false));
             return f; // the library's own: cancelling it abandons the mount
         }
     }
 
     /**
-     * Notes in the drive's lease that a mount is under way on it (or no longer): the other instances count it
-     * against the robot's accessors ({@link #mountsUnderWayBesides}). Not noted (the database did not answer), the
-     * mount goes on; a note not cleared is cleared by the next lease round, which sees the drive no longer mounting.
+     * Counts the exchanges under way and notes this mount as one in a single step, under a lock per library that
+     * every instance's reservation takes: two instances looking at the same instant each counted the other's mount
+     * not yet noted, and both started one. The drive's lease is taken first (a refusal is left to {@link #mount}, which
+     * reports it). The note is kept until {@link #mount} follows; not noted (the database did not answer), the mount
+     * goes on, as an unnoted one does there.
      */
-    private void noteMounting(String drive, boolean underWay) {
+    @Override
+    public synchronized boolean reserveMount(String drive, Collection<String> besides, int budget) {
+        if (own(drive) != null) return true;
+        String[] exclude = besides.stream().filter(d -> !d.equals(drive)).toArray(String[]::new);
         try {
-            jdbc.sql("UPDATE drive_lease SET mounting_since = CASE WHEN ? THEN now() END WHERE library = ? AND drive = ? AND instance = ?")
+            boolean got = Boolean.TRUE.equals(tx.execute(status -> {
+                // a statement of its own: the count after it sees the notes committed by whoever held the lock before
+                jdbc.sql("SELECT pg_advisory_xact_lock(hashtext('drive_lease ' || ?))").params(name).query().listOfRows();
+                if (underWay(exclude) >= budget) return false;
+                jdbc.sql("UPDATE drive_lease SET mounting_since = now() WHERE library = ? AND drive = ? AND instance = ?")
+                        .params(name, drive, instance).update();
+                return true;
+            }));
+            if (got) reserved.add(drive);
+            return got;
+        } catch (DataAccessException | TransactionException e) {
+            if (!DatabaseRetry.noteFailure("drive leases", e)) log.warn("library {}: mount on drive {} not reserved", name, drive, e);
+            return true;
+        }
+    }
+
+    private static final String MOUNTING = "mounting_since", DISMOUNTING = "dismounting_since";
+
+    /**
+     * Notes in the drive's lease that a mount or dismount ({@code column}) is under way on it (or no longer): the
+     * other instances count it against the robot's accessors ({@link #exchangesUnderWayBesides}). Not noted (the
+     * database did not answer), the exchange goes on; a note not cleared is cleared by the next lease round, which
+     * sees the drive no longer mounting or unloading.
+     */
+    private void note(String column, String drive, boolean underWay) {
+        try {
+            jdbc.sql("UPDATE drive_lease SET " + column + " = CASE WHEN ? THEN now() END WHERE library = ? AND drive = ? AND instance = ?")
                     .params(underWay, name, drive, instance).update();
         } catch (DataAccessException e) {
             if (!DatabaseRetry.noteFailure("drive leases", e))
-                log.warn("library {}: the mount on drive {} not noted as {} in its lease", name, drive, underWay ? "started" : "ended", e);
+                log.warn("library {}: the {} on drive {} not noted as {} in its lease", name,
+                        column.equals(MOUNTING) ? "mount" : "dismount", drive, underWay ? "started" : "ended", e);
         }
     }
 
     /**
-     * Mounts under way on the library's other drives, this instance's and the other instances' (their leases live):
-     * one library's accessors serve them all. Each instance's scheduler counted only its own, so two together
-     * started twice the exchanges the robot can serve. 0 when the database does not answer (a mount then is
-     * refused anyway: its drive's lease cannot be taken).
+     * Mounts and dismounts under way on the library's other drives, this instance's and the other instances' (their
+     * leases live): one library's accessors serve them all, a dismount's cartridge going back to its slot as a
+     * mount's comes out. Each instance's scheduler counted only its own, so two together started twice the exchanges
+     * the robot can serve. 0 when the database does not answer (a mount then is refused anyway: its drive's lease
+     * cannot be taken).
      */
     @Override
-    public int mountsUnderWayBesides(Collection<String> drives) {
+    public int exchangesUnderWayBesides(Collection<String> drives) {
         try {
-            return jdbc.sql("""
-                    SELECT count(*) FROM drive_lease
-                     WHERE library = ? AND lease_until >= now() AND mounting_since IS NOT NULL AND NOT (drive = ANY(?))""")
-                    .params(name, drives.toArray(String[]::new)).query(Integer.class).single();
+            return underWay(drives.toArray(String[]::new));
         } catch (DataAccessException e) {
-            if (!DatabaseRetry.noteFailure("drive leases", e)) log.warn("library {}: mounts under way not counted", name, e);
+            if (!DatabaseRetry.noteFailure("drive leases", e)) log.warn("library {}: exchanges under way not counted", name, e);
             return 0;
         }
+    }
+
+    private int underWay(String[] besides) {
+        return jdbc.sql("""
+                SELECT count(*) FROM drive_lease
+                 WHERE library = ? AND lease_until >= now() AND (mounting_since IS NOT NULL OR dismounting_since IS NOT NULL)
+                   AND NOT (drive = ANY(?))""")
+                .params(name, besides).query(Integer.class).single();
     }
 
     @Override
@@ -274,7 +327,10 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
 
     @Override
     public CompletableFuture<Void> dismount(String drive) {
-        return library.dismount(drive);
+        note(DISMOUNTING, drive, true);
+        CompletableFuture<Void> f = library.dismount(drive);
+        f.whenComplete((v, e) -> note(DISMOUNTING, drive, false));
+        return f;
     }
 
     /** An operator's action on a drive another instance uses is refused: it is taken there. */

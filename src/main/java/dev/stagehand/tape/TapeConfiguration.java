@@ -11,6 +11,7 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * The tape library bean from {@code stagehand.tape.*}: the simulated library on a scaled, virtual or real
@@ -41,7 +42,7 @@ class TapeConfiguration {
 
     @Bean
     TapeLibrary tapeLibrary(TapeProperties props, SharedDrivesProperties shared, EventClock tapeClock, DriveStateStore store,
-            JdbcClient jdbc, ObjectProvider<LibraryEvents> listeners) {
+            JdbcClient jdbc, TransactionTemplate tx, ObjectProvider<LibraryEvents> listeners) {
         if (shared.enabled() && (props.driver() != TapeProperties.Driver.SCRIPT || !props.persistDrives()))
             throw new IllegalArgumentException("stagehand.tape.shared-drives.enabled needs driver: script and persist-drives:"
                     + " true (instances share a physical library's drives; simulated drives are each instance's own,"
@@ -78,7 +79,7 @@ class TapeConfiguration {
                 ScriptLibrary script = new ScriptLibrary(new LibraryLayout(props.library(), names, props.accessors()),
                         props.script(), events, persisted);
                 // closed with the context (inferred close()): its drive leases are given up
-                yield shared.enabled() ? new SharedDrives(script, jdbc, store, instance, shared.lease()).start() : script;
+                yield shared.enabled() ? new SharedDrives(script, jdbc, tx, store, instance, shared.lease()).start() : script;
             }
         };
     }

@@ -55,13 +55,24 @@ public interface TapeLibrary {
     }
 
     /**
-     * Mounts under way in the library besides those on {@code drives} (the caller's own, which it counts itself):
-     * those of other service instances sharing the library ({@link SharedDrives}, from their drive leases) and of
-     * this instance's other users of it there. They take the same accessors: a scheduler limiting the exchanges it
-     * starts counts them with its own. 0 unless the driver knows.
+     * Mounts and dismounts under way in the library besides those on {@code drives} (the caller's own, which it
+     * counts itself): those of other service instances sharing the library ({@link SharedDrives}, from their drive
+     * leases) and of this instance's other users of it there. They take the same accessors: a scheduler limiting the
+     * exchanges it starts counts them with its own. 0 unless the driver knows.
      */
-    default int mountsUnderWayBesides(Collection<String> drives) {
+    default int exchangesUnderWayBesides(Collection<String> drives) {
         return 0;
+    }
+
+    /**
+     * Takes one of the accessors' exchanges for a mount about to start on {@code drive} ({@link #mount} follows at
+     * once): true, and the mount noted under way, when fewer than {@code budget} are under way besides those on
+     * {@code drives} ({@link #exchangesUnderWayBesides}); the count and the note are one step, so two users of the
+     * library deciding at the same instant do not both take the last one. False: the caller starts no exchange now
+     * and tries again later. True unless the driver knows of other users.
+     */
+    default boolean reserveMount(String drive, Collection<String> drives, int budget) {
+        return true;
     }
 
     /** Appends {@code files} to the volume mounted on {@code drive}, in order (the archive path). */

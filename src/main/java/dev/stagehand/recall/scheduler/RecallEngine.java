@@ -450,12 +450,16 @@ public final class RecallEngine {
         long room = Long.MIN_VALUE;
         Set<String> busy = new HashSet<>();
         Map<String, Integer> inUse = new HashMap<>();
-        List<String> mounting = new ArrayList<>();
+        // drives with an exchange of this engine's under way: it counts its mounts itself, and (as alone on a library)
+        // not its dismounts
+        List<String> exchanging = new ArrayList<>();
+        int mounting = 0;
         boolean canExchange = false;
         for (Drive d : drives.values()) {
             if (d.volume != null) busy.add(d.volume);
             if (d.experiment != null && d.state != DState.EMPTY && d.state != DState.FAILED) inUse.merge(d.experiment, 1, Integer::sum);
-            if (d.state == DState.MOUNTING) mounting.add(d.name);
+            if (d.state == DState.MOUNTING) mounting++;
+            if (d.state == DState.MOUNTING || d.state == DState.UNLOADING) exchanging.add(d.name);
             if (d.state == DState.EMPTY || d.state == DState.IDLE) canExchange = true;
         }
         double tailLine = shortRequestsFirst.recentP95();
@@ -468,10 +472,11 @@ public final class RecallEngine {
         List<Drive> dl = new ArrayList<>(drives.values());
         double[] free = new double[dl.size()], readEnds = new double[dl.size()];
         if (balance && !cands.isEmpty()) forecast.predict(dl, now, free, readEnds);
-        // mounts under way on the library's other drives (other instances sharing it) take the same accessors: asked
-        // once, and only when this pass may start one. Counting its own only, each instance started the whole budget
-        int others = limit == Integer.MAX_VALUE || !canExchange || cands.isEmpty() ? 0 : library.mountsUnderWayBesides(mounting);
-        int started = mounting.size();
+        // mounts and dismounts under way on the library's other drives (other instances sharing it) take the same
+        // accessors: asked once, and only when this pass may start one. Counting its own only, each instance started
+        // the whole budget
+        int others = limit == Integer.MAX_VALUE || !canExchange || cands.isEmpty() ? 0 : library.exchangesUnderWayBesides(exchanging);
+        int started = mounting;
         for (int i = 0; i < cands.size(); i++) {
             if (started + others >= limit) break;
             Drive empty = firstDrive(DState.EMPTY, null);
@@ -505,12 +510,18 @@ public final class RecallEngine {
                     busy.add(q.label);
                     continue;
                 }
+                // the look above and this mount's note as one step: another instance may have started one since
+                if (limit != Integer.MAX_VALUE && !library.reserveMount(empty.name, exchanging, limit - started)) {
+                    store.releaseVolume(q.label);
+                    break; // the accessors are taken: a later pass tries again
+                }
                 if (room != Long.MAX_VALUE) {
                     promised.put(q.label, needed);
                     room -= needed;
                 }
                 mount(empty, q.label, exp);
                 started++;
+                exchanging.add(empty.name);
                 inUse.merge(exp, 1, Integer::sum);
                 busy.add(q.label);
                 if (balance) {
@@ -529,6 +540,7 @@ public final class RecallEngine {
             if (victim == null) break;
             victims.add(victim);
             dismount(victim);
+            exchanging.add(victim.name);
         }
         return ranked;
     }

@@ -40,6 +40,8 @@ final class FakeLibrary implements TapeLibrary {
     final List<String> dismounts = new ArrayList<>();
     final Set<String> elsewhere = new HashSet<>(); // drives reported ELSEWHERE (used by another instance)
     int maxConcurrentMoves;
+    /** Exchanges another instance sharing the library noted after the engine's look: {@link #reserveMount} counts them. */
+    int exchangesNotedElsewhere;
     private final List<double[]> moves = new ArrayList<>();
 
     FakeLibrary(TestClock clock, int drives, int accessors) {
@@ -51,6 +53,11 @@ final class FakeLibrary implements TapeLibrary {
     }
 
     @Override public LibraryLayout layout() { return layout; }
+
+    @Override
+    public boolean reserveMount(String drive, java.util.Collection<String> drives, int budget) {
+        return exchangesNotedElsewhere < budget;
+    }
 
     @Override
     public List<DriveStatus> drives() {

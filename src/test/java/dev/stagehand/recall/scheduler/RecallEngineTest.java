@@ -162,6 +162,40 @@ class RecallEngineTest {
     }
 
     /**
+     * Another instance sharing the library took the accessors' exchanges between this pass's look (none under way)
+     * and its mount: the mount is not started and the volume's claim is given back; a later pass mounts it once the
+     * accessors have room.
+     */
+    @Test
+    void aMountTheAccessorsHaveNoRoomForAtItsNoteWaitsForALaterPass() {
+        TestClock clock = new TestClock();
+        FakeLibrary library = new FakeLibrary(clock, 2, 1);
+        library.exchangesNotedElsewhere = Integer.MAX_VALUE;
+        List<String> released = new ArrayList<>();
+        QueueStore store = new QueueStore() {
+            @Override public List<FileWork> claim(String volume, List<FileWork> files) { return files; }
+            @Override public void staged(FileWork file, String volume, long adler32, java.nio.file.Path path) { }
+            @Override public void released(FileWork file) { }
+            @Override public void failed(FileWork file) { }
+            @Override public void requestFinished(RequestWork request) { }
+            @Override public void etas(java.util.Collection<RequestWork> requests) { }
+            @Override public void releaseVolume(String volume) { released.add(volume); }
+        };
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
+                store, Staging.NONE, EngineListener.NONE);
+        clock.schedule(Duration.ZERO, () -> engine.submit("r1", Instant.EPOCH, 0, "exp", List.of(file(1, "V1", 0, GB))));
+        clock.run(clock.seconds() + 1000);
+        assertThat(library.mounts).as("no room at the note").isEmpty();
+        assertThat(released).as("the volume's claim given back").containsExactly("V1");
+
+        library.exchangesNotedElsewhere = 0; // that instance's exchanges ended
+        engine.requestPass();
+        clock.run(clock.seconds() + 1000);
+        assertThat(library.mounts).containsExactly("V1");
+        assertThat(engine.model().request("r1").finished()).isTrue();
+    }
+
+    /**
      * An operator disables a drive that is reading (CTA's "down"): its list ends, no new list starts on it though
      * its volume has more work, it is unloaded and out of use; enabled again, it serves the rest.
      */
