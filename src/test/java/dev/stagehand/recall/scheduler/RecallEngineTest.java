@@ -104,15 +104,10 @@ class RecallEngineTest {
     void filesAnotherInstanceClaimedAreHeldAsClaimedElsewhereUntilTheirOutcomeArrives() {
         TestClock clock = new TestClock();
         FakeLibrary library = new FakeLibrary(clock, 1, 1);
-        QueueStore othersHoldFile2 = new QueueStore() { // another instance holds file 2's claim
+        QueueStore othersHoldFile2 = new QuietStore() { // another instance holds file 2's claim
             @Override public List<FileWork> claim(String volume, List<FileWork> files) {
                 return files.stream().filter(f -> f.id() != 2).toList();
             }
-            @Override public void staged(FileWork file, String volume, long adler32, java.nio.file.Path path) { }
-            @Override public void released(FileWork file) { }
-            @Override public void failed(FileWork file) { }
-            @Override public void requestFinished(RequestWork request) { }
-            @Override public void etas(java.util.Collection<RequestWork> requests) { }
         };
         RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
                 othersHoldFile2, Staging.NONE, EngineListener.NONE);
@@ -137,13 +132,7 @@ class RecallEngineTest {
         library.mount("d0", "V1");
         clock.run(100);
         boolean[] heldElsewhere = {true};
-        QueueStore store = new QueueStore() {
-            @Override public List<FileWork> claim(String volume, List<FileWork> files) { return files; }
-            @Override public void staged(FileWork file, String volume, long adler32, java.nio.file.Path path) { }
-            @Override public void released(FileWork file) { }
-            @Override public void failed(FileWork file) { }
-            @Override public void requestFinished(RequestWork request) { }
-            @Override public void etas(java.util.Collection<RequestWork> requests) { }
+        QueueStore store = new QuietStore() {
             @Override public boolean claimVolume(String volume) { return !heldElsewhere[0]; }
         };
         RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
@@ -172,13 +161,7 @@ class RecallEngineTest {
         FakeLibrary library = new FakeLibrary(clock, 2, 1);
         library.exchangesNotedElsewhere = Integer.MAX_VALUE;
         List<String> released = new ArrayList<>();
-        QueueStore store = new QueueStore() {
-            @Override public List<FileWork> claim(String volume, List<FileWork> files) { return files; }
-            @Override public void staged(FileWork file, String volume, long adler32, java.nio.file.Path path) { }
-            @Override public void released(FileWork file) { }
-            @Override public void failed(FileWork file) { }
-            @Override public void requestFinished(RequestWork request) { }
-            @Override public void etas(java.util.Collection<RequestWork> requests) { }
+        QueueStore store = new QuietStore() {
             @Override public void releaseVolume(String volume) { released.add(volume); }
         };
         RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
@@ -934,5 +917,15 @@ class RecallEngineTest {
         h.run();
         assertThat(h.library.mounts).containsExactly("V1");
         assertThat(h.engine.model().request("r1").finished()).isTrue();
+    }
+
+    /** A store that claims every file and keeps nothing; a test overrides what it looks at. */
+    static class QuietStore implements QueueStore {
+        @Override public List<FileWork> claim(String volume, List<FileWork> files) { return files; }
+        @Override public void staged(FileWork file, String volume, long adler32, java.nio.file.Path path) { }
+        @Override public void released(FileWork file) { }
+        @Override public void failed(FileWork file) { }
+        @Override public void requestFinished(RequestWork request) { }
+        @Override public void etas(java.util.Collection<RequestWork> requests) { }
     }
 }
