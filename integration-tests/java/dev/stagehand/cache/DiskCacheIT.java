@@ -968,7 +968,8 @@ class DiskCacheIT {
      * from tape again. Before, the directory kept taking the files (the most free space), each one read from tape again
      * and again, for ever. Now three such copies in a row (a verified one resets the count) take the directory out of
      * service: reservations go to the others; with none left they answer NO_SPACE (staging waits, no tape is read),
-     * and the health check names the reason.
+     * and the health check names the reason. The mark is in the directory's row: a restart keeps it (it cleared it
+     * before, the broken disk taking files again), and an operator's {@link DiskCache#putInService} clears it.
      */
     @Test
     void aDirectoryWhoseCopiesCannotBeForcedToDiskIsTakenOutOfServiceAfterThreeInARow() throws Exception {
@@ -1021,6 +1022,28 @@ class DiskCacheIT {
         var down = health.health();
         assertThat(down.getStatus()).isEqualTo(org.springframework.boot.health.contributor.Status.DOWN);
         assertThat(down.getDetails().get("directories").toString()).contains("taken out of service");
+
+        // a restart does not put a broken disk back in service: the mark is in the directory's row
+        DiskCache restarted = started(new DiskCache(db, tx, props, clock, e -> events.add((CacheChanged) e)));
+        assertThat(restarted.outOfService()).as("after a restart").containsOnlyKeys(d1, d2);
+        assertThat(restarted.reserve(f, 100, "t").outcome()).isEqualTo(Outcome.NO_SPACE);
+        assertThat(restarted.reservableBytes()).isZero();
+        assertThat(restarted.largestReservable()).isZero();
+        assertThat(restarted.usage()).extracting(DirectoryUsage::inService).containsExactly(false, false);
+        assertThat(restarted.usage().getFirst().outOfServiceReason()).contains("could not be forced to disk");
+        assertThat(new CacheHealth(props, DataSize.ofBytes(1), restarted::outOfService).health().getStatus())
+                .isEqualTo(org.springframework.boot.health.contributor.Status.DOWN);
+
+        // an operator puts d2 back once its disk is repaired: reservations go there again
+        int d2Id = restarted.usage().get(1).id();
+        assertThat(restarted.putInService(d2Id, "it-operator")).get().extracting(DiskCache.CacheDirectory::inService).isEqualTo(false);
+        assertThat(restarted.outOfService()).containsOnlyKeys(d1);
+        Reservation back = restarted.reserve(f, 100, "t").reservation();
+        assertThat(back.path()).startsWithRaw(d2);
+        assertThat(restarted.reservableBytes(1000)).isEqualTo(400);
+        assertThat(restarted.putInService(d2Id, "it-operator")).as("already in service").get()
+                .extracting(DiskCache.CacheDirectory::inService).isEqualTo(true);
+        assertThat(restarted.putInService(Integer.MAX_VALUE, "it-operator")).as("no such directory").isEmpty();
     }
 
     @Test

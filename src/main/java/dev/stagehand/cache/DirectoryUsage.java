@@ -1,6 +1,7 @@
 package dev.stagehand.cache;
 
 import java.nio.file.Path;
+import java.time.Instant;
 
 /**
  * Accounting of one cache directory, for the console and metrics.
@@ -15,10 +16,19 @@ import java.nio.file.Path;
  *                        accounting: data outside the cache, a capacity larger than the disk, or other cache
  *                        directories on the same file system holding it). Directories on one file system share
  *                        its free space: their reservable bytes are not to be added up ({@link DiskCache#reservableBytes()} does not)
+ * @param id                 its cache_directory row
+ * @param outOfServiceSince  when it was taken out of service ({@link DiskCache#abortNotForced}); null: in service
+ * @param outOfServiceReason why; null when in service
  */
 public record DirectoryUsage(Path path, long capacityBytes, long usedBytes, long reservedBytes, long pinnedBytes,
                              long evictableBytes, long freeBytes, long cachedFiles, long stagingFiles,
-                             long pinnedFiles, long beyondDiskBytes) {
+                             long pinnedFiles, long beyondDiskBytes, int id, Instant outOfServiceSince,
+                             String outOfServiceReason) {
+
+    /** Whether it takes new copies ({@link DiskCache#putInService} after it was taken out). */
+    public boolean inService() {
+        return outOfServiceSince == null;
+    }
 
     /**
      * Bytes a reservation could get here now: free plus evictable. Free counted as it is, negative when the

@@ -79,10 +79,13 @@ public class DiskCache {
     private volatile Map<Integer, Path> directories = Map.of(); // id -> path, set by start()
     /** Directories that must be mount points (require-mount), checked again before a fan-out subdirectory is made. */
     private final Set<Path> mountPoints = new HashSet<>();
-    /** Per directory, copies not forced to disk since its last verified one ({@link #abortNotForced}). */
+    /**
+     * Per directory, copies not forced to disk since its last verified one ({@link #abortNotForced}). Only in memory,
+     * unlike the out-of-service mark it leads to (cache_directory.out_of_service_since): keeping it in the row would
+     * cost a write at every verified copy, and losing it at a restart only lets a failing disk take up to
+     * {@link #NOT_FORCED_OUT_OF_SERVICE} more copies before it is taken out of service.
+     */
     private final Map<Path, Integer> notForcedInRow = new java.util.concurrent.ConcurrentHashMap<>();
-    /** Directories taken out of service while running, with why: they get no new reservations until a restart. */
-    private final Map<Path, String> outOfService = new java.util.concurrent.ConcurrentHashMap<>();
 
     /**
      * Copies in a row a directory could not force to disk before it is taken out of service: one may be a passing
@@ -232,6 +235,14 @@ public class DiskCache {
             ids.put(id, d.path());
         }
         directories = Map.copyOf(ids);
+        for (CacheDirectory d : directories()) {
+            if (d.outOfServiceSince() != null && ids.containsKey(d.id())) {
+                log.error("cache directory {} (id {}) is out of service since {}: {}. It gets no new reservations until an "
+                        + "operator puts it back in service (POST /api/v1/admin/cache/directories/{}/in-service, or the "
+                        + "console's overview) once its disk is repaired", d.path(), d.id(), d.outOfServiceSince(),
+                        d.outOfServiceReason(), d.id());
+            }
+        }
         int discarded = recover();
         dropMissing();
         reconcile();
@@ -276,7 +287,7 @@ public class DiskCache {
             Map<Long, CacheEntry> live = new HashMap<>(lookupIn(fileIds));
             long largest = dirs.values().stream().mapToLong(d -> d.capacity).max().orElse(0);
             // a directory out of service takes no new copy; a file only it could hold waits (NO_SPACE), not TOO_LARGE
-            List<Dir> inService = dirs.values().stream().filter(d -> !outOfService.containsKey(d.path)).toList();
+            List<Dir> inService = dirs.values().stream().filter(d -> d.outOfService == null).toList();
             Map<Integer, Long> evictable = null; // computed the first time something does not fit
             List<Long> touched = new ArrayList<>();
             List<Long> ids = null;
@@ -405,7 +416,7 @@ public class DiskCache {
         Map<Integer, Long> evictable = new HashMap<>();
         for (int i = 0; i < usage.size(); i++) {
             DirectoryUsage u = usage.get(i);
-            if (outOfService.containsKey(u.path())) continue;
+            if (!u.inService()) continue;
             dirs.add(new Dir(i, u.path(), u.capacityBytes(), u.usedBytes(), u.reservedBytes()));
             evictable.put(i, u.evictableBytes());
         }
@@ -422,10 +433,10 @@ public class DiskCache {
         // free may be negative (a capacity lowered below what is cached, a disk fuller than the accounting): the
         // first bytes evicted there only bring the directory back to its capacity and count for nothing
         List<Dir> dirs = onDisks(db.sql("SELECT id, path, capacity_bytes, used_bytes, reserved_bytes FROM cache_directory "
-                        + "WHERE id = ANY(:ids) ORDER BY id")
+                        + "WHERE id = ANY(:ids) AND out_of_service_since IS NULL ORDER BY id")
                 .param("ids", directories.keySet().toArray(Integer[]::new))
                 .query((rs, n) -> new Dir(rs.getInt(1), Path.of(rs.getString(2)), rs.getLong(3), rs.getLong(4), rs.getLong(5)))
-                .list().stream().filter(d -> !outOfService.containsKey(d.path)).toList());
+                .list());
         long found = reservable(dirs, Map.of());
         if (found >= wanted) return found;
         Map<Integer, Long> want = new LinkedHashMap<>();
@@ -438,8 +449,7 @@ public class DiskCache {
 
     /** The largest single file that could be reserved now (files do not span directories). */
     public long largestReservable() {
-        return usage().stream().filter(u -> !outOfService.containsKey(u.path())).mapToLong(DirectoryUsage::reservableBytes)
-                .max().orElse(0);
+        return usage().stream().filter(DirectoryUsage::inService).mapToLong(DirectoryUsage::reservableBytes).max().orElse(0);
     }
 
     /**
@@ -579,7 +589,8 @@ public class DiskCache {
      * a row (no verified copy between them) the directory is taken out of service: it gets no new reservations, so
      * the files go to the other directories, and when none is left in service reservations answer NO_SPACE (staging
      * waits, the health check is DOWN) instead of every file being read from tape again and again. Its copies stay
-     * readable. It is back in service after a restart (once its disk is repaired).
+     * readable. The mark is in its cache_directory row, for every instance sharing it and across restarts: it is back
+     * in service when an operator says so ({@link #putInService}, once its disk is repaired).
      */
     public boolean abortNotForced(long reservationId, String reason) {
         Reservation r = reservation(reservationId);
@@ -593,24 +604,92 @@ public class DiskCache {
 
     private void notForced(Path dir, String reason) {
         int inRow = notForcedInRow.merge(dir, 1, Integer::sum);
-        if (inRow < NOT_FORCED_OUT_OF_SERVICE || outOfService.containsKey(dir)) {
+        String why = "taken out of service: " + inRow + " staged copies in a row could not be forced to disk (fsync); last: "
+                + reason;
+        // only the first instance to mark it says so: the others (and later failures) find it marked
+        boolean marked = inRow >= NOT_FORCED_OUT_OF_SERVICE && db.sql("""
+                        UPDATE cache_directory SET out_of_service_since = :now, out_of_service_reason = :why, updated_at = now()
+                        WHERE path = :p AND out_of_service_since IS NULL""")
+                .param("now", ts(clock.instant())).param("why", why).param("p", dir.toString()).update() == 1;
+        if (!marked) {
             log.warn("cache directory {}: a staged copy could not be forced to disk ({} in a row): {}", dir, inRow, reason);
             return;
         }
-        String why = "taken out of service: " + inRow + " staged copies in a row could not be forced to disk (fsync); last: "
-                + reason;
-        outOfService.put(dir, why);
-        log.error("cache directory {} {}. It gets no new reservations until the service is restarted (repair or replace its "
-                + "disk first); files are staged into the other directories", dir, why);
-        if (outOfService.keySet().containsAll(directories.values())) {
+        recentUsage.forget();
+        log.error("cache directory {} {}. It gets no new reservations until an operator puts it back in service (repair or "
+                + "replace its disk first); files are staged into the other directories", dir, why);
+        if (outOfService().keySet().containsAll(directories.values())) {
             log.error("no cache directory is in service (every one failed to force staged copies to disk): recalls wait "
-                    + "for cache space and no tape is read until the service is restarted with a working cache disk");
+                    + "for cache space and no tape is read until an operator puts a repaired one back in service");
         }
     }
 
-    /** Directories taken out of service while running (their fsync keeps failing), with why; empty normally. */
+    /** This instance's directories that are out of service (their fsync kept failing), with why; empty normally. */
     public Map<Path, String> outOfService() {
-        return Map.copyOf(outOfService);
+        Map<Path, String> out = new LinkedHashMap<>();
+        db.sql("SELECT path, out_of_service_reason FROM cache_directory WHERE id = ANY(:ids) AND out_of_service_since IS NOT NULL "
+                        + "ORDER BY id")
+                .param("ids", directories.keySet().toArray(Integer[]::new))
+                .query(rs -> {
+                    out.put(Path.of(rs.getString(1)), rs.getString(2));
+                });
+        return out;
+    }
+
+    /**
+     * A cache directory as registered in the database, by any instance.
+     *
+     * @param outOfServiceSince  when it was taken out of service ({@link #abortNotForced}); null: in service
+     * @param outOfServiceReason why; null when in service
+     */
+    public record CacheDirectory(int id, Path path, long capacityBytes, long usedBytes, long reservedBytes,
+                                 Instant outOfServiceSince, String outOfServiceReason) {
+        public boolean inService() {
+            return outOfServiceSince == null;
+        }
+    }
+
+    /** Every cache directory in the database (those of every instance), by id; the rows only, cheap. */
+    public List<CacheDirectory> directories() {
+        return db.sql("SELECT id, path, capacity_bytes, used_bytes, reserved_bytes, out_of_service_since, out_of_service_reason "
+                        + "FROM cache_directory ORDER BY id")
+                .query((rs, n) -> cacheDirectory(rs)).list();
+    }
+
+    private static CacheDirectory cacheDirectory(ResultSet rs) throws SQLException {
+        OffsetDateTime since = rs.getObject("out_of_service_since", OffsetDateTime.class);
+        return new CacheDirectory(rs.getInt("id"), Path.of(rs.getString("path")), rs.getLong("capacity_bytes"),
+                rs.getLong("used_bytes"), rs.getLong("reserved_bytes"), since == null ? null : since.toInstant(),
+                rs.getString("out_of_service_reason"));
+    }
+
+    /**
+     * An operator's action once a directory's disk is repaired: it is in service again (new reservations go there),
+     * for every instance sharing it. Logged at WARN with who did it.
+     *
+     * @param who the operator, for the log
+     * @return the directory as it was before (out of service or not); empty: no directory with this id
+     */
+    public java.util.Optional<CacheDirectory> putInService(int id, String who) {
+        java.util.Optional<CacheDirectory> before = inTransaction(() -> {
+            var row = db.sql("SELECT id, path, capacity_bytes, used_bytes, reserved_bytes, out_of_service_since, "
+                            + "out_of_service_reason FROM cache_directory WHERE id = :id FOR UPDATE")
+                    .param("id", id).query((rs, n) -> cacheDirectory(rs)).optional();
+            if (row.isPresent() && !row.get().inService()) {
+                db.sql("UPDATE cache_directory SET out_of_service_since = NULL, out_of_service_reason = NULL, updated_at = now() "
+                        + "WHERE id = :id").param("id", id).update();
+            }
+            return row;
+        });
+        before.ifPresent(d -> {
+            // its failures before the repair do not count towards taking it out again
+            notForcedInRow.remove(d.path());
+            recentUsage.forget(); // the console shows it in service at once
+            if (d.inService()) log.info("cache directory {} (id {}): {} asked to put it in service; it was", d.path(), id, who);
+            else log.warn("cache directory {} (id {}) put back in service by {} (out of service since {}: {})", d.path(), id,
+                    who, d.outOfServiceSince(), d.outOfServiceReason());
+        });
+        return before;
     }
 
     /**
@@ -944,9 +1023,10 @@ public class DiskCache {
     public List<DirectoryUsage> usage() {
         requireStarted();
         Integer[] ids = directories.keySet().toArray(Integer[]::new);
-        record Row(Dir dir, long pinnedBytes, long evictableBytes, long cached, long staging, long pinned) {}
+        record Row(Dir dir, long pinnedBytes, long evictableBytes, long cached, long staging, long pinned, Instant outSince) {}
         List<Row> rows = db.sql("""
                 SELECT d.id, d.path, d.capacity_bytes, d.used_bytes, d.reserved_bytes,
+                       d.out_of_service_since, d.out_of_service_reason,
                        coalesce(s.pinned_bytes, 0) AS pinned_bytes, coalesce(s.evictable_bytes, 0) AS evictable_bytes,
                        coalesce(s.cached, 0) AS cached, coalesce(s.staging, 0) AS staging, coalesce(s.pinned, 0) AS pinned
                 FROM cache_directory d LEFT JOIN (
@@ -963,9 +1043,14 @@ public class DiskCache {
                     GROUP BY cf.directory_id) s ON s.directory_id = d.id
                 WHERE d.id = ANY(:ids) ORDER BY d.id""")
                 .param("ids", ids).param("now", ts(clock.instant()))
-                .query((rs, n) -> new Row(new Dir(rs.getInt("id"), Path.of(rs.getString("path")), rs.getLong("capacity_bytes"),
-                        rs.getLong("used_bytes"), rs.getLong("reserved_bytes")), rs.getLong("pinned_bytes"),
-                        rs.getLong("evictable_bytes"), rs.getLong("cached"), rs.getLong("staging"), rs.getLong("pinned")))
+                .query((rs, n) -> {
+                    Dir d = new Dir(rs.getInt("id"), Path.of(rs.getString("path")), rs.getLong("capacity_bytes"),
+                            rs.getLong("used_bytes"), rs.getLong("reserved_bytes"));
+                    d.outOfService = rs.getString("out_of_service_reason");
+                    OffsetDateTime since = rs.getObject("out_of_service_since", OffsetDateTime.class);
+                    return new Row(d, rs.getLong("pinned_bytes"), rs.getLong("evictable_bytes"), rs.getLong("cached"),
+                            rs.getLong("staging"), rs.getLong("pinned"), since == null ? null : since.toInstant());
+                })
                 .list();
         onDisks(rows.stream().map(Row::dir).toList());
         List<DirectoryUsage> out = new ArrayList<>(rows.size());
@@ -973,7 +1058,7 @@ public class DiskCache {
             Dir d = r.dir();
             long beyond = Math.max(0, d.capacity - d.used - d.reserved - d.free());
             out.add(new DirectoryUsage(d.path, d.capacity, d.used, d.reserved, r.pinnedBytes(), r.evictableBytes(),
-                    Math.max(0, d.free()), r.cached(), r.staging(), r.pinned(), beyond));
+                    Math.max(0, d.free()), r.cached(), r.staging(), r.pinned(), beyond, d.id, r.outSince(), d.outOfService));
         }
         return out;
     }
@@ -1112,6 +1197,8 @@ public class DiskCache {
         /** Its file system, shared with the other directories on it; null when it cannot be asked (no disk limit). */
         Disk disk;
         boolean changed;
+        /** Why it is out of service (it takes no new copy); null when in service. */
+        String outOfService;
 
         Dir(int id, Path path, long capacity, long used, long reserved) {
             this.id = id;
@@ -1224,12 +1311,14 @@ public class DiskCache {
 
     private Map<Integer, Dir> lockDirectories(Collection<Integer> ids) {
         Map<Integer, Dir> out = new LinkedHashMap<>();
-        db.sql("SELECT id, path, capacity_bytes, used_bytes, reserved_bytes FROM cache_directory WHERE id = ANY(:ids) "
-                        + "ORDER BY id FOR UPDATE")
+        db.sql("SELECT id, path, capacity_bytes, used_bytes, reserved_bytes, out_of_service_reason FROM cache_directory "
+                        + "WHERE id = ANY(:ids) ORDER BY id FOR UPDATE")
                 .param("ids", ids.toArray(Integer[]::new))
                 .query(rs -> {
-                    out.put(rs.getInt("id"), new Dir(rs.getInt("id"), Path.of(rs.getString("path")),
-                            rs.getLong("capacity_bytes"), rs.getLong("used_bytes"), rs.getLong("reserved_bytes")));
+                    Dir d = new Dir(rs.getInt("id"), Path.of(rs.getString("path")),
+                            rs.getLong("capacity_bytes"), rs.getLong("used_bytes"), rs.getLong("reserved_bytes"));
+                    d.outOfService = rs.getString("out_of_service_reason");
+                    out.put(d.id, d);
                 });
         onDisks(out.values());
         return out;

@@ -49,6 +49,11 @@ public final class Throttled<T> {
         return value;
     }
 
+    /** Has the next {@link #get} compute the figure again: it is known to have changed (an operator's action). */
+    public synchronized void forget() {
+        asOf = null;
+    }
+
     /** When the figure {@link #get} returns was computed (null before the first). */
     public synchronized Instant asOf() {
         return asOf;

@@ -34,6 +34,15 @@ class ThrottledTest {
     }
 
     @Test
+    void aForgottenFigureIsComputedAgainAtTheNextRead() {
+        Throttled<Integer> t = new Throttled<>(Duration.ofSeconds(5), computed::incrementAndGet, now::get);
+        assertThat(t.get()).isEqualTo(1);
+        assertThat(t.get()).isEqualTo(1);
+        t.forget();
+        assertThat(t.get()).as("known to have changed: not reused").isEqualTo(2);
+    }
+
+    @Test
     void aFailedComputationKeepsTheLastFigureAndIsTriedAgainAtTheNextRead() {
         boolean[] fail = {false};
         Throttled<Integer> t = new Throttled<>(Duration.ofSeconds(5), () -> {
