@@ -361,6 +361,50 @@ class ConsoleBrowserIT {
         });
     }
 
+    @Autowired
+    dev.stagehand.cache.DiskCache cache;
+
+    /**
+     * A cache directory taken out of service (its staged copies could not be forced to disk) stays so across restarts:
+     * the overview shows it with why, and an admin puts it back with its button, after confirming (the action is
+     * audited).
+     */
+    @Test
+    void anAdminPutsACacheDirectoryBackInServiceFromTheOverview() throws Exception {
+        var dir = cache.usage().getFirst();
+        jdbc.update("UPDATE cache_directory SET out_of_service_since = now(), out_of_service_reason = ? WHERE id = ?",
+                "taken out of service: 3 staged copies in a row could not be forced to disk (fsync); last: EIO", dir.id());
+        try {
+            By row = By.cssSelector("#cache tr[data-dir='" + dir.id() + "']");
+            logIn("admin", "browser-admin-pw");
+            browser.get(url("/console"));
+            WebDriverWait wait = new WebDriverWait(browser, Duration.ofSeconds(10));
+            wait.until(d -> ConsoleBrowser.liveText(d, row).contains("Out of service since"));
+            assertThat(ConsoleBrowser.liveText(browser, row)).contains("could not be forced to disk (fsync); last: EIO");
+            shot("cache-out-of-service");
+            By button = By.cssSelector("#cache tr[data-dir='" + dir.id() + "'] form.in-service button");
+            ConsoleBrowser.liveClick(browser, button);
+            var asked = wait.until(org.openqa.selenium.support.ui.ExpectedConditions.alertIsPresent());
+            assertThat(asked.getText()).contains("Put " + dir.path() + " back in service?");
+            asked.dismiss();
+            assertThat(cache.outOfService()).as("not confirmed: nothing changed").containsKey(dir.path());
+            ConsoleBrowser.liveClick(browser, button);
+            wait.until(org.openqa.selenium.support.ui.ExpectedConditions.alertIsPresent()).accept();
+            wait.until(d -> d.findElements(By.id("flash-message")).size() == 1);
+            assertThat(ConsoleBrowser.liveText(browser, By.id("flash-message")))
+                    .isEqualTo("Cache directory " + dir.path() + " is in service.");
+            assertThat(cache.outOfService()).isEmpty();
+            wait.until(d -> !ConsoleBrowser.liveText(d, row).contains("Out of service"));
+            assertThat(audit.recent(50)).anySatisfy(e -> {
+                assertThat(e.action()).isEqualTo("cache.in-service");
+                assertThat(e.target()).isEqualTo(dir.path().toString());
+                assertThat(e.outcome()).isEqualTo("ok");
+            });
+        } finally {
+            jdbc.update("UPDATE cache_directory SET out_of_service_since = NULL, out_of_service_reason = NULL WHERE id = ?", dir.id());
+        }
+    }
+
     String requestState(String id) {
         return jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?::uuid", String.class, id);
     }

@@ -87,6 +87,26 @@ class ConsoleController {
         return LivePart.view("console/overview", http);
     }
 
+    /**
+     * An admin's action once a cache directory's disk is repaired: it was taken out of service (its staged copies could
+     * not be forced to disk) and stays so, across restarts, until this.
+     */
+    @PostMapping("/cache/directories/{id}/in-service")
+    String cacheDirectoryInService(@PathVariable int id, Principal who, RedirectAttributes flash) {
+        var before = cache.putInService(id, who.getName());
+        if (before.isEmpty()) {
+            audit.record(who.getName(), "cache.in-service", "cache directory " + id, "no such directory", "refused");
+            flash.addFlashAttribute("error", "No cache directory " + id + ".");
+        } else {
+            var d = before.get();
+            String was = d.inService() ? "already in service" : "out of service since " + d.outOfServiceSince() + ": "
+                    + d.outOfServiceReason();
+            audit.record(who.getName(), "cache.in-service", d.path().toString(), was, "ok");
+            flash.addFlashAttribute("message", "Cache directory " + d.path() + " is in service.");
+        }
+        return "redirect:/console";
+    }
+
     // ------------------------------------------------------------------------------------------ timeline
 
     @GetMapping({"/timeline", "/timeline/live"})

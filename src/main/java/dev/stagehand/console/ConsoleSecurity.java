@@ -52,7 +52,7 @@ class ConsoleSecurity {
                 .authorizeHttpRequests(a -> a
                         .requestMatchers("/console/login", "/console/assets/**").permitAll()
                         .requestMatchers("/console/audit", "/console/audit/**").hasRole("ADMIN")
-                        .requestMatchers(HttpMethod.POST, "/console/volumes/**", "/console/drives/**").hasRole("ADMIN")
+                        .requestMatchers(HttpMethod.POST, "/console/volumes/**", "/console/drives/**", "/console/cache/**").hasRole("ADMIN")
                         // the site's pages: only for users who see every experiment
                         .requestMatchers(HttpMethod.POST, "/console/transfers/**", "/console/archive/**").access(AuthorizationManagers.allOf(
                                 AuthorityAuthorizationManager.hasRole("OPERATOR"), AuthorityAuthorizationManager.hasAuthority(ConsoleUser.SITE_WIDE)))
