@@ -58,6 +58,14 @@ final class Failures {
         return Kind.PROTOCOL;
     }
 
+    /** The failed read of a put's local file in {@code t}'s causes (null: none; the failure is elsewhere). */
+    static LocalReadException localRead(Throwable t) {
+        for (Throwable c : chain(t)) {
+            if (c instanceof LocalReadException l) return l;
+        }
+        return null;
+    }
+
     /** "530 Login incorrect" at the start of a message, or after jglobus's "Unexpected reply: ". */
     private static final Pattern QUOTED_REPLY = Pattern.compile("^(?:.*?Unexpected reply: )?([1-5]\\d\\d)[ -]([\\s\\S]*)");
 

@@ -45,6 +45,9 @@ final class GridFtpSession implements AutoCloseable {
         return direct;
     }
 
+    /** Tests only: puts go through jglobus (as they do with GSI and DCAU) though the server is plain FTP. */
+    static volatile boolean jglobusPuts;
+
     static GridFtpSession open(Endpoint.HostPort host, boolean gsi, GSSCredential credential, MoverSettings s)
             throws Exception {
         // Set-up has no watchdog attempt to report progress to, so the control socket itself times out: jglobus
@@ -75,7 +78,7 @@ final class GridFtpSession implements AutoCloseable {
             c.setOptions(new RetrieveOptions(s.parallelism()));
             // without DCAU the data channels are plain TCP: puts use Stagehand's own MODE E sender (channels and
             // writer threads kept with the session); with DCAU they go through jglobus, which speaks GSI on them
-            boolean direct = !gsi || s.dataChannelAuth().equals("NONE");
+            boolean direct = (!gsi || s.dataChannelAuth().equals("NONE")) && !jglobusPuts;
             c.controlTimeout(0); // a long put may bring no reply for a while: the stall watchdog decides
             return new GridFtpSession(host, c, direct, s);
         } catch (Exception e) {
@@ -329,8 +332,13 @@ final class GridFtpSession implements AutoCloseable {
             for (long done = 0; done < n; ) {
                 block.clear();
                 block.limit((int) Math.min(block.capacity(), n - done));
-                int r = file.read(block, start + at + done);
-                if (r < 0) throw new IOException("file shrank while sending (at offset " + (start + at + done) + ")");
+                int r;
+                try {
+                    r = file.read(block, start + at + done);
+                } catch (IOException e) {
+                    throw LocalReadException.of(e); // the local file's, not the data channel's
+                }
+                if (r < 0) throw LocalReadException.shrank("sending", start + at + done);
                 block.flip();
                 if (sum != null) {
                     sum.update(block);

@@ -339,7 +339,7 @@ final class Link {
                     p.adler32 = null;
                     p.serverVerified = false;
                     if (s.direct()) {
-                        try (var file = java.nio.channels.FileChannel.open(job.local)) {
+                        try (var file = LocalReadException.open(job.local)) {
                             Long expected = null;
                             boolean sumHere = false;
                             if (serverVerifies) {
@@ -370,21 +370,22 @@ final class Link {
                                 expected = adler32(job.local, a);
                             }
                             MarkerProgress markers = new MarkerProgress();
-                            s.verifiedPut(path, src, marker -> {
+                            long sum = expected;
+                            reading(src, () -> s.verifiedPut(path, src, marker -> {
                                 if (markers.advanced(marker)) a.progress();
-                            }, expected);
+                            }, sum));
                             p.serverVerified = true;
                             p.adler32 = expected;
                         } else {
                             MarkerProgress markers = new MarkerProgress();
-                            s.put(path, p.offset + skip, whole, src, marker -> {
+                            reading(src, () -> s.put(path, p.offset + skip, whole, src, marker -> {
                                 if (markers.advanced(marker)) a.progress();
                                 if (marker instanceof org.globus.ftp.GridFTPRestartMarker m) p.written(m, skip, writer);
-                            });
+                            }));
                             if (streamSum) {
                                 Long rest = src.adler32();
                                 if (rest != null && skip > 0) {
-                                    try (var file = java.nio.channels.FileChannel.open(job.local)) {
+                                    try (var file = LocalReadException.open(job.local)) {
                                         rest = combine(adler32(file, p.offset, skip, a), rest, p.length - skip);
                                     }
                                 }
@@ -449,8 +450,17 @@ final class Link {
                         : String.valueOf(host);
                 if (failure instanceof SourceException) host = null;
                 Throwable cause = failure instanceof HostException || failure instanceof SourceException ? failure.getCause() : failure;
+                LocalReadException local = job.local != null ? Failures.localRead(e) : null;
                 TransferFailure f;
-                if (cause instanceof TransferFailure tf) f = tf;
+                if (local != null) {
+                    // the local file could not be read for the put (cut short while sent, a disk error): the source's,
+                    // named as such (a recall reads it from tape again), not the destination host's: it stays in
+                    // rotation, and the link's success rate is not lowered. Before, it was a retried PROTOCOL
+                    // failure on the destination host.
+                    f = new TransferFailure(Kind.BAD_REQUEST, "cannot read local file " + job.local + ": "
+                            + local.getMessage(), p.attempts, local);
+                    host = null;
+                } else if (cause instanceof TransferFailure tf) f = tf;
                 else if (cause instanceof ChecksumMismatch) f = new TransferFailure(Kind.CHECKSUM_MISMATCH, cause.getMessage(), p.attempts, cause);
                 else if (a.stalled && from != null && host != null && from.destinationWaitedSince(a.lastProgress)) {
                     // the destination kept reporting, nothing new arriving: the source stopped sending. Not the
@@ -463,7 +473,7 @@ final class Link {
                 else if (job.cancelled) f = new TransferFailure(Kind.CANCELLED, "cancelled", p.attempts, cause);
                 else f = new TransferFailure(Failures.classify(cause), Failures.message(cause) + " (" + at + ")", p.attempts, cause);
                 if (f.kind() == Kind.CONNECTION || f.kind() == Kind.STALL || f.kind() == Kind.TIMEOUT) quarantine(host);
-                windowFailed.incrementAndGet();
+                if (local == null) windowFailed.incrementAndGet();
                 failed(p, f, verifying);
                 return false;
             } finally {
@@ -471,6 +481,26 @@ final class Link {
                 job.running.remove(a);
                 watchdog.unwatch(a);
             }
+        }
+
+        /**
+         * A jglobus put of {@code src}: when reading the local file failed, that is the put's failure. jglobus
+         * passes a data source's exception on only as a reply of its own (text), so the put fails as the
+         * destination's; the source kept the exception.
+         */
+        private static void reading(RangeSource src, Put put) throws Exception {
+            try {
+                put.run();
+            } catch (Exception e) {
+                LocalReadException local = src.failure();
+                if (local == null) throw e;
+                local.addSuppressed(e);
+                throw local;
+            }
+        }
+
+        private interface Put {
+            void run() throws Exception;
         }
 
         /**
@@ -803,7 +833,7 @@ final class Link {
 
     /** The local file's Adler32, read before a put the server is to verify (progress: not a stall). */
     private static long adler32(java.nio.file.Path file, Watchdog.Attempt a) throws java.io.IOException {
-        try (var ch = java.nio.channels.FileChannel.open(file)) {
+        try (var ch = LocalReadException.open(file)) {
             return adler32(ch, 0, ch.size(), a);
         }
     }
@@ -816,8 +846,13 @@ final class Link {
         for (long at = 0; at < length; ) {
             buf.clear();
             buf.limit((int) Math.min(buf.capacity(), length - at));
-            int r = ch.read(buf, offset + at);
-            if (r < 0) throw new java.io.IOException("file shrank while reading its checksum (at offset " + (offset + at) + ")");
+            int r;
+            try {
+                r = ch.read(buf, offset + at);
+            } catch (java.io.IOException e) {
+                throw LocalReadException.of(e);
+            }
+            if (r < 0) throw LocalReadException.shrank("reading its checksum", offset + at);
             buf.flip();
             sum.update(buf);
             at += r;

@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.function.LongConsumer;
 import org.globus.ftp.Buffer;
 import org.globus.ftp.DataSource;
@@ -33,7 +32,7 @@ final class RangeSource implements DataSource, AutoCloseable {
     /** {@code checksum}: keep the Adler32 of the bytes sent (reads are in order, one at a time). */
     RangeSource(Path file, long start, long length, boolean checksum, LongConsumer progress) throws IOException {
         this.sum = checksum ? new java.util.zip.Adler32() : null;
-        this.channel = FileChannel.open(file, StandardOpenOption.READ);
+        this.channel = LocalReadException.open(file);
         this.start = start;
         this.length = length;
         this.progress = progress;
@@ -62,11 +61,28 @@ final class RangeSource implements DataSource, AutoCloseable {
         return whole.getValue();
     }
 
+    /**
+     * The first read of the file that failed ({@link LocalReadException}), kept: jglobus passes a data
+     * source's failure on as a reply of its own (text), and the put's failure would otherwise be the
+     * destination's.
+     */
+    private volatile LocalReadException failure;
+
+    LocalReadException failure() {
+        return failure;
+    }
+
     private void fill(byte[] data, int n, long at) throws IOException {
         ByteBuffer bb = ByteBuffer.wrap(data, 0, n);
-        while (bb.hasRemaining()) {
-            int r = channel.read(bb, start + at + bb.position());
-            if (r < 0) throw new IOException("file shrank while sending (at offset " + (start + at + bb.position()) + ")");
+        try {
+            while (bb.hasRemaining()) {
+                int r = channel.read(bb, start + at + bb.position());
+                if (r < 0) throw LocalReadException.shrank("sending", start + at + bb.position());
+            }
+        } catch (IOException e) {
+            IOException local = LocalReadException.of(e);
+            if (local instanceof LocalReadException l && failure == null) failure = l;
+            throw local;
         }
     }
 

@@ -128,7 +128,7 @@ class GridFtpMoverTest {
                                     if (java.nio.file.Files.isDirectory(local) || java.nio.file.Files.size(local) < size) return;
                                     if (bad.equals("short")) {
                                         try (var ch = java.nio.channels.FileChannel.open(local, java.nio.file.StandardOpenOption.WRITE)) {
-                                            ch.truncate(size / 2);
+                                            ch.truncate((split ? 1 << 20 : size) / 2);
                                         }
                                     } else {
                                         java.nio.file.Files.delete(local);
@@ -154,6 +154,64 @@ class GridFtpMoverTest {
                     }
                 }
             }
+        }
+    }
+
+    /**
+     * The local source is cut short once the attempt has begun (after the look at the destination, before and
+     * while its bytes are sent: a cache copy truncated, a read failing), through Stagehand's own MODE E sender
+     * and through jglobus's (GSI with DCAU), a whole file and one sent as ranges: the copy fails at once as a
+     * bad request naming the local file, not the destination host, which stays in rotation. Before, the read's
+     * end of file was a retried PROTOCOL failure on the destination host (through jglobus, its data channel
+     * thread's error came back as a reply of its own, text only).
+     */
+    @Test
+    void aLocalSourceThatShrinksWhileSentIsTheSourcesFailureNotTheDestinationHosts(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        try {
+            for (boolean jglobus : new boolean[] {false, true}) {
+                GridFtpSession.jglobusPuts = jglobus;
+                for (boolean split : new boolean[] {false, true}) {
+                    String way = (jglobus ? "jglobus" : "direct") + (split ? ", split" : "");
+                    java.nio.file.Path local = dir.resolve("f" + way.hashCode());
+                    int size = split ? 4 << 20 : 64 << 10;
+                    java.nio.file.Files.write(local, new byte[size]);
+                    // one connection: a split file's first range is being sent when the file is cut short (a later
+                    // range's attempt would find it short before the destination is touched)
+                    MoverSettings settings = MoverSettings.defaults().withStreams(1, 1, false)
+                            .withRetry(java.time.Duration.ofSeconds(5), 3, java.time.Duration.ofMillis(20), java.time.Duration.ofSeconds(5))
+                            .withChunking(split ? 1 << 20 : 64L << 20, split ? 1 << 20 : 1L << 40, 0);
+                    try (FakeGridFtpServer d1 = new FakeGridFtpServer(); FakeGridFtpServer d2 = new FakeGridFtpServer();
+                         GridFtpMover mover = new GridFtpMover(settings, null)) {
+                        for (FakeGridFtpServer d : List.of(d1, d2)) {
+                            d.sizeReply = "550 /d/f: No such file or directory."; // nothing there
+                            d.heard = line -> {
+                                // the look at the destination, after the source was checked: cut short from then on
+                                if (!line.toUpperCase(java.util.Locale.ROOT).startsWith("SIZE")) return;
+                                try (var ch = java.nio.channels.FileChannel.open(local, java.nio.file.StandardOpenOption.WRITE)) {
+                                    ch.truncate((split ? 1 << 20 : size) / 2);
+                                } catch (java.io.IOException e) {
+                                    throw new java.io.UncheckedIOException(e);
+                                }
+                            };
+                        }
+                        // the catalog's Adler32 given: the file is read only as it is sent
+                        FileCopy c = new FileCopy("1", local.toUri(), URI.create("ftp://127.0.0.1:" + d1.port() + ",127.0.0.1:"
+                                + d2.port() + "/d/f"), size, 1L, FileCopy.Existing.KEEP, () -> {});
+                        Throwable put = batchFailure(mover.submit(List.of(c)), c);
+                        assertThat(put).as(way).isInstanceOfSatisfying(TransferFailure.class, f -> {
+                            assertThat(f.kind()).as(way).isEqualTo(TransferFailure.Kind.BAD_REQUEST);
+                            assertThat(f.attempts()).as(way).isEqualTo(1);
+                            assertThat(f.getMessage()).as(way).contains("local file " + local, "shrank")
+                                    .doesNotContain("(127.0.0.1:"); // not put on a destination host
+                        });
+                        assertThat(mover.links()).as(way).singleElement().satisfies(l -> assertThat(l.hostsOut()).isEmpty());
+                        assertThat(d1.count("SIZE") + d2.count("SIZE")).as(way).isEqualTo(1);
+                    }
+                }
+            }
+        } finally {
+            GridFtpSession.jglobusPuts = false;
         }
     }
 
