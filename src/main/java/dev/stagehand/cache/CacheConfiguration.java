@@ -45,7 +45,7 @@ class CacheConfiguration {
     /** Health contributor {@code cacheDirectories}: directories writable, file systems not full, in service. */
     @Bean
     CacheHealth cacheDirectoriesHealthIndicator(CacheProperties props, CacheHealthProperties health, DiskCache cache) {
-        return new CacheHealth(props, health.minFree(), cache::outOfService);
+        return new CacheHealth(props, health.minFree(), cache::outOfServiceAsLastRead);
     }
 
     @Bean

@@ -12,8 +12,8 @@ import org.springframework.util.unit.DataSize;
 
 /**
  * Health of the cache directories (contributor {@code cacheDirectories}, part of readiness), from the disk
- * itself and not the database (so a database outage shows as {@code db} only; the out-of-service marks are read
- * from it, the last ones read kept while it cannot be reached): each directory must exist, take
+ * itself and not the database (so a database outage shows as {@code db} only, at once; the out-of-service marks
+ * are the cache's as it last read them from their rows): each directory must exist, take
  * a new file, and its file system must have at least {@code min-free} space left; and the cache must not have taken
  * it out of service (its staged copies could not be forced to disk, {@link DiskCache#abortNotForced}). UP while at least one
  * directory is usable (the others are named in the details); DOWN when none is. A cache whose accounting
@@ -23,10 +23,8 @@ class CacheHealth implements HealthIndicator {
 
     private final CacheProperties props;
     private final DataSize minFree;
-    /** Directories out of service (their cache_directory rows), with why. */
+    /** Directories out of service, with why, as the cache last read them (never the database itself). */
     private final Supplier<Map<Path, String>> outOfService;
-    /** The last answer read: a database outage shows as {@code db}, not as every directory going back in service or DOWN. */
-    private volatile Map<Path, String> lastOutOfService = Map.of();
 
     CacheHealth(CacheProperties props, DataSize minFree) {
         this(props, minFree, Map::of);
@@ -42,12 +40,7 @@ class CacheHealth implements HealthIndicator {
     public Health health() {
         Map<String, Object> dirs = new LinkedHashMap<>();
         int usable = 0;
-        Map<Path, String> out;
-        try {
-            out = lastOutOfService = outOfService.get();
-        } catch (RuntimeException e) {
-            out = lastOutOfService;
-        }
+        Map<Path, String> out = outOfService.get();
         for (CacheProperties.Directory d : props.directories()) {
             Map<String, Object> detail = new LinkedHashMap<>();
             String problem = check(d.path(), detail);

@@ -86,6 +86,12 @@ public class DiskCache {
      * {@link #NOT_FORCED_OUT_OF_SERVICE} more copies before it is taken out of service.
      */
     private final Map<Path, Integer> notForcedInRow = new java.util.concurrent.ConcurrentHashMap<>();
+    /**
+     * This node's directories out of service as the rows last read said ({@link #outOfService}, {@link #usage}), for
+     * the health check: it must not wait on the database (an outage would hold readiness for the pool's connection
+     * timeout, and show as every directory rather than as {@code db}).
+     */
+    private volatile Map<Path, String> outOfServiceAsRead = Map.of();
 
     /**
      * Copies in a row a directory could not force to disk before it is taken out of service: one may be a passing
@@ -235,6 +241,7 @@ public class DiskCache {
             ids.put(id, d.path());
         }
         directories = Map.copyOf(ids);
+        outOfService(); // what the health check shows until the rows are read again
         for (CacheDirectory d : directories()) {
             if (d.outOfServiceSince() != null && ids.containsKey(d.id())) {
                 log.error("cache directory {} (id {}) is out of service since {}: {}. It gets no new reservations until an "
@@ -633,7 +640,13 @@ public class DiskCache {
                 .query(rs -> {
                     out.put(Path.of(rs.getString(1)), rs.getString(2));
                 });
+        outOfServiceAsRead = Map.copyOf(out);
         return out;
+    }
+
+    /** {@link #outOfService} as last read (at start, at each {@link #usage}, at a mark or a put-back): no database. */
+    public Map<Path, String> outOfServiceAsLastRead() {
+        return outOfServiceAsRead;
     }
 
     /**
@@ -685,6 +698,7 @@ public class DiskCache {
             // its failures before the repair do not count towards taking it out again
             notForcedInRow.remove(d.path());
             recentUsage.forget(); // the console shows it in service at once
+            outOfService(); // and the health check
             if (d.inService()) log.info("cache directory {} (id {}): {} asked to put it in service; it was", d.path(), id, who);
             else log.warn("cache directory {} (id {}) put back in service by {} (out of service since {}: {})", d.path(), id,
                     who, d.outOfServiceSince(), d.outOfServiceReason());
@@ -1053,6 +1067,9 @@ public class DiskCache {
                 })
                 .list();
         onDisks(rows.stream().map(Row::dir).toList());
+        Map<Path, String> outOfService = new LinkedHashMap<>();
+        for (Row r : rows) if (r.dir().outOfService != null) outOfService.put(r.dir().path, r.dir().outOfService);
+        outOfServiceAsRead = Map.copyOf(outOfService);
         List<DirectoryUsage> out = new ArrayList<>(rows.size());
         for (Row r : rows) {
             Dir d = r.dir();
