@@ -397,13 +397,23 @@ final class GridFtpSession implements AutoCloseable {
      * be written to it; stalled, this source never answered its RETR/ERET though the destination had answered
      * its STOR/ESTO (a destination silent too keeps the stall its own: a source cannot start sending to a
      * destination that is not there); otherwise this source's control channel failed, or it refused, before the
-     * destination's.
+     * destination's, or the destination refused saying the data connection from this source ended early.
      */
     boolean copyFailedHere(boolean stalled) {
         String pending = client.pending();
         if (pending != null && !pending.equals(StagehandClient.TRANSFER)) return true;
         if (stalled) return pending != null && client.otherAnswered();
+        return client.failedFirst() || client.otherSawDataEnd() != null;
+    }
+
+    /** Whether this source's control channel failed or refused before the destination's, in the last copy. */
+    boolean copyFailedFirstHere() {
         return client.failedFirst();
+    }
+
+    /** After {@link #copyFailedHere}: the destination's refusal saying this source's data ended early, or null. */
+    String destinationSawDataEnd() {
+        return client.otherSawDataEnd();
     }
 
     long adler32(String side, String path) throws Exception {

@@ -443,7 +443,16 @@ final class Link {
                 // connection dropped): the source's, named with its path; the destination host stays in rotation
                 if (from != null && host != null && !verifying && !(e instanceof SourceException)
                         && !(a.stalled && from.destinationWaitedSince(a.lastProgress)) && from.copyFailedHere(a.stalled)) {
-                    failure = new SourceException(from.host, job.source.path(), e);
+                    String dataEnd = from.destinationSawDataEnd();
+                    Throwable why = e;
+                    if (dataEnd != null && !from.copyFailedFirstHere()) {
+                        // the source's data connection closed before the file's end: a connection failure of the
+                        // source, whatever the destination's reply code says
+                        why = new java.io.EOFException("the source's data connection ended before the file's end (destination: "
+                                + dataEnd.strip() + ")");
+                        why.addSuppressed(e);
+                    }
+                    failure = new SourceException(from.host, job.source.path(), why);
                 }
                 // the source's host could not be reached: not the destination host's fault
                 String at = failure instanceof SourceException se ? "source " + se.host + (se.path != null ? " " + se.path : "")

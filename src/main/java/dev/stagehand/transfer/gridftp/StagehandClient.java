@@ -94,6 +94,13 @@ final class StagehandClient extends GridFTPClient {
      */
     private volatile String pending;
     private volatile boolean otherAnswered;
+    /**
+     * The other side (the destination) refused the copy saying its data connection reached end of file before the
+     * file's end (GCT: "an end-of-file was reached"): the sender, this source, closed it. A source killed mid-file
+     * closes its data connection and its control connection at once, and the destination's refusal often arrives
+     * before this side's broken connection is read, so the order of the faults alone put it on the destination.
+     */
+    private volatile String otherSawDataEnd;
     private final java.util.concurrent.atomic.AtomicInteger firstFault = new java.util.concurrent.atomic.AtomicInteger();
     static final String TRANSFER = "transfer";
 
@@ -113,6 +120,11 @@ final class StagehandClient extends GridFTPClient {
         return otherAnswered;
     }
 
+    /** The destination's refusal saying the source's data ended early (see {@link #otherSawDataEnd}), or null. */
+    String otherSawDataEnd() {
+        return otherSawDataEnd;
+    }
+
     /** Whether this side's control channel failed, or its server refused, before the other's did. */
     boolean failedFirst() {
         return firstFault.get() == TransferMonitor.LOCAL;
@@ -121,6 +133,7 @@ final class StagehandClient extends GridFTPClient {
     void newCopy() {
         pending = null;
         otherAnswered = false;
+        otherSawDataEnd = null;
         firstFault.set(0);
     }
 
@@ -164,6 +177,7 @@ final class StagehandClient extends GridFTPClient {
         ownPartDone = false;
         pending = TRANSFER;
         otherAnswered = false;
+        otherSawDataEnd = null;
         firstFault.set(0);
         MarkerListener fromOther = m -> {
             otherHeard = System.nanoTime();
@@ -210,7 +224,10 @@ final class StagehandClient extends GridFTPClient {
             }
             if (side == TransferMonitor.LOCAL) pending = null;
             else otherAnswered = true;
-            if (reply.getCode() >= 400) fault();
+            if (reply.getCode() >= 400) {
+                if (side == TransferMonitor.REMOTE && endOfData(reply.getMessage())) otherSawDataEnd = reply.getCode() + " " + reply.getMessage();
+                fault();
+            }
             return reply;
         }
 
@@ -239,6 +256,12 @@ final class StagehandClient extends GridFTPClient {
         private void fault() {
             firstFault.compareAndSet(0, side);
         }
+    }
+
+    /** GCT's words for a data connection that the sender closed before the file's end. */
+    static boolean endOfData(String replyText) {
+        String t = String.valueOf(replyText).toLowerCase(java.util.Locale.ROOT);
+        return t.contains("an end-of-file was reached") || t.contains("an end of file occurred");
     }
 
     /** Writes one command without waiting (its reply is read with {@link #reply()}). */

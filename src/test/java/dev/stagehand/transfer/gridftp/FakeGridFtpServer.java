@@ -52,6 +52,9 @@ final class FakeGridFtpServer implements AutoCloseable {
     volatile String cksmAlgorithms = "MD5:10;ADLER32:10;SHA1:10;SHA256:11;SHA512:12;";
     /** Told each command as it arrives, before it is answered. */
     volatile java.util.function.Consumer<String> heard = line -> {};
+    /** When set, a STOR is begun and this many milliseconds later refused with {@link #storFailure} instead of 226. */
+    volatile long storFailureAfterMillis;
+    volatile String storFailure;
     /** SIZE's reply (null: "200 ok"). */
     volatile String sizeReply;
     /** Replies the next SCKSs get instead of 200, one each (a server without SCKS, or a busy one). */
@@ -135,6 +138,11 @@ final class FakeGridFtpServer implements AutoCloseable {
                 }
                 case "STOR" -> {
                     reply(out, "150 Begin");
+                    if (storFailure != null) {
+                        Thread.sleep(storFailureAfterMillis);
+                        reply(out, storFailure);
+                        continue;
+                    }
                     while (waitingMarkerMillis > 0) { // until the client goes away (the write then fails)
                         Thread.sleep(waitingMarkerMillis);
                         reply(out, "112-Perf Marker\r\n Timestamp:  " + System.currentTimeMillis() / 1000 + ".0\r\n"

@@ -130,6 +130,30 @@ class ThirdPartyBlameTest {
     }
 
     /**
+     * A source killed mid-file closes its data connection and its control connection at once; the destination's
+     * refusal ("an end-of-file was reached", GCT's words) often arrives before the source's broken control
+     * connection is read. It was put on the destination (a PROTOCOL failure there; MoverFaultsIT flaked on it): the
+     * data connection the sender closed early is the source's, a connection failure.
+     */
+    @Test
+    void aDestinationSayingTheDataEndedEarlyPutsTheCopyOnTheSource() throws Exception {
+        try (FakeGridFtpServer source = new FakeGridFtpServer(); FakeGridFtpServer d1 = new FakeGridFtpServer();
+             FakeGridFtpServer d2 = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(ONCE, null)) {
+            source.dropRetrAfterMillis = 3000;
+            for (FakeGridFtpServer d : List.of(d1, d2)) {
+                d.storFailureAfterMillis = 100;
+                d.storFailure = "451 Command failed. : callback failed. an end-of-file was reached globus_xio: An end of "
+                        + "file occurred End.";
+            }
+            TransferFailure f = failure(source, d1, d2, mover, 1024);
+            assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CONNECTION);
+            assertThat(f.getMessage()).contains("(source 127.0.0.1:" + source.port() + " /s/f.bin)")
+                    .doesNotContain("(127.0.0.1:" + d1.port() + ")", "(127.0.0.1:" + d2.port() + ")");
+            assertThat(mover.links()).singleElement().satisfies(l -> assertThat(l.hostsOut()).isEmpty());
+        }
+    }
+
+    /**
      * The source's control connection broke between two copies (its server process gone, the connection reset):
      * the next copy's RETR cannot be written to it. That is the source's (named, with its path); it was put on
      * the destination host, which left its link's rotation.
