@@ -89,6 +89,15 @@ class ThirdPartyBlameTest {
         return (TransferFailure) t.getCause();
     }
 
+    /** The copy failed as {@code kind}, named on the source and its path, no destination host named or out of rotation. */
+    private static void putOnTheSource(TransferFailure f, TransferFailure.Kind kind, FakeGridFtpServer source,
+                                       FakeGridFtpServer d1, FakeGridFtpServer d2, GridFtpMover mover) {
+        assertThat(f.kind()).isEqualTo(kind);
+        assertThat(f.getMessage()).contains("(source 127.0.0.1:" + source.port() + " /s/f.bin)")
+                .doesNotContain("(127.0.0.1:" + d1.port() + ")", "(127.0.0.1:" + d2.port() + ")");
+        assertThat(mover.links()).singleElement().satisfies(l -> assertThat(l.hostsOut()).isEmpty());
+    }
+
     /**
      * A third-party copy stalls in its set-up, waiting for the source: its PORT, its SIZE (no size in the
      * catalog), or its RETR while the destination had answered its STOR (no marker yet). It was put on the
@@ -121,11 +130,7 @@ class ThirdPartyBlameTest {
              FakeGridFtpServer d2 = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(ONCE, null)) {
             source.dropRetrAfterMillis = 300;
             for (FakeGridFtpServer d : List.of(d1, d2)) d.waitingMarkerMillis = 100;
-            TransferFailure f = failure(source, d1, d2, mover, 1024);
-            assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CONNECTION);
-            assertThat(f.getMessage()).contains("(source 127.0.0.1:" + source.port() + " /s/f.bin)")
-                    .doesNotContain("(127.0.0.1:" + d1.port() + ")", "(127.0.0.1:" + d2.port() + ")");
-            assertThat(mover.links()).singleElement().satisfies(l -> assertThat(l.hostsOut()).isEmpty());
+            putOnTheSource(failure(source, d1, d2, mover, 1024), TransferFailure.Kind.CONNECTION, source, d1, d2, mover);
         }
     }
 
@@ -145,11 +150,7 @@ class ThirdPartyBlameTest {
                 d.storFailure = "451 Command failed. : callback failed. an end-of-file was reached globus_xio: An end of "
                         + "file occurred End.";
             }
-            TransferFailure f = failure(source, d1, d2, mover, 1024);
-            assertThat(f.kind()).isEqualTo(TransferFailure.Kind.CONNECTION);
-            assertThat(f.getMessage()).contains("(source 127.0.0.1:" + source.port() + " /s/f.bin)")
-                    .doesNotContain("(127.0.0.1:" + d1.port() + ")", "(127.0.0.1:" + d2.port() + ")");
-            assertThat(mover.links()).singleElement().satisfies(l -> assertThat(l.hostsOut()).isEmpty());
+            putOnTheSource(failure(source, d1, d2, mover, 1024), TransferFailure.Kind.CONNECTION, source, d1, d2, mover);
         }
     }
 
