@@ -733,7 +733,7 @@ class ReplicationPassIT {
         createdRules.add(rules.create(new NewRule(ds, 2, both, null, null, null, "it")).id());
         createdRules.add(rules.create(new NewRule(ds, 1, both, null, null, "0 0 2 * * ?", "it")).id());
         createdRules.add(rules.create(new NewRule(ds, 1, both, null, null, null, "someone-else")).id());
-        assertThat(rules.list(ds)).hasSize(4);
+        assertThat(rules.list(ds, null, 0, 1000).rules()).hasSize(4);
     }
 
     /**

@@ -168,11 +168,6 @@ public class ReplicationRules {
         return rules("WHERE r.id = ?", id).stream().findFirst();
     }
 
-    /** Rules, of one dataset or (null) all, oldest first. */
-    public List<Rule> list(String dataset) {
-        return dataset == null ? rules("") : rules("WHERE d.name = ?", dataset);
-    }
-
     /** A page of rules: {@code truncated} when there are more than it holds. */
     public record RulePage(List<Rule> rules, boolean truncated) {}
 
