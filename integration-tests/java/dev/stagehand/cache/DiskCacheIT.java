@@ -1046,6 +1046,71 @@ class DiskCacheIT {
         assertThat(restarted.putInService(Integer.MAX_VALUE, "it-operator")).as("no such directory").isEmpty();
     }
 
+    /**
+     * Two instances share a directory whose fsync fails. The count of copies not forced in a row is each instance's
+     * own; the put-back is in the shared row. Before, a put-back restarted the count only on the instance that handled
+     * it: the other, still at 2 from before the repair, took the repaired directory out again at its first failure.
+     * Now every instance counts from the put-back, whichever instance handled it.
+     */
+    @Test
+    void aPutBackRestartsTheNotForcedCountOfEveryInstanceSharingTheDirectory() throws Exception {
+        Path dir = tmp.resolve("shared-fsync");
+        DiskCache a = cache("node-a", dir, 10_000), b = cache("node-b", dir, 10_000);
+        long f = catalogFile(100, null);
+        for (int i = 0; i < 2; i++) notForced(b);
+        for (int i = 0; i < 3; i++) notForced(a);
+        assertThat(b.outOfService()).as("a took it out").containsOnlyKeys(dir);
+
+        assertThat(a.putInService(a.usage().getFirst().id(), "it-operator")).get()
+                .extracting(DiskCache.CacheDirectory::inService).isEqualTo(false);
+        assertThat(b.outOfService()).isEmpty();
+        for (int i = 1; i <= 2; i++) {
+            notForced(b);
+            assertThat(b.outOfService()).as("b's failure %d after the put-back on a", i).isEmpty();
+        }
+        notForced(b);
+        assertThat(b.outOfService()).containsOnlyKeys(dir);
+        assertThat(b.outOfService().get(dir)).contains("3 staged copies in a row");
+        assertThat(b.reserve(f, 100, "t").outcome()).isEqualTo(Outcome.NO_SPACE);
+    }
+
+    /**
+     * The other way round, and taken out by an instance whose count was lower: b has 1 when a takes the directory out,
+     * b's copies under way keep failing while it is out (it is marked once, by a), then the put-back is handled by b.
+     * a, at 3 from before it, must not take it out again at its next failure; b counts from the put-back as well.
+     */
+    @Test
+    void aPutBackOnTheInstanceThatDidNotTakeItOutRestartsTheCountOfTheOneThatDid() throws Exception {
+        Path dir = tmp.resolve("shared-fsync-2");
+        DiskCache a = cache("node-a", dir, 10_000), b = cache("node-b", dir, 10_000);
+        notForced(b);
+        ReserveResult underWay = b.reserve(catalogFile(100, null), 100, "t");
+        for (int i = 0; i < 3; i++) notForced(a);
+        String reason = a.outOfService().get(dir);
+        assertThat(reason).contains("3 staged copies in a row");
+        // a copy b reserved before the mark fails after it: b's second, the directory stays as a marked it
+        assertThat(b.abortNotForced(underWay.reservation().id(), "EIO")).isTrue();
+        assertThat(b.outOfService()).containsEntry(dir, reason);
+
+        assertThat(b.putInService(b.usage().getFirst().id(), "it-operator")).get()
+                .extracting(DiskCache.CacheDirectory::inService).isEqualTo(false);
+        for (int i = 1; i <= 2; i++) {
+            notForced(a);
+            assertThat(a.outOfService()).as("a's failure %d after the put-back on b", i).isEmpty();
+            notForced(b);
+            assertThat(a.outOfService()).as("b's failure %d after the put-back on b", i).isEmpty();
+        }
+        notForced(a);
+        assertThat(a.outOfService()).as("a's third").containsOnlyKeys(dir);
+    }
+
+    /** One copy reserved on {@code cache} and given up because it could not be forced to disk. */
+    void notForced(DiskCache cache) {
+        ReserveResult r = cache.reserve(catalogFile(100, null), 100, "t");
+        assertThat(r.outcome()).isEqualTo(Outcome.RESERVED);
+        assertThat(cache.abortNotForced(r.reservation().id(), "EIO")).isTrue();
+    }
+
     @Test
     void theApplicationsCacheStartsOnItsDefaultDirectoryAndReportsMetrics() {
         Path defaultDir = Path.of("var/cache").toAbsolutePath().normalize();

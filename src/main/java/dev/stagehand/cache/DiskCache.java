@@ -80,12 +80,21 @@ public class DiskCache {
     /** Directories that must be mount points (require-mount), checked again before a fan-out subdirectory is made. */
     private final Set<Path> mountPoints = new HashSet<>();
     /**
-     * Per directory, copies not forced to disk since its last verified one ({@link #abortNotForced}). Only in memory,
+     * Per directory, copies not forced to disk since its last verified one here or its last put-back by any instance
+     * ({@link #abortNotForced}). Only in memory,
      * unlike the out-of-service mark it leads to (cache_directory.out_of_service_since): keeping it in the row would
      * cost a write at every verified copy, and losing it at a restart only lets a failing disk take up to
      * {@link #NOT_FORCED_OUT_OF_SERVICE} more copies before it is taken out of service.
      */
-    private final Map<Path, Integer> notForcedInRow = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<Path, NotForced> notForcedInRow = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * {@code inRow} copies not forced to disk since the directory's put-back {@code generation}
+     * (cache_directory.put_back_generation as read at the failures): a put-back by any instance sharing the directory
+     * makes the next failure here count from 1 again, not only on the instance that handled it.
+     */
+    private record NotForced(int generation, int inRow) {}
+
     /**
      * This node's directories out of service as the rows last read said ({@link #outOfService}, {@link #usage}), for
      * the health check: it must not wait on the database (an outage would hold readiness for the pool's connection
@@ -597,27 +606,41 @@ public class DiskCache {
      * the files go to the other directories, and when none is left in service reservations answer NO_SPACE (staging
      * waits, the health check is DOWN) instead of every file being read from tape again and again. Its copies stay
      * readable. The mark is in its cache_directory row, for every instance sharing it and across restarts: it is back
-     * in service when an operator says so ({@link #putInService}, once its disk is repaired).
+     * in service when an operator says so ({@link #putInService}, once its disk is repaired). The count is each
+     * instance's own; a put-back, by whichever instance, restarts it on all of them (its put_back_generation).
      */
     public boolean abortNotForced(long reservationId, String reason) {
         Reservation r = reservation(reservationId);
         if (r == null) return false;
-        Path dir = db.sql("SELECT d.path FROM cache_directory d JOIN cache_file cf ON cf.directory_id = d.id WHERE cf.id = :c")
-                .param("c", r.copyId()).query(String.class).optional().map(Path::of).orElse(null);
+        record Dir(Path path, int generation) {}
+        // the put-back generation comes with the path this reads anyway: copies that are forced cost no query for it
+        Dir dir = db.sql("SELECT d.path, d.put_back_generation FROM cache_directory d JOIN cache_file cf "
+                        + "ON cf.directory_id = d.id WHERE cf.id = :c")
+                .param("c", r.copyId()).query((rs, n) -> new Dir(Path.of(rs.getString(1)), rs.getInt(2))).optional()
+                .orElse(null);
         boolean done = abort(r, "not forced to disk: " + reason);
-        if (dir != null) notForced(dir, reason);
+        if (dir != null) notForced(dir.path(), dir.generation(), reason);
         return done;
     }
 
-    private void notForced(Path dir, String reason) {
-        int inRow = notForcedInRow.merge(dir, 1, Integer::sum);
+    /** @param generation the directory's put_back_generation, read before the copy was given up */
+    private void notForced(Path dir, int generation, String reason) {
+        NotForced count = notForcedInRow.merge(dir, new NotForced(generation, 1), (before, one) ->
+                before.generation() == generation ? new NotForced(generation, before.inRow() + 1)
+                        // put back since the failures counted (by whichever instance): they were before the repair
+                        : before.generation() < generation ? one
+                        // read before a put-back another failure here has seen already: this one was before it too
+                        : before);
+        int inRow = count.inRow();
         String why = "taken out of service: " + inRow + " staged copies in a row could not be forced to disk (fsync); last: "
                 + reason;
-        // only the first instance to mark it says so: the others (and later failures) find it marked
-        boolean marked = inRow >= NOT_FORCED_OUT_OF_SERVICE && db.sql("""
+        // only the first instance to mark it says so: the others (and later failures) find it marked. Not when it was
+        // put back after the generation read: the failures counted were before the repair
+        boolean marked = count.generation() == generation && inRow >= NOT_FORCED_OUT_OF_SERVICE && db.sql("""
                         UPDATE cache_directory SET out_of_service_since = :now, out_of_service_reason = :why, updated_at = now()
-                        WHERE path = :p AND out_of_service_since IS NULL""")
-                .param("now", ts(clock.instant())).param("why", why).param("p", dir.toString()).update() == 1;
+                        WHERE path = :p AND out_of_service_since IS NULL AND put_back_generation = :g""")
+                .param("now", ts(clock.instant())).param("why", why).param("p", dir.toString()).param("g", generation)
+                .update() == 1;
         if (!marked) {
             log.warn("cache directory {}: a staged copy could not be forced to disk ({} in a row): {}", dir, inRow, reason);
             return;
@@ -678,7 +701,8 @@ public class DiskCache {
 
     /**
      * An operator's action once a directory's disk is repaired: it is in service again (new reservations go there),
-     * for every instance sharing it. Logged at WARN with who did it.
+     * for every instance sharing it, and each of them counts copies not forced to disk from none again. Logged at WARN
+     * with who did it.
      *
      * @param who the operator, for the log
      * @return the directory as it was before (out of service or not); empty: no directory with this id
@@ -688,15 +712,16 @@ public class DiskCache {
             var row = db.sql("SELECT id, path, capacity_bytes, used_bytes, reserved_bytes, out_of_service_since, "
                             + "out_of_service_reason FROM cache_directory WHERE id = :id FOR UPDATE")
                     .param("id", id).query((rs, n) -> cacheDirectory(rs)).optional();
-            if (row.isPresent() && !row.get().inService()) {
-                db.sql("UPDATE cache_directory SET out_of_service_since = NULL, out_of_service_reason = NULL, updated_at = now() "
-                        + "WHERE id = :id").param("id", id).update();
+            // a new generation even when it was in service: the operator says its disk is sound, so the copies not
+            // forced before do not count towards taking it out, on any instance (each compares it at its next failure)
+            if (row.isPresent()) {
+                db.sql("UPDATE cache_directory SET out_of_service_since = NULL, out_of_service_reason = NULL, "
+                        + "put_back_generation = put_back_generation + 1, updated_at = now() WHERE id = :id")
+                        .param("id", id).update();
             }
             return row;
         });
         before.ifPresent(d -> {
-            // its failures before the repair do not count towards taking it out again
-            notForcedInRow.remove(d.path());
             recentUsage.forget(); // the console shows it in service at once
             outOfService(); // and the health check
             if (d.inService()) log.info("cache directory {} (id {}): {} asked to put it in service; it was", d.path(), id, who);

@@ -52,7 +52,8 @@ class CacheController {
     @Operation(summary = "Put a cache directory back in service (admin), once its disk is repaired",
             description = "A directory whose staged copies could not be forced to disk 3 times in a row was taken out of "
                     + "service: it gets no new reservations, across restarts, until this. Answers the directory as it is "
-                    + "now; one already in service is left as it is.")
+                    + "now; one already in service stays so. Either way every instance sharing it counts its copies not "
+                    + "forced to disk from none again.")
     DirectoryView inService(@PathVariable("id") String id) {
         int dir;
         try {
