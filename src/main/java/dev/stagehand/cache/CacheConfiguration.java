@@ -1,6 +1,7 @@
 package dev.stagehand.cache;
 
 import dev.stagehand.platform.EventClock;
+import dev.stagehand.platform.Rounds;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneId;
@@ -92,7 +93,7 @@ class CacheConfiguration {
 
         @Override
         public synchronized void stop() {
-            if (housekeeping != null) housekeeping.shutdownNow();
+            if (housekeeping != null) Rounds.stop(housekeeping, Rounds.STOP_WAIT, "cache housekeeping");
             housekeeping = null;
             cache.stop();
         }

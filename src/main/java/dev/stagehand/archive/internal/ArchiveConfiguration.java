@@ -3,6 +3,7 @@ package dev.stagehand.archive.internal;
 import dev.stagehand.archive.ArchiveProperties;
 import dev.stagehand.archive.EvictionHold;
 import dev.stagehand.platform.InstanceId;
+import dev.stagehand.platform.Rounds;
 import dev.stagehand.tape.DriveRoles;
 import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
@@ -124,7 +125,7 @@ class ArchiveConfiguration {
         public void stop() {
             ScheduledExecutorService ex = rounds;
             rounds = null;
-            if (ex != null) ex.shutdownNow();
+            if (ex != null) Rounds.stop(ex, Rounds.STOP_WAIT, "archive");
         }
 
         @Override
