@@ -43,7 +43,7 @@ class CopyCommandIT {
         if (scratch != null) scratch.close();
     }
 
-    record Run(int exit, String out) {
+    record Run(int exit, String out, String err) {
         /**
          * The one JSON object the command printed, a line of its own. Only that line: the test JVM's other threads
          * share System.out (a cached context's Quartz cluster manager, then on the pool of a context an earlier test
@@ -58,16 +58,21 @@ class CopyCommandIT {
 
     static Run copy(String... args) {
         PrintStream old = System.out;
+        PrintStream oldErr = System.err;
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
-        try (PrintStream capture = new PrintStream(buf, true, StandardCharsets.UTF_8)) {
+        ByteArrayOutputStream errBuf = new ByteArrayOutputStream();
+        try (PrintStream capture = new PrintStream(buf, true, StandardCharsets.UTF_8);
+             PrintStream errCapture = new PrintStream(errBuf, true, StandardCharsets.UTF_8)) {
             System.setOut(capture);
+            System.setErr(errCapture);
             String[] all = new String[args.length + 1];
             all[0] = "copy";
             System.arraycopy(args, 0, all, 1, args.length);
             int exit = Main.run(all);
-            return new Run(exit, buf.toString(StandardCharsets.UTF_8));
+            return new Run(exit, buf.toString(StandardCharsets.UTF_8), errBuf.toString(StandardCharsets.UTF_8));
         } finally {
             System.setOut(old);
+            System.setErr(oldErr);
         }
     }
 
@@ -113,5 +118,54 @@ class CopyCommandIT {
         assertThat(json.get("files").asInt()).isZero();
         assertThat(copy(f.toString(), "http://example.org/x").exit()).isEqualTo(2);
         assertThat(copy(root.resolve("absent").toString(), a.url(root.resolve("dst-a"))).exit()).isEqualTo(2);
+    }
+
+    /**
+     * As the service's transfers (FTS3's default): a file already at the destination is not written over. The same
+     * file (size and ADLER32) is done without sending it; another fails, named, and is left as it is, while the
+     * other files go on; --overwrite writes over it. Before, copy wrote over whatever was there.
+     */
+    @Test
+    void anExistingDestinationFileFailsUnlessTheSameOrOverwrite() throws Exception {
+        Path src = Files.createDirectories(root.resolve("src-existing"));
+        Path dst = root.resolve("dst-existing");
+        GridFtpServer.openUp(dst);
+        Random rnd = new Random(11);
+        byte[] same = new byte[300_000];
+        byte[] mine = new byte[200_000];
+        byte[] theirs = new byte[200_000]; // the same size: only the checksum tells them apart
+        byte[] fresh = new byte[100_000];
+        for (byte[] b : List.of(same, mine, theirs, fresh)) rnd.nextBytes(b);
+        Files.write(src.resolve("same"), same);
+        Files.write(src.resolve("other"), mine);
+        Files.write(src.resolve("new"), fresh);
+        Files.write(dst.resolve("same"), same);
+        Files.write(dst.resolve("other"), theirs);
+        // the server's sessions run as another user: the files put there must be theirs to write over
+        for (String f : List.of("same", "other")) {
+            Files.setPosixFilePermissions(dst.resolve(f), java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+        }
+
+        Run first = copy("--json", src.toString(), a.url(dst));
+        assertThat(first.exit()).as(first.err()).isEqualTo(1);
+        JsonNode json = first.json();
+        assertThat(json.get("failed").asInt()).isEqualTo(1);
+        assertThat(json.get("files").asInt()).as("the new file sent, the same one done unsent").isEqualTo(2);
+        assertThat(json.get("unsent").asInt()).isEqualTo(1);
+        assertThat(json.get("bytes").asLong()).as("only the new file's bytes went").isEqualTo(fresh.length);
+        assertThat(first.err()).contains("FAILED " + src.resolve("other").toUri())
+                .contains(dst.resolve("other").toString()).contains("destination file exists").contains("--overwrite")
+                .doesNotContain("FAILED " + src.resolve("same").toUri()).doesNotContain("FAILED " + src.resolve("new").toUri());
+        assertThat(Files.readAllBytes(dst.resolve("other"))).as("the other file left as it is").isEqualTo(theirs);
+        assertThat(Files.readAllBytes(dst.resolve("new"))).isEqualTo(fresh);
+
+        Run again = copy("--json", "--overwrite", src.toString(), a.url(dst));
+        assertThat(again.exit()).as(again.err()).isZero();
+        JsonNode j2 = again.json();
+        assertThat(j2.get("failed").asInt()).isZero();
+        assertThat(j2.get("files").asInt()).isEqualTo(3);
+        assertThat(j2.get("unsent").asInt()).as("same and new are there already").isEqualTo(2);
+        assertThat(j2.get("bytes").asLong()).isEqualTo(mine.length);
+        assertThat(Files.readAllBytes(dst.resolve("other"))).as("written over").isEqualTo(mine);
     }
 }

@@ -5,6 +5,7 @@ import ch.qos.logback.classic.LoggerContext;
 import ch.qos.logback.classic.encoder.PatternLayoutEncoder;
 import ch.qos.logback.core.ConsoleAppender;
 import dev.stagehand.transfer.CopyBatch;
+import dev.stagehand.transfer.CopyResult;
 import dev.stagehand.transfer.FileCopy;
 import dev.stagehand.transfer.Mover;
 import dev.stagehand.transfer.MoverSettings;
@@ -36,7 +37,9 @@ import picocli.CommandLine.Parameters;
 @Command(name = "copy", mixinStandardHelpOptions = true,
         description = {"Copy local files, directories (their files, not sub-directories) or file lists (@list.txt) to a",
                 "gsiftp:// or ftp:// directory, or GridFTP files to a GridFTP directory (third-party).",
-                "Several destination hosts: gsiftp://a:2811,b:2811/dir (load balanced)."})
+                "Several destination hosts: gsiftp://a:2811,b:2811/dir (load balanced).",
+                "A file already at the destination is not sent when it is the same (size and ADLER32), and fails",
+                "(left as it is) when it is another, unless --overwrite (FTS3's default and its --overwrite)."})
 final class CopyCommand implements Callable<Integer> {
 
     @Parameters(arity = "2..*", paramLabel = "SRC... DEST", description = "sources, then the destination directory URL")
@@ -72,7 +75,11 @@ final class CopyCommand implements Callable<Integer> {
     @Option(names = "--dcau", description = "gsiftp:// data channel authentication: SELF or NONE (default ${DEFAULT-VALUE})")
     String dcau = "SELF";
 
-    @Option(names = "--json", description = "print one JSON object on stdout: files, bytes, seconds, mb_per_s, failed")
+    @Option(names = "--overwrite", description = "write over another file already at the destination (default: that file fails)")
+    boolean overwrite;
+
+    @Option(names = "--json", description = "print one JSON object on stdout: files (done, the unsent included), unsent "
+            + "(the same file was there already), bytes (sent), seconds, mb_per_s, failed")
     boolean json;
 
     @Option(names = "--progress", negatable = true, description = "progress bar on stderr (default: when stderr is a terminal)")
@@ -95,8 +102,10 @@ final class CopyCommand implements Callable<Integer> {
             return 2;
         }
         List<FileCopy> copies = new ArrayList<>();
+        // as the service's transfers (and FTS3): the mover looks at the destination before it first writes there
+        FileCopy.Existing existing = overwrite ? FileCopy.Existing.REPLACE : FileCopy.Existing.KEEP;
         try {
-            for (String src : arguments.subList(0, arguments.size() - 1)) collect(src, destDir, copies);
+            for (String src : arguments.subList(0, arguments.size() - 1)) collect(src, destDir, existing, copies);
         } catch (IllegalArgumentException | IOException e) {
             err.println("copy: " + e.getMessage());
             return 2;
@@ -123,6 +132,7 @@ final class CopyCommand implements Callable<Integer> {
         long start = System.nanoTime();
         int ok = 0;
         int failed = 0;
+        int unsent = 0;
         long bytes = 0;
         try (Mover mover = Movers.gridFtp(settings, listener)) {
             CopyBatch batch = mover.submit(copies);
@@ -137,33 +147,41 @@ final class CopyCommand implements Callable<Integer> {
             if (bar) err.print("\r\033[K");
             for (FileCopy c : copies) {
                 try {
-                    bytes += batch.result(c).get().bytes();
+                    CopyResult r = batch.result(c).get();
                     ok++;
+                    // attempts 0: the same file was there, nothing sent (its bytes would inflate the rate)
+                    if (r.attempts() == 0) unsent++;
+                    else bytes += r.bytes();
                 } catch (ExecutionException e) {
                     failed++;
                     String why = e.getCause() instanceof TransferFailure f ? f.getMessage() : String.valueOf(e.getCause());
+                    if (e.getCause() instanceof TransferFailure f && f.kind() == TransferFailure.Kind.DESTINATION_EXISTS) {
+                        why += " (--overwrite writes over it)";
+                    }
                     err.println("FAILED " + c.source() + ": " + why);
                 }
             }
         }
         double seconds = (System.nanoTime() - start) / 1e9;
         double mbps = bytes / 1e6 / Math.max(seconds, 1e-9);
-        err.printf(Locale.ROOT, "copied %d file(s), %s in %.2f s (%.1f MB/s)%s%n", ok, human(bytes), seconds, mbps,
+        err.printf(Locale.ROOT, "copied %d file(s), %s in %.2f s (%.1f MB/s)%s%s%n", ok - unsent, human(bytes), seconds,
+                mbps, unsent > 0 ? ", " + unsent + " already at the destination (not sent)" : "",
                 failed > 0 ? ", " + failed + " FAILED" : "");
         if (json) {
-            System.out.printf(Locale.ROOT, "{\"files\":%d,\"bytes\":%d,\"seconds\":%.3f,\"mb_per_s\":%.1f,\"failed\":%d}%n",
-                    ok, bytes, seconds, mbps, failed);
+            System.out.printf(Locale.ROOT,
+                    "{\"files\":%d,\"unsent\":%d,\"bytes\":%d,\"seconds\":%.3f,\"mb_per_s\":%.1f,\"failed\":%d}%n",
+                    ok, unsent, bytes, seconds, mbps, failed);
         }
         return failed > 0 ? 1 : 0;
     }
 
-    private void collect(String src, URI destDir, List<FileCopy> out) throws IOException {
+    private void collect(String src, URI destDir, FileCopy.Existing existing, List<FileCopy> out) throws IOException {
         if (src.startsWith("@")) {
             Path list = Path.of(src.substring(1));
             if (!Files.isReadable(list)) throw new IllegalArgumentException("cannot read file list " + list);
             for (String line : Files.readAllLines(list)) {
                 String s = line.strip();
-                if (!s.isEmpty() && !s.startsWith("#")) collect(s, destDir, out);
+                if (!s.isEmpty() && !s.startsWith("#")) collect(s, destDir, existing, out);
             }
             return;
         }
@@ -171,23 +189,24 @@ final class CopyCommand implements Callable<Integer> {
             URI u = URI.create(src);
             String name = Path.of(u.getPath()).getFileName().toString();
             // size unknown before the transfer; third-party copies are checked against the source's CKSM
-            out.add(new FileCopy(src, u, destDir.resolve(name), 0, null));
+            out.add(new FileCopy(src, u, destDir.resolve(name), 0, null, existing, null));
             return;
         }
         Path p = Path.of(src.startsWith("file:") ? URI.create(src).getPath() : src).toAbsolutePath();
         if (Files.isDirectory(p)) {
             try (Stream<Path> files = Files.list(p)) {
-                for (Path f : files.filter(Files::isRegularFile).sorted().toList()) add(f, destDir, out);
+                for (Path f : files.filter(Files::isRegularFile).sorted().toList()) add(f, destDir, existing, out);
             }
         } else if (Files.isRegularFile(p)) {
-            add(p, destDir, out);
+            add(p, destDir, existing, out);
         } else {
             throw new IllegalArgumentException("no such file or directory: " + src);
         }
     }
 
-    private static void add(Path f, URI destDir, List<FileCopy> out) throws IOException {
-        out.add(new FileCopy(f.toString(), f.toUri(), destDir.resolve(f.getFileName().toString()), Files.size(f), null));
+    private static void add(Path f, URI destDir, FileCopy.Existing existing, List<FileCopy> out) throws IOException {
+        out.add(new FileCopy(f.toString(), f.toUri(), destDir.resolve(f.getFileName().toString()), Files.size(f), null,
+                existing, null));
     }
 
     private static void drawBar(PrintStream err, long sent, long total, CopyBatch batch, List<FileCopy> copies, long start) {

@@ -33,7 +33,7 @@ public record FileCopy(String id, URI source, URI destination, long sizeBytes, L
 
     /** What a mover does about a file already at the destination, before it first writes there. */
     public enum Existing {
-        /** Writes over it without looking (a file this transfer began writing itself, to resume; {@code stagehand copy}). */
+        /** Writes over it without looking (a file this transfer began writing itself, to resume). */
         WRITE,
         /**
          * Looks first (SIZE, then CKSM ADLER32): the same file (size and Adler32) is done without sending it, any
