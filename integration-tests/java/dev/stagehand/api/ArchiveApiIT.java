@@ -281,6 +281,10 @@ class ArchiveApiIT {
             assertThat(families(viewerA.get("/api/v1/archive/families/" + dsA + "/volumes"))).containsExactly(dsA);
             assertThat(viewerA.get("/api/v1/archive/families/" + dsB + "/volumes").body())
                     .isEqualTo(viewerA.get("/api/v1/archive/families/none-" + tag + "/volumes").body()).isEqualTo("[]");
+            // a volume's files are those on it now (its one written file is not in the catalog), its written ones beside them
+            tools.jackson.databind.JsonNode volA = viewerA.get("/api/v1/archive/families/" + dsA + "/volumes").json().get(0);
+            assertThat(volA.get("files").asInt()).isZero();
+            assertThat(volA.get("written").asInt()).isEqualTo(1);
             // an admin sees every experiment
             assertThat(families(api.get("/api/v1/archive/volumes"))).contains(dsA, dsB);
             assertThat(api.get("/api/v1/archive/files/" + idB).status()).isEqualTo(200);

@@ -957,10 +957,15 @@ class ArchivePathIT {
         assertThatThrownBy(() -> buffer.register(List.of(entry(p, ds, "dual")))).isInstanceOfSatisfying(ArchiveRejected.class,
                 e -> assertThat(e.errors().get(0).reason()).contains("not on tape yet (failed): delete it"));
 
+        String onTape = buffer.file(id).orElseThrow().segments().get(0).volume();
         ArchiveBuffer.ArchiveFileStatus was = buffer.delete(id);
         assertThat(was.state()).isEqualTo("failed");
         assertThat(count("SELECT count(*) FROM file WHERE id = ? OR name = ?", id, name)).isZero();
         assertThat(count("SELECT count(*) FROM segment WHERE file_id = ?", id)).isZero();
+        // its volume holds no file now (as CTA counts a tape's files); the copy written there stays counted as written
+        ArchiveBuffer.FamilyVolume deletedFrom = familyVolume(onTape);
+        assertThat(deletedFrom.files()).as("files on " + onTape + " after its only file was deleted").isZero();
+        assertThat(deletedFrom.written()).isEqualTo(1);
         assertThat(count("SELECT count(*) FROM archive_copy WHERE file_id = ?", id)).isZero();
         assertThat(p).as("the producer's bytes stay").exists();
         assertThatThrownBy(() -> buffer.delete(id)).isInstanceOfSatisfying(ArchiveRejected.class,
@@ -970,6 +975,13 @@ class ArchivePathIT {
         assertThat(anew.adler32()).isEqualTo(Checksums.adler32Of(p));
         flushUntil(() -> archived(List.of(anew.fileId())) == 1 && !flusher.busy());
         assertThat(segments(List.of(anew.fileId()))).hasSize(2);
+        // each of the family's volumes counts the files it holds: the new file's, not the deleted one's
+        for (ArchiveBuffer.WrittenCopy c : buffer.file(anew.fileId()).orElseThrow().segments()) {
+            assertThat(familyVolume(c.volume()).files()).as("files on " + c.volume())
+                    .isEqualTo((int) count("SELECT count(*) FROM segment s JOIN volume v ON v.id = s.volume_id WHERE v.label = ?", c.volume()))
+                    .isEqualTo(1);
+        }
+        assertThat(familyVolume(onTape).written()).as("written to " + onTape).isGreaterThan(familyVolume(onTape).files());
 
         // a queued file leaves its family's queue; the file behind it is written
         String qs = "ds-cxq-" + tag;
@@ -988,6 +1000,10 @@ class ArchivePathIT {
         assertThatThrownBy(() -> buffer.delete(q1)).isInstanceOfSatisfying(ArchiveRejected.class,
                 e -> assertThat(e.getMessage()).contains("is archived"));
         assertThat(state(q1)).isEqualTo("archived");
+    }
+
+    ArchiveBuffer.FamilyVolume familyVolume(String label) {
+        return buffer.volumes(null).stream().filter(v -> v.volume().equals(label)).findFirst().orElseThrow();
     }
 
     /**

@@ -170,10 +170,12 @@ public interface ArchiveBuffer {
      * @param copy     which copy (1 or 2) it holds
      * @param volume   label
      * @param state    open (being appended) or full
-     * @param files    files written
+     * @param files    files on it now (a segment in the catalog): one deleted after its copy was written there is
+     *                 not, as CTA and dCache count a tape's files
+     * @param written  files written to it, the deleted ones' included (their bytes stay there as dead space)
      * @param usedBytes end of data
      * @param capacityBytes volume capacity
      */
-    record FamilyVolume(String family, int copy, String volume, String state, int files, long usedBytes,
+    record FamilyVolume(String family, int copy, String volume, String state, int files, int written, long usedBytes,
                         long capacityBytes) {}
 }

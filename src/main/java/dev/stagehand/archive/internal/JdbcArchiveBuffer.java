@@ -599,14 +599,14 @@ public final class JdbcArchiveBuffer implements ArchiveBuffer {
     public List<FamilyVolume> volumes(String family, Set<String> experiments) {
         String[] exps = experiments == null ? null : experiments.toArray(String[]::new);
         return jdbc.query("""
-                SELECT av.family, av.copy_no, v.label, av.state, av.files, av.end_of_data FROM archive_volume av
+                SELECT av.family, av.copy_no, v.label, av.state, av.live_files, av.files, av.end_of_data FROM archive_volume av
                   JOIN volume v ON v.id = av.volume_id
                  WHERE av.family IS NOT NULL AND (?::text IS NULL OR av.family = ?)
                    AND (?::text[] IS NULL OR EXISTS (SELECT 1 FROM archive_file a JOIN file f ON f.id = a.file_id
                                                       WHERE a.family = av.family AND f.experiment = ANY (?::text[])))
                  ORDER BY av.family, av.opened_at, v.label""",
                 (rs, i) -> new FamilyVolume(rs.getString(1), rs.getInt(2), rs.getString(3), rs.getString(4), rs.getInt(5),
-                        rs.getLong(6), volumeCapacity), family, family, exps, exps);
+                        rs.getInt(6), rs.getLong(7), volumeCapacity), family, family, exps, exps);
     }
 
     /**
