@@ -83,6 +83,10 @@ class ConsoleDatasetsPageIT {
 
         String all = page(user(new ConsoleUser("opal", "{noop}x", Role.OPERATOR, Set.of(ConsoleUser.ALL))));
         assertThat(all).contains("id=\"rules-truncated\"", "the first 1000 rules").doesNotContain(">zr-" + tag + "<");
+        // how to read the rest: the API's keyset pages, from the page after the last rule shown (the hint named only
+        // one dataset's rules, not how to page through them)
+        long lastShown = jdbc.queryForObject("SELECT id FROM replication_rule ORDER BY id LIMIT 1 OFFSET 999", Long.class);
+        assertThat(all).contains("GET /api/v1/replication/rules?after=" + lastShown + "&amp;limit=1000", "Link header (rel=next)");
         assertThat(all.split("<td class=\"mono\">r-" + tag + "-", -1).length - 1).isLessThanOrEqualTo(1000);
     }
 }

@@ -16,7 +16,7 @@ class DatasetsPage {
 
     /** Rows of the completeness matrix shown at most (the page refreshes every 2 s). */
     static final int MATRIX_ROWS = 5000;
-    /** Rules shown at most (oldest first); one dataset's: GET /api/v1/replication/rules?dataset=. */
+    /** Rules shown at most (oldest first); the rest: GET /api/v1/replication/rules?after= (keyset pages), one dataset's: ?dataset=. */
     static final int RULE_ROWS = 1000;
 
     private final ReplicationRules rules;
@@ -40,6 +40,8 @@ class DatasetsPage {
         model.addAttribute("rules", page.rules());
         model.addAttribute("rulesTruncated", page.truncated());
         model.addAttribute("ruleRows", RULE_ROWS);
+        // the API's rule list is keyset-paged by id: the hint names the page after the last rule shown
+        model.addAttribute("rulesAfter", page.rules().isEmpty() ? 0 : page.rules().getLast().id());
         // the schedules of the rules shown (each a look-up in Quartz; listing them all did one per scheduled rule)
         model.addAttribute("schedules", page.rules().stream().filter(r -> r.schedule() != null)
                 .flatMap(r -> schedules.get(r.id()).stream()).toList());
