@@ -658,6 +658,51 @@ class ReplicationPassIT {
     }
 
     /**
+     * The replicas a file or a site takes with it when deleted whole are in the history, as Rucio's operators see
+     * replicas go with their reason: one event each, to nothing, with what removed it, in the dataset's history
+     * (the file and the site rows are gone when the cascade's triggers run), under the names they had. They were
+     * not recorded (only the reaper's were), and the history dropped even the earlier events of a deleted file.
+     */
+    @Test
+    void replicasAFileOrASiteTakesWithItAreInTheHistoryWithWhatRemovedThem() throws Exception {
+        String a = "RA-" + tag, b = "RB-" + tag, c = "RC-" + tag, ds = "removed-" + tag;
+        siteWithoutEndpoint(a);
+        siteWithoutEndpoint(b);
+        siteWithoutEndpoint(c);
+        List<String> files = dataset(ds, 2, a);
+        assertThat(rules.register(b, List.of(files.get(0)))).isEqualTo(1);
+        assertThat(rules.register(c, List.of(files.get(1)))).isEqualTo(1);
+        long dsId = jdbc.queryForObject("SELECT id FROM dataset WHERE name = ?", Long.class, ds);
+
+        jdbc.update("DELETE FROM file WHERE name = ?", files.get(0)); // its replicas at a and b go with it
+        assertThat(sites.delete(c)).isTrue();                          // and the replica of the other file there
+
+        List<ReplicationRules.ReplicaEvent> history = rules.history(ds, null, null, 100);
+        assertThat(history).filteredOn(e -> e.to() == null)
+                .extracting(ReplicationRules.ReplicaEvent::file, ReplicationRules.ReplicaEvent::site,
+                        ReplicationRules.ReplicaEvent::from, ReplicationRules.ReplicaEvent::error)
+                .containsExactlyInAnyOrder(org.assertj.core.groups.Tuple.tuple(files.get(0), a, "verified", "file deleted"),
+                        org.assertj.core.groups.Tuple.tuple(files.get(0), b, "verified", "file deleted"),
+                        org.assertj.core.groups.Tuple.tuple(files.get(1), c, "verified", "site removed"));
+        assertThat(history.getFirst().error()).as("newest first: the site's removal").isEqualTo("site removed");
+        assertThat(jdbc.queryForList("SELECT DISTINCT dataset_id FROM replica_event WHERE file_id IN "
+                + "(SELECT file_id FROM replica_event_file WHERE name = ANY (?)) OR site_id IN "
+                + "(SELECT site_id FROM replica_event_site WHERE name = ?)", Long.class, files.toArray(String[]::new), c))
+                .as("the dataset kept with the removals").containsExactly(dsId);
+        // the deleted file's and the removed site's whole histories, by their names; pages newest first
+        assertThat(rules.history(ds, null, files.get(0), 100)).hasSize(4)
+                .extracting(e -> e.from() + " -> " + e.to()).containsExactly("verified -> null", "verified -> null",
+                        "null -> verified", "null -> verified");
+        assertThat(rules.history(ds, c, null, 100)).extracting(e -> e.file() + " " + e.from() + " -> " + e.to())
+                .containsExactly(files.get(1) + " verified -> null", files.get(1) + " null -> verified");
+        assertThat(rules.history(ds, a, files.get(1), 100)).singleElement()
+                .satisfies(e -> assertThat(e.from() + " -> " + e.to()).isEqualTo("null -> verified"));
+        assertThat(rules.history(ds, null, null, 2)).extracting(ReplicationRules.ReplicaEvent::id)
+                .containsExactly(history.get(0).id(), history.get(1).id());
+        assertThat(history).extracting(ReplicationRules.ReplicaEvent::id).isSortedAccordingTo(java.util.Comparator.reverseOrder());
+    }
+
+    /**
      * A file deleted from the catalog leaves its dataset's completeness at once: the replica rows go with the file,
      * and their triggers, which find the dataset through the file, could not mark it (it waited for the full
      * recompute, ten minutes, showing the file missing meanwhile).

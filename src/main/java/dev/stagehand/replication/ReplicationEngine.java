@@ -917,10 +917,15 @@ public class ReplicationEngine implements SmartLifecycle {
         pruneHistory();
     }
 
-    /** Deletes the replica events (V61) older than {@code history-keep}; returns how many. */
+    /**
+     * Deletes the replica events (V61) older than {@code history-keep}, and the names of files and sites removed
+     * before then (V68: their events are as old); returns how many events.
+     */
     public int pruneHistory() {
-        return jdbc.update("DELETE FROM replica_event WHERE at < now() - make_interval(secs => ?)",
-                props.historyKeep().toMillis() / 1000.0);
+        double keep = props.historyKeep().toMillis() / 1000.0;
+        jdbc.update("DELETE FROM replica_event_file WHERE removed_at < now() - make_interval(secs => ?)", keep);
+        jdbc.update("DELETE FROM replica_event_site WHERE removed_at < now() - make_interval(secs => ?)", keep);
+        return jdbc.update("DELETE FROM replica_event WHERE at < now() - make_interval(secs => ?)", keep);
     }
 
     /** A full recompute now and then, as a safety net for marks a trigger could not make (a file deleted whole). */

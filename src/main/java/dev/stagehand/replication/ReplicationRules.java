@@ -396,20 +396,26 @@ public class ReplicationRules {
 
     /**
      * The events of a dataset's replicas, optionally at one site and of one file, newest first, at most {@code limit}.
-     * Kept for {@code history-keep}.
+     * Kept for {@code history-keep}. Files deleted and sites removed are named as they were (V68): their replicas'
+     * removals, with the reason, and their earlier events; a removed site may be asked for by its name.
      */
     public List<ReplicaEvent> history(String dataset, String site, String file, int limit) {
         requireDataset(dataset);
-        if (site != null) siteId(site);
+        if (site != null && jdbc.queryForList("SELECT 1 FROM site WHERE name = ? UNION ALL SELECT 1 FROM replica_event_site WHERE name = ?",
+                site, site).isEmpty()) throw ReplicationRejected.notFound("site", "no site " + site);
         return jdbc.query("""
-                SELECT e.*, f.name AS file, s.name AS site FROM replica_event e
-                  JOIN file f ON f.id = e.file_id JOIN site s ON s.id = e.site_id
+                SELECT e.*, coalesce(f.name, rf.name) AS file, coalesce(s.name, rs.name) AS site FROM replica_event e
+                  LEFT JOIN file f ON f.id = e.file_id LEFT JOIN replica_event_file rf ON f.id IS NULL AND rf.file_id = e.file_id
+                  LEFT JOIN site s ON s.id = e.site_id LEFT JOIN replica_event_site rs ON s.id IS NULL AND rs.site_id = e.site_id
                  WHERE e.dataset_id = (SELECT id FROM dataset WHERE name = ?)
-                   AND (?::text IS NULL OR s.name = ?) AND (?::text IS NULL OR f.name = ?)
+                   AND (?::text IS NULL OR e.site_id IN (SELECT id FROM site WHERE name = ?
+                                                         UNION ALL SELECT site_id FROM replica_event_site WHERE name = ?))
+                   AND (?::text IS NULL OR e.file_id IN (SELECT id FROM file WHERE name = ?
+                                                         UNION ALL SELECT file_id FROM replica_event_file WHERE name = ?))
                  ORDER BY e.id DESC LIMIT ?""",
                 (rs, i) -> new ReplicaEvent(rs.getLong("id"), rs.getString("file"), rs.getString("site"), instant(rs.getTimestamp("at")),
                         rs.getString("from_state"), rs.getString("to_state"), (Integer) rs.getObject("attempts"), rs.getString("error")),
-                dataset, site, site, file, file, limit);
+                dataset, site, site, site, file, file, file, limit);
     }
 
     /**
