@@ -700,6 +700,14 @@ class ReplicationPassIT {
         assertThat(rules.history(ds, null, null, 2)).extracting(ReplicationRules.ReplicaEvent::id)
                 .containsExactly(history.get(0).id(), history.get(1).id());
         assertThat(history).extracting(ReplicationRules.ReplicaEvent::id).isSortedAccordingTo(java.util.Comparator.reverseOrder());
+
+        // the reaper's removal (its copy deleted at the site, the row then deleted) stays without a reason, as before
+        jdbc.update("UPDATE replica SET state = 'deleting' WHERE file_id = (SELECT id FROM file WHERE name = ?)", files.get(1));
+        jdbc.update("DELETE FROM replica WHERE file_id = (SELECT id FROM file WHERE name = ?)", files.get(1));
+        assertThat(rules.history(ds, a, files.get(1), 1)).singleElement().satisfies(e -> {
+            assertThat(e.from() + " -> " + e.to()).isEqualTo("deleting -> null");
+            assertThat(e.error()).isNull();
+        });
     }
 
     /**
