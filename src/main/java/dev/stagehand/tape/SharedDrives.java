@@ -341,6 +341,11 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
         library.setEnabled(drive, enabled);
     }
 
+    /**
+     * Not noted as an exchange under way (unlike {@link #mount} and {@link #dismount}): the operator had the HSM take
+     * the cartridge out of the failed drive before this; the script driver moves nothing here ({@link
+     * ScriptLibrary#recover}).
+     */
     @Override
     public synchronized CompletableFuture<Void> recover(String drive) {
         String refused = own(drive);

@@ -450,8 +450,11 @@ public final class RecallEngine {
         long room = Long.MIN_VALUE;
         Set<String> busy = new HashSet<>();
         Map<String, Integer> inUse = new HashMap<>();
-        // drives with an exchange of this engine's under way: it counts its mounts itself, and (as alone on a library)
-        // not its dismounts
+        // drives with an exchange of this engine's under way: it counts its mounts itself, and not its dismounts. A
+        // dismount holds an accessor only for its last move (6.7 s after 85-195 s of rewind and unthread); counted
+        // whole against the budget they held mounts back while the robot was free (16/1: tape-aware's p95 went from
+        // 0.79-0.84 to 0.98-1.29 of greedy's, bulk-climate's makespan 890 -> 1417 s). Counted only in their last move
+        // (their expected end within one move), no better (latency-sweep: a few cases worse)
         List<String> exchanging = new ArrayList<>();
         int mounting = 0;
         boolean canExchange = false;
