@@ -26,11 +26,18 @@ final class LocalReadException extends IOException {
     /** Opens the local file for reading; a failure (gone, unreadable since it was checked) is the source's. */
     static FileChannel open(Path file) throws IOException {
         try {
-            return FileChannel.open(file, StandardOpenOption.READ);
+            return opener.open(file);
         } catch (IOException e) {
             throw of(e);
         }
     }
+
+    interface Opener {
+        FileChannel open(Path file) throws IOException;
+    }
+
+    /** Tests only: how a put's local file is opened (a test double: a file whose reads hang). */
+    static volatile Opener opener = file -> FileChannel.open(file, StandardOpenOption.READ);
 
     /** The local file ended before the bytes expected of it ({@code offset}: where). */
     static LocalReadException shrank(String doing, long offset) {
