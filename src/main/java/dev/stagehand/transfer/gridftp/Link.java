@@ -463,12 +463,9 @@ final class Link {
                 TransferFailure f;
                 if (local != null) {
                     // the local file could not be read for the put (cut short while sent, a disk error): the source's,
-                    // named as such (a recall reads it from tape again), not the destination host's: it stays in
-                    // rotation, and the link's success rate is not lowered. Before, it was a retried PROTOCOL
-                    // failure on the destination host.
-                    f = new TransferFailure(Kind.BAD_REQUEST, "cannot read local file " + job.local + ": "
-                            + local.getMessage(), p.attempts, local);
-                    host = null;
+                    // named as such (a recall reads it from tape again), not the destination host's. Before, it was
+                    // a retried PROTOCOL failure on the destination host.
+                    f = unreadable(job, local, p.attempts);
                 } else if (cause instanceof TransferFailure tf) f = tf;
                 else if (cause instanceof ChecksumMismatch) f = new TransferFailure(Kind.CHECKSUM_MISMATCH, cause.getMessage(), p.attempts, cause);
                 else if (a.stalled && from != null && host != null && from.destinationWaitedSince(a.lastProgress)) {
@@ -481,8 +478,8 @@ final class Link {
                         + " on " + (job.source != null && !(failure instanceof SourceException) ? "destination " : "") + at, p.attempts, cause);
                 else if (job.cancelled) f = new TransferFailure(Kind.CANCELLED, "cancelled", p.attempts, cause);
                 else f = new TransferFailure(Failures.classify(cause), Failures.message(cause) + " (" + at + ")", p.attempts, cause);
-                if (f.kind() == Kind.CONNECTION || f.kind() == Kind.STALL || f.kind() == Kind.TIMEOUT) quarantine(host);
-                if (local == null) windowFailed.incrementAndGet();
+                f = sourceChecked(job, f);
+                blame(f, host);
                 failed(p, f, verifying);
                 return false;
             } finally {
@@ -517,20 +514,22 @@ final class Link {
          * touches the destination. Before, a source gone, cut short or unreadable since the batch was submitted
          * showed only when the put opened it: after the destination had been looked at and taken as the
          * transfer's (its writing hook run, so the file there was deleted as the failed transfer's partial one;
-         * a split file's was deleted at once), and the failure was put on the destination host.
+         * a split file's was deleted at once), and the failure was put on the destination host. Its failure is a
+         * failed read of the local file, as one while the file is sent (it used to lower the link's success rate).
          */
-        private static void checkLocalSource(Job job) {
+        private static void checkLocalSource(Job job) throws LocalReadException {
             java.nio.file.Path local = job.local;
             long size;
             try (var ch = java.nio.channels.FileChannel.open(local)) {
-                if (!java.nio.file.Files.isRegularFile(local)) throw new java.io.IOException("not a regular file");
+                if (!java.nio.file.Files.isRegularFile(local)) throw new LocalReadException("not a regular file", null);
                 size = ch.size();
+            } catch (LocalReadException e) {
+                throw e;
             } catch (java.io.IOException e) {
-                throw new TransferFailure(Kind.BAD_REQUEST, "cannot read local file " + local + ": " + e, 0, e);
+                throw new LocalReadException(String.valueOf(e), e);
             }
             if (size != job.copy.sizeBytes()) {
-                throw new TransferFailure(Kind.BAD_REQUEST, "local file " + local + " is " + size + " bytes, expected "
-                        + job.copy.sizeBytes(), 0, null);
+                throw new LocalReadException("it is " + size + " bytes, expected " + job.copy.sizeBytes(), null);
             }
         }
 
@@ -748,7 +747,7 @@ final class Link {
                                 : a != null && a.stalled ? new TransferFailure(Kind.STALL, "no CKSM reply in "
                                         + java.time.Duration.ofNanos(limit).toSeconds() + " s from " + host, 0, e)
                                 : new TransferFailure(Failures.classify(e), "checksum: " + Failures.message(e) + " (" + host + ")", 0, e);
-                        failed(job.pieces.getFirst(), f, true);
+                        failed(job.pieces.getFirst(), sourceChecked(job, f), true);
                     }
                 } finally {
                     if (slot) checkSlots.release();
@@ -765,7 +764,6 @@ final class Link {
     private void failed(Job.Piece p, TransferFailure f, boolean wholeFile) {
         Job job = p.job;
         if (job.finished()) return;
-        if (f.kind() == Kind.CHECKSUM_MISMATCH && job.local != null && job.copy.adler32() != null) f = sourceChecked(job, f);
         // after every piece was written the attempt is the file's whole send: its pieces' retries counted here
         // gave a split file with a few range retries up at its first mismatch, never resending it
         int attempt = wholeFile ? job.wholeSends.get() : p.attempts;
@@ -792,19 +790,47 @@ final class Link {
      * A local file sent against the catalog's Adler32 failed its check: the destination's fault (or the
      * network's), or the source's own bytes (a cached copy rotted on disk; such a file is not read while it
      * is sent). The source is read once to tell: every further attempt would send the same bad bytes, so a
-     * source that does not match fails at once, for its owner to read it anew.
+     * source that does not match fails at once, for its owner to read it anew. Other failures are returned as
+     * they are. Asked before the failure is counted ({@link #blame}): the source's mismatch is not the link's.
      */
     private static TransferFailure sourceChecked(Job job, TransferFailure f) {
+        if (f.kind() != Kind.CHECKSUM_MISMATCH || job.local == null || job.copy.adler32() == null) return f;
         long expected = job.copy.adler32();
         long read;
         try {
             read = adler32(job.local);
         } catch (java.io.IOException e) {
-            return new TransferFailure(Kind.BAD_REQUEST, "cannot read local file " + job.local + ": " + e, f.attempts(), e);
+            return unreadable(job, new LocalReadException(String.valueOf(e), e), f.attempts());
         }
         if (read == expected) return f;
         return new TransferFailure(Kind.SOURCE_CHECKSUM_MISMATCH, String.format("local source %s reads as ADLER32 %08x, catalog says %08x (%s)",
                 job.local, read, expected, f.getMessage().replaceFirst("^\\w+: ", "")), f.attempts(), f.getCause());
+    }
+
+    /** The local file of {@code job} could not be read as expected ({@code e}: why): the source's failure. */
+    private static TransferFailure unreadable(Job job, LocalReadException e, int attempts) {
+        return new TransferFailure(Kind.BAD_REQUEST, "cannot read local file " + job.local + ": " + e.getMessage(), attempts, e);
+    }
+
+    /**
+     * Whether {@code f} is the local source's failure (unreadable, not as expected, its bytes off the
+     * catalog's sum), not the destination's or the network's.
+     */
+    private static boolean sourcesFault(TransferFailure f) {
+        return f.kind() == Kind.SOURCE_CHECKSUM_MISMATCH || f.kind() == Kind.BAD_REQUEST && Failures.localRead(f) != null;
+    }
+
+    /**
+     * Counts a failed attempt against the link, in the one place it is done: {@code host} (the destination's,
+     * null: none to blame) out of rotation for a connection failure, timeout or stall, and one failure in the
+     * optimizer's window (the link's success rate, hence its concurrency). The local source's failures are not
+     * counted: the host stays in rotation and the rate is not lowered. Before, a source found bad before its put,
+     * or off the catalog's sum, lowered the rate.
+     */
+    private void blame(TransferFailure f, Endpoint.HostPort host) {
+        if (sourcesFault(f)) return;
+        if (f.kind() == Kind.CONNECTION || f.kind() == Kind.STALL || f.kind() == Kind.TIMEOUT) quarantine(host);
+        windowFailed.incrementAndGet();
     }
 
     /** A connection to {@code host} could not be opened. */

@@ -1,0 +1,148 @@
+package dev.stagehand.transfer.gridftp;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.stagehand.transfer.FileCopy;
+import dev.stagehand.transfer.LinkStatus;
+import dev.stagehand.transfer.MoverSettings;
+import dev.stagehand.transfer.TransferFailure;
+import dev.stagehand.transfer.TransferFailure.Kind;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A put's local source that is bad (gone before the put, off the catalog's sum, a read that hangs) is the
+ * source's failure: the destination host stays in rotation and the link's success rate (the adaptive
+ * concurrency's input) is not lowered; a destination's own failure still lowers it.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class LocalSourceBlameTest {
+
+    /** Adaptive, its window looked at every 50 ms, so a failure counted shows in the link's success rate at once. */
+    private static MoverSettings settings(Duration stall) {
+        return MoverSettings.defaults().withStreams(1, 1, true).withAdaptive(1, 2, Duration.ofMillis(50))
+                .withRetry(stall, 2, Duration.ofMillis(20), Duration.ofSeconds(60));
+    }
+
+    private record Outcome(TransferFailure failure, LinkStatus link) {}
+
+    /**
+     * Submits the copy {@code copy} makes of the destination base URL (two hosts, fresh servers set up by
+     * {@code setUp}) and returns its failure and its link a few optimizer windows later (long enough for a
+     * counted failure to have lowered the success rate). {@code jglobus}: puts through jglobus, not the own sender.
+     */
+    private static Outcome run(MoverSettings s, boolean jglobus, java.util.function.Consumer<FakeGridFtpServer> setUp,
+                               java.util.function.Function<String, FileCopy> copy) throws Exception {
+        GridFtpSession.jglobusPuts = jglobus;
+        try (FakeGridFtpServer d1 = new FakeGridFtpServer(); FakeGridFtpServer d2 = new FakeGridFtpServer();
+             GridFtpMover mover = new GridFtpMover(s, null)) {
+            for (FakeGridFtpServer d : List.of(d1, d2)) {
+                d.sizeReply = "550 /d/f: No such file or directory."; // nothing there
+                setUp.accept(d);
+            }
+            FileCopy c = copy.apply("ftp://127.0.0.1:" + d1.port() + ",127.0.0.1:" + d2.port());
+            Throwable failure;
+            try {
+                mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS);
+                failure = null;
+            } catch (ExecutionException e) {
+                failure = e.getCause();
+            }
+            assertThat(failure).isInstanceOf(TransferFailure.class);
+            Thread.sleep(400);
+            return new Outcome((TransferFailure) failure, mover.links().getFirst());
+        } finally {
+            GridFtpSession.jglobusPuts = false;
+        }
+    }
+
+    private static void sourcesAlone(Outcome o, String way) {
+        assertThat(o.link().hostsOut()).as(way + ": hosts out").isEmpty();
+        assertThat(o.link().successRate()).as(way + ": the link's success rate").isEqualTo(1.0);
+    }
+
+    @Test
+    void aDestinationsRefusalLowersTheLinksSuccessRate(@TempDir Path dir) throws Exception {
+        // the control: what the tests below look at does show a failure counted against the link
+        Path local = dir.resolve("f");
+        Files.write(local, new byte[4096]);
+        Outcome o = run(settings(Duration.ofSeconds(5)), false, d -> {
+            d.storFailureAfterMillis = 1;
+            d.storFailure = "553 /d/f: Permission denied";
+        }, base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), 4096, null));
+        assertThat(o.failure().kind()).isEqualTo(Kind.PERMISSION_DENIED);
+        assertThat(o.link().successRate()).isEqualTo(0.0);
+    }
+
+    /**
+     * The local source goes bad after the batch was prepared (gone, cut short, a directory in its place),
+     * found by the check before the put: a failed read of the local file like one while it is sent. Before, this
+     * check's failure lowered the link's success rate (a read's failure did not).
+     */
+    @Test
+    void aLocalSourceFoundBadBeforeItsPutIsNotCountedAgainstTheLink(@TempDir Path dir) throws Exception {
+        for (String bad : List.of("gone", "short", "a directory")) {
+            Path local = dir.resolve(bad.replace(' ', '-'));
+            Files.write(local, new byte[4096]);
+            Outcome o = run(settings(Duration.ofSeconds(5)), false, d -> d.heard = line -> {
+                if (!line.toUpperCase(java.util.Locale.ROOT).startsWith("PASS")) return;
+                try {
+                    if (bad.equals("short")) Files.write(local, new byte[100]);
+                    else if (Files.deleteIfExists(local) && bad.equals("a directory")) Files.createDirectory(local);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }, base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), 4096, null));
+            assertThat(o.failure().kind()).as(bad).isEqualTo(Kind.BAD_REQUEST);
+            assertThat(o.failure().attempts()).as(bad).isEqualTo(1);
+            assertThat(o.failure().getMessage()).as(bad).contains("cannot read local file " + local);
+            if (bad.equals("short")) assertThat(o.failure().getMessage()).contains("is 100 bytes, expected 4096");
+            assertThat(o.failure().getMessage()).as(bad).doesNotContain("(127.0.0.1:"); // not put on a destination host
+            sourcesAlone(o, bad);
+        }
+    }
+
+    /**
+     * The local file's own bytes are off the catalog's Adler32 (a cached copy rotted on disk), found as it is
+     * read for the server's SCKS (jglobus, a small file), found from the ranges' sums of a split file (jglobus),
+     * and found after the server's SCKS check failed (own sender). Before, each lowered the link's success rate.
+     */
+    @Test
+    void aLocalSourceOffTheCatalogsSumIsNotCountedAgainstTheLink(@TempDir Path dir) throws Exception {
+        byte[] bytes = new byte[4 << 20];
+        new java.util.Random(7).nextBytes(bytes);
+        Path local = dir.resolve("rotted");
+        Files.write(local, bytes);
+        long wrong = Link.adler32(local) ^ 0x40;
+        Path small = dir.resolve("small");
+        Files.write(small, java.util.Arrays.copyOf(bytes, 64 << 10));
+        long wrongSmall = Link.adler32(small) ^ 0x40;
+        MoverSettings split = settings(Duration.ofSeconds(5)).withChunking(1 << 20, 1 << 20, 0);
+        for (String way : List.of("jglobus, read for SCKS", "jglobus, split", "own sender, SCKS refused")) {
+            boolean jglobus = way.startsWith("jglobus");
+            Outcome o = switch (way) {
+                case "jglobus, read for SCKS" -> run(settings(Duration.ofSeconds(5)), true, d -> {},
+                        base -> new FileCopy("1", small.toUri(), URI.create(base + "/d/f"), 64 << 10, wrongSmall));
+                case "jglobus, split" -> run(split, true, d -> {},
+                        base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), 4 << 20, wrong));
+                default -> run(settings(Duration.ofSeconds(5)), false, d -> {
+                    d.storFailureAfterMillis = 1;
+                    d.storFailure = "451 INCORRECT_CHECKSUM"; // the server's SCKS check
+                }, base -> new FileCopy("1", small.toUri(), URI.create(base + "/d/f"), 64 << 10, wrongSmall));
+            };
+            assertThat(o.failure().kind()).as(way).isEqualTo(Kind.SOURCE_CHECKSUM_MISMATCH);
+            assertThat(o.failure().attempts()).as(way).isEqualTo(1);
+            assertThat(jglobus || o.failure().getMessage().contains("reads as ADLER32")).as(way).isTrue();
+            sourcesAlone(o, way);
+        }
+    }
+}
