@@ -170,11 +170,12 @@ final class GridFtpSession implements AutoCloseable {
      * summed as they pass, and their Adler32 is returned (else -1).
      * {@code ranges} receives the server's restart markers ({@code 111 Range Marker a-b,...}, relative to
      * {@code start}): what it has written, for a resume after a failure. Commands, data and end of data are
-     * written before any reply is read: one round trip per file.
+     * written before any reply is read: one round trip per file. Each read of {@code file} is recorded in
+     * {@code reads} while under way.
      */
     long directPut(String path, java.nio.channels.FileChannel file, long start, long length, boolean whole,
                    Long scks, boolean sum, java.util.function.LongConsumer progress,
-                   java.util.function.Consumer<org.globus.ftp.GridFTPRestartMarker> ranges) throws Exception {
+                   java.util.function.Consumer<org.globus.ftp.GridFTPRestartMarker> ranges, LocalReads reads) throws Exception {
         // exactly as many channels as the put uses: an idle open channel costs the server CPU on every file
         // (measured: 2,000 x 1 MiB over 4 connections used ~25 % less client + server CPU with one channel each
         // than with two, one idle)
@@ -205,7 +206,7 @@ final class GridFtpSession implements AutoCloseable {
             int eods = n;
             writers[i] = writerThreads().submit(() -> {
                 try {
-                    writeBlocks(channels[stream], file, start, length, next, sums, buffer(stream), counted);
+                    writeBlocks(channels[stream], file, start, length, next, sums, buffer(stream), counted, reads);
                     // every stream ends with EOD; the first also says how many EODs the server is to expect
                     writeHeader(channels[stream], stream == 0 ? EOD | EOF : EOD, 0, stream == 0 ? eods : 0);
                 } catch (Throwable t) {
@@ -323,7 +324,8 @@ final class GridFtpSession implements AutoCloseable {
     /** Takes blocks from {@code next} until none is left; each is one header and its data. */
     private static void writeBlocks(java.nio.channels.SocketChannel ch, java.nio.channels.FileChannel file, long start,
                                     long length, java.util.concurrent.atomic.AtomicLong next, long[] sums,
-                                    java.nio.ByteBuffer block, java.util.function.LongConsumer progress) throws IOException {
+                                    java.nio.ByteBuffer block, java.util.function.LongConsumer progress, LocalReads reads)
+            throws IOException {
         for (long b; (b = next.getAndIncrement()) * BLOCK_BYTES < length; ) {
             long at = b * BLOCK_BYTES;
             long n = Math.min(length - at, BLOCK_BYTES);
@@ -334,7 +336,7 @@ final class GridFtpSession implements AutoCloseable {
                 block.limit((int) Math.min(block.capacity(), n - done));
                 int r;
                 try {
-                    r = file.read(block, start + at + done);
+                    r = reads.read(file, block, start + at + done);
                 } catch (IOException e) {
                     throw LocalReadException.of(e); // the local file's, not the data channel's
                 }

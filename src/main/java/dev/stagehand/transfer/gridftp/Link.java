@@ -339,7 +339,8 @@ final class Link {
                     p.adler32 = null;
                     p.serverVerified = false;
                     if (s.direct()) {
-                        try (var file = LocalReadException.open(job.local)) {
+                        var file = LocalReadException.open(job.local);
+                        try {
                             Long expected = null;
                             boolean sumHere = false;
                             if (serverVerifies) {
@@ -351,14 +352,16 @@ final class Link {
                             // with the catalog's sum known a range is not read here: the server's range sums
                             // are combined and compared with it (checkLater)
                             long rest = s.directPut(path, file, p.offset + skip, p.length - skip, whole, expected, sumHere,
-                                    counted, m -> p.written(m, skip, writer));
+                                    counted, m -> p.written(m, skip, writer), a.localReads);
                             if (sumHere) p.adler32 = skip == 0 ? rest : combine(adler32(file, p.offset, skip, a), rest, p.length - skip);
                             if (serverVerifies) {
                                 p.serverVerified = true;
                                 p.adler32 = expected;
                             }
+                        } finally {
+                            a.localReads.close(file); // not waiting for a read that hangs
                         }
-                    } else try (RangeSource src = new RangeSource(job.local, p.offset + skip, p.length - skip, streamSum, counted)) {
+                    } else try (RangeSource src = new RangeSource(job.local, p.offset + skip, p.length - skip, streamSum, counted, a.localReads)) {
                         if (serverVerifies) {
                             Long expected = job.copy.adler32();
                             if (p.length <= RangeSource.PRELOAD_MAX) {
@@ -460,6 +463,13 @@ final class Link {
                 if (failure instanceof SourceException) host = null;
                 Throwable cause = failure instanceof HostException || failure instanceof SourceException ? failure.getCause() : failure;
                 LocalReadException local = job.local != null ? Failures.localRead(e) : null;
+                if (local == null && job.local != null && a.stalled && a.localReadBlockedNanos > 0) {
+                    // stalled waiting on a read of the local file (a hung NFS mount): the source's stall, not the
+                    // destination host's (before, it was taken out of rotation and named)
+                    local = new LocalReadException("a read of it blocked for "
+                            + TimeUnit.NANOSECONDS.toSeconds(a.localReadBlockedNanos) + " s (no progress for "
+                            + settings.stallTimeout() + ")", e);
+                }
                 TransferFailure f;
                 if (local != null) {
                     // the local file could not be read for the put (cut short while sent, a disk error): the source's,
@@ -503,6 +513,9 @@ final class Link {
                 local.addSuppressed(e);
                 throw local;
             }
+            // returned with the source not read to its end (the watchdog's abort, a read of the file hanging):
+            // no success; before, the attempt went on to the source's sum and waited behind the hung read
+            if (!src.finished()) throw new java.io.IOException("the put ended before its local file was read to its end");
         }
 
         private interface Put {
@@ -813,8 +826,8 @@ final class Link {
     }
 
     /**
-     * Whether {@code f} is the local source's failure (unreadable, not as expected, its bytes off the
-     * catalog's sum), not the destination's or the network's.
+     * Whether {@code f} is the local source's failure (unreadable, not as expected, a read that hung, its bytes
+     * off the catalog's sum), not the destination's or the network's.
      */
     private static boolean sourcesFault(TransferFailure f) {
         return f.kind() == Kind.SOURCE_CHECKSUM_MISMATCH || f.kind() == Kind.BAD_REQUEST && Failures.localRead(f) != null;
@@ -825,7 +838,7 @@ final class Link {
      * null: none to blame) out of rotation for a connection failure, timeout or stall, and one failure in the
      * optimizer's window (the link's success rate, hence its concurrency). The local source's failures are not
      * counted: the host stays in rotation and the rate is not lowered. Before, a source found bad before its put,
-     * or off the catalog's sum, lowered the rate.
+     * or off the catalog's sum, lowered the rate, and a read that hung took the host out of rotation.
      */
     private void blame(TransferFailure f, Endpoint.HostPort host) {
         if (sourcesFault(f)) return;
@@ -883,7 +896,7 @@ final class Link {
             buf.limit((int) Math.min(buf.capacity(), length - at));
             int r;
             try {
-                r = ch.read(buf, offset + at);
+                r = a.localReads.read(ch, buf, offset + at);
             } catch (java.io.IOException e) {
                 throw LocalReadException.of(e);
             }

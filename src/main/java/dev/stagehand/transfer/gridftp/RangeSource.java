@@ -24,14 +24,19 @@ final class RangeSource implements DataSource, AutoCloseable {
     private final long length;
     private final LongConsumer progress;
     private final java.util.zip.Adler32 sum;
+    private final LocalReads reads;
     /** The block each jglobus stream thread holds: written to the socket once that thread asks for the next. */
     private final java.util.Map<Thread, byte[]> held = new java.util.HashMap<>();
     private final java.util.List<byte[]> spent = new java.util.ArrayList<>();
-    private long position;
+    private volatile long position; // written under this, read without it by finished()
 
-    /** {@code checksum}: keep the Adler32 of the bytes sent (reads are in order, one at a time). */
-    RangeSource(Path file, long start, long length, boolean checksum, LongConsumer progress) throws IOException {
+    /**
+     * {@code checksum}: keep the Adler32 of the bytes sent (reads are in order, one at a time); {@code reads}:
+     * the attempt's, where each read of the file is recorded while under way.
+     */
+    RangeSource(Path file, long start, long length, boolean checksum, LongConsumer progress, LocalReads reads) throws IOException {
         this.sum = checksum ? new java.util.zip.Adler32() : null;
+        this.reads = reads;
         this.channel = LocalReadException.open(file);
         this.start = start;
         this.length = length;
@@ -76,7 +81,7 @@ final class RangeSource implements DataSource, AutoCloseable {
         ByteBuffer bb = ByteBuffer.wrap(data, 0, n);
         try {
             while (bb.hasRemaining()) {
-                int r = channel.read(bb, start + at + bb.position());
+                int r = reads.read(channel, bb, start + at + bb.position());
                 if (r < 0) throw LocalReadException.shrank("sending", start + at + bb.position());
             }
         } catch (IOException e) {
@@ -125,6 +130,14 @@ final class RangeSource implements DataSource, AutoCloseable {
         spent.clear();
     }
 
+    /**
+     * Whether every byte of the range has been read. Not waiting for a read under way, which may hang: a put
+     * jglobus ended early (it takes the watchdog's interrupt for the transfer's end, and returns) is not done.
+     */
+    boolean finished() {
+        return position == length;
+    }
+
     /** Adler32 of everything sent, or null when not asked for or not finished. */
     synchronized Long adler32() {
         return sum != null && position == length ? sum.getValue() : null;
@@ -132,7 +145,7 @@ final class RangeSource implements DataSource, AutoCloseable {
 
     @Override
     public void close() throws IOException {
-        channel.close();
+        reads.close(channel); // not waiting for a read that hangs
     }
 
     @Override

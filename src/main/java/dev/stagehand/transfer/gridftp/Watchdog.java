@@ -16,7 +16,9 @@ import org.slf4j.LoggerFactory;
  * with no progress for the stall limit is marked stalled and aborted from here: its connections are closed
  * and the thread running it is interrupted (a virtual thread blocked in socket I/O then has its socket closed
  * and the call throws), so the blocked jglobus call fails at once without leaving a thread behind. An
- * attempt still running a stall limit after its abort is aborted again, with its thread's stack logged.
+ * attempt still running a stall limit after its abort is aborted again, with its thread's stack logged. An
+ * attempt found blocked in a read of its local file is marked so ({@link Attempt#localReadBlockedNanos}): the
+ * stall is its source's.
  */
 final class Watchdog implements AutoCloseable {
 
@@ -28,6 +30,13 @@ final class Watchdog implements AutoCloseable {
         private final Thread thread = Thread.currentThread();
         volatile long lastProgress = System.nanoTime();
         volatile boolean stalled;
+        /** The attempt's reads of its local file (a put's source). */
+        final LocalReads localReads = new LocalReads();
+        /**
+         * Stalled while waiting on a read of its local file: how long that read had been blocked (0: it was
+         * not). Set before {@link #stalled}.
+         */
+        volatile long localReadBlockedNanos;
         volatile boolean aborted;
         private volatile long abortedAt;
         private volatile boolean quiet;
@@ -110,6 +119,9 @@ final class Watchdog implements AutoCloseable {
             for (Attempt a : active) {
                 boolean overdue = a.quiet ? now - a.quietUntil > 0 : now - a.lastProgress > stallNanos;
                 if (!a.aborted && overdue) {
+                    // a read of the local file blocked for half the limit or more: the attempt waits on its source
+                    long blocked = a.localReads.blockedNanos(now);
+                    if (blocked >= stallNanos / 2) a.localReadBlockedNanos = blocked;
                     a.stalled = true;
                     a.abort();
                 } else if (a.aborted && now - a.abortedAt > stallNanos) {

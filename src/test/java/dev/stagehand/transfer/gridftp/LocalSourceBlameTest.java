@@ -9,10 +9,17 @@ import dev.stagehand.transfer.TransferFailure;
 import dev.stagehand.transfer.TransferFailure.Kind;
 import java.io.IOException;
 import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.ReadableByteChannel;
+import java.nio.channels.WritableByteChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -143,6 +150,168 @@ class LocalSourceBlameTest {
             assertThat(o.failure().attempts()).as(way).isEqualTo(1);
             assertThat(jglobus || o.failure().getMessage().contains("reads as ADLER32")).as(way).isTrue();
             sourcesAlone(o, way);
+        }
+    }
+
+    /**
+     * A read of the local file that hangs (a stuck NFS mount: read() never returns, not even when interrupted or
+     * its channel closed, whose close waits for it as FileChannel's does), through the own sender and jglobus:
+     * the stall is the source's, a failed read of the local file, and the destination host stays in rotation.
+     * Before, the stall was put on the destination host (out of rotation, retried), and the put's attempt hung in
+     * the channel's close.
+     */
+    @Test
+    void aLocalReadThatHangsIsTheSourcesStallNotTheDestinationHosts(@TempDir Path dir) throws Exception {
+        for (boolean jglobus : new boolean[] {false, true}) {
+            String way = jglobus ? "jglobus" : "own sender";
+            Path local = dir.resolve(jglobus ? "j" : "d");
+            Files.write(local, new byte[64 << 10]);
+            CountDownLatch release = new CountDownLatch(1);
+            LocalReadException.opener = file -> new HangingChannel(FileChannel.open(file), release);
+            try {
+                // the catalog's sum given, CKSM after the put: the file is read only as it is sent; the server
+                // waits for the data (perf markers, nothing new), as a real one does
+                Outcome o = run(settings(Duration.ofSeconds(1)).withServerVerifyMaxBytes(0), jglobus, d -> d.waitingMarkerMillis = 200,
+                        base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), 64 << 10, 1L));
+                assertThat(o.failure().kind()).as(way).isEqualTo(Kind.BAD_REQUEST);
+                assertThat(o.failure().attempts()).as(way).isEqualTo(1);
+                assertThat(o.failure().getMessage()).as(way).contains("cannot read local file " + local, "blocked")
+                        .doesNotContain("(127.0.0.1:");
+                sourcesAlone(o, way);
+            } finally {
+                LocalReadException.opener = file -> FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
+                release.countDown();
+            }
+        }
+    }
+
+    /**
+     * A local file whose reads block until {@code release}, interrupts and close notwithstanding (a read in a hung
+     * file system); its close waits for the reads in it to leave, as FileChannel's does.
+     */
+    private static final class HangingChannel extends FileChannel {
+        private final FileChannel real;
+        private final CountDownLatch release;
+        private int reading; // guarded by this
+
+        HangingChannel(FileChannel real, CountDownLatch release) {
+            this.real = real;
+            this.release = release;
+        }
+
+        @Override
+        public int read(ByteBuffer dst, long position) throws IOException {
+            synchronized (this) {
+                reading++;
+            }
+            try {
+                boolean interrupted = false;
+                while (true) {
+                    try {
+                        release.await();
+                        break;
+                    } catch (InterruptedException e) {
+                        interrupted = true; // not interruptible
+                    }
+                }
+                if (interrupted) Thread.currentThread().interrupt();
+                return real.read(dst, position);
+            } finally {
+                synchronized (this) {
+                    reading--;
+                    notifyAll();
+                }
+            }
+        }
+
+        @Override
+        public int read(ByteBuffer dst) throws IOException {
+            return read(dst, real.position());
+        }
+
+        @Override
+        protected void implCloseChannel() throws IOException {
+            synchronized (this) {
+                boolean interrupted = false;
+                while (reading > 0) {
+                    try {
+                        wait();
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
+                }
+                if (interrupted) Thread.currentThread().interrupt();
+            }
+            real.close();
+        }
+
+        @Override
+        public long read(ByteBuffer[] dsts, int offset, int length) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public int write(ByteBuffer src) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public long write(ByteBuffer[] srcs, int offset, int length) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public int write(ByteBuffer src, long position) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public long position() throws IOException {
+            return real.position();
+        }
+
+        @Override
+        public FileChannel position(long newPosition) throws IOException {
+            real.position(newPosition);
+            return this;
+        }
+
+        @Override
+        public long size() throws IOException {
+            return real.size();
+        }
+
+        @Override
+        public FileChannel truncate(long size) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public void force(boolean metaData) {}
+
+        @Override
+        public long transferTo(long position, long count, WritableByteChannel target) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public long transferFrom(ReadableByteChannel src, long position, long count) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public MappedByteBuffer map(MapMode mode, long position, long size) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public FileLock lock(long position, long size, boolean shared) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public FileLock tryLock(long position, long size, boolean shared) {
+            throw new UnsupportedOperationException();
         }
     }
 }
