@@ -237,8 +237,14 @@ final class StagehandClient extends GridFTPClient {
             try {
                 channel.waitFor(aborted, ioDelay, maxWait);
             } catch (InterruptedException e) {
-                if (!aborting && !aborted.flag) fault();
-                throw e;
+                if (aborting || aborted.flag) throw e;
+                fault();
+                // not the other side's abort: jglobus's word for this connection failing (a reset) while it waited.
+                // Passed on as that: the copy failed as PROTOCOL ("Transfer thread has been killed"), where the same
+                // connection ended (not reset) is a connection failure
+                java.net.SocketException broken = new java.net.SocketException("control connection broken while waiting for a reply");
+                broken.initCause(e);
+                throw broken;
             } catch (java.io.InterruptedIOException e) {
                 throw e;
             } catch (IOException | ServerException e) {

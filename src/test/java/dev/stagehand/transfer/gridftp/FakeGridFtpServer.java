@@ -42,8 +42,10 @@ final class FakeGridFtpServer implements AutoCloseable {
     volatile long waitingMarkerMillis;
     /** When set, RETR and ERET are answered with this reply (a source refusing the file). */
     volatile String retrRefusal;
-    /** When above 0, RETR and ERET are begun and their control connection closed this many milliseconds later. */
+    /** When above 0, RETR and ERET are begun and their control connection closed this many milliseconds later ... */
     volatile long dropRetrAfterMillis;
+    /** ... reset (RST), not closed, when set (the connection broken, not ended). */
+    volatile boolean dropRetrByReset;
     /** When above 0, the control connection is reset this many milliseconds after a RETR's or ERET's 226 ... */
     volatile long resetAfterRetrMillis;
     /** ... which counts this down. */
@@ -123,6 +125,7 @@ final class FakeGridFtpServer implements AutoCloseable {
                         reply(out, "150 Begin");
                         if (dropRetrAfterMillis > 0) { // the source's process goes away mid-copy
                             Thread.sleep(dropRetrAfterMillis);
+                            if (dropRetrByReset) s.setSoLinger(true, 0);
                             s.close();
                             return null;
                         }

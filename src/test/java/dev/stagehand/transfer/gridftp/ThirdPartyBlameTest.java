@@ -135,6 +135,28 @@ class ThirdPartyBlameTest {
     }
 
     /**
+     * The source's control connection is reset mid-copy while the destination is up, waiting for data: jglobus
+     * reports the reset as an interrupt (its sign of the other side's abort), and the copy failed as PROTOCOL
+     * ("Transfer thread has been killed"), where the same connection closed is a connection failure. It is
+     * one, of the source, at once (well before the stall limit).
+     */
+    @Test
+    void aSourceConnectionResetMidCopyIsTheSourcesConnectionFailure() throws Exception {
+        MoverSettings slowStall = MoverSettings.defaults().withStreams(1, 1, false)
+                .withRetry(Duration.ofSeconds(20), 1, Duration.ofMillis(20), Duration.ofSeconds(60));
+        try (FakeGridFtpServer source = new FakeGridFtpServer(); FakeGridFtpServer d1 = new FakeGridFtpServer();
+             FakeGridFtpServer d2 = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(slowStall, null)) {
+            source.dropRetrAfterMillis = 300;
+            source.dropRetrByReset = true;
+            for (FakeGridFtpServer d : List.of(d1, d2)) d.waitingMarkerMillis = 100;
+            long start = System.nanoTime();
+            TransferFailure f = failure(source, d1, d2, mover, 1024);
+            assertThat(Duration.ofNanos(System.nanoTime() - start)).as("failed before the stall limit").isLessThan(Duration.ofSeconds(10));
+            putOnTheSource(f, TransferFailure.Kind.CONNECTION, source, d1, d2, mover);
+        }
+    }
+
+    /**
      * A source killed mid-file closes its data connection and its control connection at once; the destination's
      * refusal ("an end-of-file was reached", GCT's words) often arrives before the source's broken control
      * connection is read. It was put on the destination (a PROTOCOL failure there; MoverFaultsIT flaked on it): the
