@@ -46,6 +46,10 @@ CREATE TRIGGER file_deleted_replica_event AFTER DELETE ON file REFERENCING OLD T
     FOR EACH STATEMENT EXECUTE FUNCTION record_files_removed();
 CREATE TRIGGER site_deleted_replica_event AFTER DELETE ON site REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION record_sites_removed();
+-- exact whatever session_replication_role a delete runs with (as V26's); and a trigger on file that replica mode
+-- would skip makes the catalog import give up its set-based reference checks (CatalogImporter.bulkReferencesAllowed)
+ALTER TABLE file ENABLE ALWAYS TRIGGER file_deleted_replica_event;
+ALTER TABLE site ENABLE ALWAYS TRIGGER site_deleted_replica_event;
 
 -- Every replica row removed, whoever removes it: the reaper's (a copy deleted at its site; no error, as in V61), a
 -- file's or a site's delete (their reason), any other (a delete by hand). The file's dataset is the file's, else
