@@ -209,6 +209,50 @@ public final class SimulatedLibrary implements TapeLibrary, AutoCloseable {
         }
     }
 
+    /**
+     * Mounts under way on drives not in {@code drives}: those of this library's other user (the archive's write
+     * drives, {@link DriveRoles}) take the accessors the recall scheduler budgets. Without them it started its whole
+     * budget beside the archive's mounts. Dismounts are not counted, as the recall scheduler does not count its own:
+     * one holds an accessor only for its last move, after minutes of rewind and unthread in the drive, and counted
+     * whole they held mounts back while the robot was free.
+     */
+    @Override
+    public int exchangesUnderWayBesides(Collection<String> drives) {
+        lock.lock();
+        try {
+            return mountsBesides(drives, null);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * True when fewer than {@code budget} mounts are under way besides those on {@code drives} and {@code drive}
+     * ({@link #exchangesUnderWayBesides}); the mount that follows is noted by its own start (MOUNTING).
+     */
+    @Override
+    public boolean reserveMount(String drive, Collection<String> drives, int budget) {
+        lock.lock();
+        try {
+            return mountsBesides(drives, drive) < budget;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A mount its caller gave up on (timed out or cancelled while moving) is not counted: it is no user's mount any
+     * more, and a scheduler no longer counts it on its drive, so counting it here would count that drive's exchange
+     * anew.
+     */
+    private int mountsBesides(Collection<String> besides, String also) {
+        int n = 0;
+        for (Drive d : drives.values())
+            if (d.state == DriveState.MOUNTING && d.mount != null && !d.mount.abandoned
+                    && !d.name.equals(also) && !besides.contains(d.name)) n++;
+        return n;
+    }
+
     @Override
     public CompletableFuture<Void> mount(String drive, String volume) {
         Objects.requireNonNull(volume, "volume");

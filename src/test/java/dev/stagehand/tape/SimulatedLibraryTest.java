@@ -329,6 +329,35 @@ class SimulatedLibraryTest {
         assertThat(lib.drive("drive02")).isEqualTo(new DriveStatus("drive02", DriveState.MOUNTED_IDLE, "V7", 0));
     }
 
+    /**
+     * What the recall scheduler counts against the accessors beside its own exchanges: mounts under way on the other
+     * drives (the archive's), not their dismounts, and not a mount its caller gave up on.
+     */
+    @Test
+    void mountsUnderWayBesidesTheCallersDrivesAreCountedNotDismountsNorAbandonedMounts() {
+        SimulatedLibrary lib = library(3, 1);
+        lib.mount("drive03", "W1");
+        assertThat(lib.exchangesUnderWayBesides(List.of())).isEqualTo(1);
+        assertThat(lib.exchangesUnderWayBesides(List.of("drive03"))).isZero();
+        assertThat(lib.reserveMount("drive01", List.of(), 1)).as("the budget of 1 taken by drive03's mount").isFalse();
+        assertThat(lib.reserveMount("drive01", List.of(), 2)).isTrue();
+        assertThat(lib.reserveMount("drive03", List.of(), 1)).as("its own mount is not counted").isTrue();
+        clock.runUntilIdle();
+        assertThat(lib.exchangesUnderWayBesides(List.of())).as("loaded").isZero();
+
+        lib.dismount("drive03");
+        assertThat(lib.drive("drive03").state()).isEqualTo(DriveState.UNLOADING);
+        assertThat(lib.exchangesUnderWayBesides(List.of())).as("a dismount").isZero();
+        clock.runUntilIdle();
+
+        CompletableFuture<Void> given = lib.mount("drive02", "V2");
+        clock.advance(Duration.ofSeconds(1)); // moving in
+        given.cancel(false);
+        assertThat(lib.drive("drive02").state()).isEqualTo(DriveState.MOUNTING);
+        assertThat(lib.exchangesUnderWayBesides(List.of())).as("given up: its caller no longer counts it").isZero();
+        clock.runUntilIdle();
+    }
+
     @Test
     void cancelledMountsPutTheDriveBackByThemselves() {
         SimulatedLibrary lib = library(2, 1);

@@ -475,9 +475,9 @@ public final class RecallEngine {
         List<Drive> dl = new ArrayList<>(drives.values());
         double[] free = new double[dl.size()], readEnds = new double[dl.size()];
         if (balance && !cands.isEmpty()) forecast.predict(dl, now, free, readEnds);
-        // mounts and dismounts under way on the library's other drives (other instances sharing it) take the same
-        // accessors: asked once, and only when this pass may start one. Counting its own only, each instance started
-        // the whole budget
+        // mounts and dismounts under way on the library's other drives (other instances sharing it, the archive's
+        // write drives; the simulated library counts the archive's mounts only) take the same accessors: asked once,
+        // and only when this pass may start one. Counting its own only, each instance started the whole budget
         int others = limit == Integer.MAX_VALUE || !canExchange || cands.isEmpty() ? 0 : library.exchangesUnderWayBesides(exchanging);
         int started = mounting;
         for (int i = 0; i < cands.size(); i++) {

@@ -265,6 +265,51 @@ class RecallEngineTest {
     }
 
     /**
+     * The embedded default: one simulated library, its last drive the archive's (DriveRoles), one accessor and one
+     * exchange per accessor. The archive's mount under way on the write drive takes the budget: the recall engine
+     * mounts nothing until it has loaded (it started its mount beside it, both queued at the robot). The archive's
+     * dismount does not hold a recall mount back, as the engine's own dismounts do not.
+     */
+    @Test
+    void anArchiveMountUnderWayOnTheWriteDriveHoldsBackARecallMount() {
+        dev.stagehand.platform.VirtualClock clock = new dev.stagehand.platform.VirtualClock();
+        dev.stagehand.tape.SimulatedLibrary library = dev.stagehand.tape.SimulatedLibrary.builder(clock).drives(2).accessors(1).build();
+        dev.stagehand.tape.TapeLibrary reading = new dev.stagehand.tape.DriveRoles(1).forReading(library);
+        assertThat(reading.layout().drives()).containsExactly("drive01");
+        SchedulerConfig cfg = new SchedulerConfig(Policy.TAPE_AWARE, 500_000_000_000L, 10_000, 0, 4 * 3600, 300,
+                2_000_000_000_000L, 20_000, 150, 1, 3_000_000, java.util.Map.of(), java.util.Map.of());
+        RecallEngine engine = new RecallEngine(reading, clock, new TestCosts(), cfg, QueueStore.IN_MEMORY, Staging.NONE,
+                EngineListener.NONE);
+
+        library.mount("drive02", "W1"); // the archive flusher's mount
+        engine.submit("r1", clock.now(), 0, "exp", List.of(file(1, "V1", 0, GB)));
+        clock.advance(Duration.ofSeconds(1));
+        assertThat(library.drive("drive02").state()).isEqualTo(dev.stagehand.tape.DriveState.MOUNTING);
+        assertThat(library.drive("drive01").state()).as("held back by the archive's mount")
+                .isEqualTo(dev.stagehand.tape.DriveState.EMPTY);
+
+        for (int i = 0; i < 600 && library.drive("drive02").state() == dev.stagehand.tape.DriveState.MOUNTING; i++)
+            clock.advance(Duration.ofSeconds(1));
+        assertThat(library.drive("drive02").state()).isEqualTo(dev.stagehand.tape.DriveState.MOUNTED_IDLE);
+        assertThat(library.drive("drive01").state()).isEqualTo(dev.stagehand.tape.DriveState.EMPTY);
+        engine.requestPass(); // the service's next intake round (every poll interval), as for another instance's mounts
+        clock.advance(Duration.ofSeconds(1));
+        assertThat(library.drive("drive01").state()).as("mounted once the archive's mount is done")
+                .isIn(dev.stagehand.tape.DriveState.MOUNTING, dev.stagehand.tape.DriveState.MOUNTED_IDLE,
+                        dev.stagehand.tape.DriveState.READING);
+        for (int i = 0; i < 600 && !engine.model().request("r1").finished(); i++) clock.advance(Duration.ofSeconds(1));
+        assertThat(engine.model().request("r1").finished()).isTrue();
+
+        library.dismount("drive02"); // the archive's dismount: not counted
+        engine.submit("r2", clock.now(), 0, "exp", List.of(file(2, "V2", 0, GB)));
+        clock.advance(Duration.ofSeconds(1));
+        assertThat(library.drive("drive02").state()).isEqualTo(dev.stagehand.tape.DriveState.UNLOADING);
+        assertThat(library.drive("drive01").state()).as("V1 unloaded for V2 beside the archive's dismount")
+                .isEqualTo(dev.stagehand.tape.DriveState.UNLOADING);
+        library.close();
+    }
+
+    /**
      * A shared library: of four drives, two are used by another instance (ELSEWHERE). This engine has two drives,
      * too few to hold one back empty for requests to come; counting the other instance's it kept half of four
      * "ready" and so unloaded both its drives as soon as their reads ended (a volume's next request mounted it again).
