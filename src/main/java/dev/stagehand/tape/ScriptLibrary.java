@@ -324,6 +324,31 @@ public final class ScriptLibrary implements TapeLibrary {
         return new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume, why + "; " + command + " not run");
     }
 
+    /**
+     * Mounts under way on drives not in {@code drives}: on a library of its own (no {@link SharedDrives}), those of
+     * this instance's other user of it, the archive on its write drives ({@link DriveRoles}); they take the accessors
+     * the recall scheduler budgets. Dismounts are not counted, as the scheduler does not count its own (one holds an
+     * accessor only for its last move). Without this the scheduler started its whole budget beside the archive's
+     * mounts.
+     */
+    @Override
+    public synchronized int exchangesUnderWayBesides(Collection<String> besides) {
+        return mountsBesides(besides, null);
+    }
+
+    /** True when fewer than {@code budget} mounts are under way besides {@code drive} and {@code besides}. */
+    @Override
+    public synchronized boolean reserveMount(String drive, Collection<String> besides, int budget) {
+        return mountsBesides(besides, drive) < budget;
+    }
+
+    private int mountsBesides(Collection<String> besides, String also) {
+        int n = 0;
+        for (DriveStatus d : drives.values())
+            if (d.state() == DriveState.MOUNTING && !d.drive().equals(also) && !besides.contains(d.drive())) n++;
+        return n;
+    }
+
     @Override
     public CompletableFuture<Void> mount(String drive, String volume) {
         Objects.requireNonNull(volume, "volume");

@@ -79,6 +79,40 @@ class ScriptLibraryTest {
     }
 
     @Test
+    void mountsUnderWayOnOtherDrivesAreCountedAgainstTheAccessorsNotDismounts() throws Exception {
+        // a mount or dismount waits for a file "go-VERB" beside the script: under way until the test says
+        Path script = tmp.resolve("gated.sh");
+        Files.writeString(script, """
+                #!/bin/sh
+                while [ ! -f "$(dirname "$0")/go-$1" ]; do sleep 0.05; done
+                """);
+        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Duration limit = Duration.ofSeconds(30);
+        TapeProperties.Script cfg = new TapeProperties.Script(cmd(script, "mount"), cmd(script, "read"),
+                cmd(script, "write"), cmd(script, "dismount"), tmp.resolve("gated-work"), limit, limit, limit, limit,
+                TapeProperties.WriteChecksum.TRUST_SOURCE);
+        ScriptLibrary three = new ScriptLibrary(new LibraryLayout("three", List.of("d1", "d2", "d3"), 1), cfg,
+                LibraryEvents.NONE, List.of());
+        List<String> recall = List.of("d1", "d2");
+
+        CompletableFuture<Void> archiveMount = three.mount("d3", "W1"); // the archive's write drive
+        assertThat(three.exchangesUnderWayBesides(recall)).as("the archive's mount under way").isEqualTo(1);
+        assertThat(three.reserveMount("d1", recall, 1)).as("one accessor exchange, taken by the archive").isFalse();
+        assertThat(three.reserveMount("d1", recall, 2)).isTrue();
+        assertThat(three.exchangesUnderWayBesides(List.of("d1", "d2", "d3"))).as("its own are the caller's to count").isZero();
+
+        Files.writeString(tmp.resolve("go-mount"), "");
+        get(archiveMount);
+        assertThat(three.exchangesUnderWayBesides(recall)).isZero();
+
+        CompletableFuture<Void> archiveDismount = three.dismount("d3");
+        assertThat(three.drives().get(2).state()).isEqualTo(DriveState.UNLOADING);
+        assertThat(three.exchangesUnderWayBesides(recall)).as("a dismount holds an accessor only at its end: not counted").isZero();
+        Files.writeString(tmp.resolve("go-dismount"), "");
+        get(archiveDismount);
+    }
+
+    @Test
     void aListIsDoneOnlyOnceTheDriveIsFreeAgain() throws Exception {
         ReadBatch read = lib.read("d1", List.of(segment(1)));
         get(read.done());
