@@ -426,11 +426,14 @@ final class Link {
                 }
                 a.progress();
                 if (a.aborted) throw new TransferFailure(a.stalled ? Kind.STALL : Kind.CANCELLED, "aborted", p.attempts, null);
+                boolean later = false;
                 if (job.remaining.decrementAndGet() == 0) {
                     verifying = true;
-                    verify(job, s, a);
+                    later = verify(job, s, a);
                 }
-                windowOk.incrementAndGet();
+                // a destination check left to checkLater counts the attempt there, when it is done (as one failed
+                // inline is counted here as a failure, not a success)
+                if (!later) windowOk.incrementAndGet();
                 return true;
             } catch (Throwable e) {
                 if (e instanceof StagehandClient.ScksRefused) {
@@ -604,20 +607,21 @@ final class Link {
             };
         }
 
-        private void verify(Job job, GridFtpSession s, Watchdog.Attempt a) throws Exception {
+        /** The written file checked; true when that is left to {@link #checkLater} (which counts the attempt). */
+        private boolean verify(Job job, GridFtpSession s, Watchdog.Attempt a) throws Exception {
             listener.written(job.copy, s.host.toString(), 1 + job.retries.get());
             if (!settings.verifyChecksum()) {
                 job.complete(s.host.toString(), -1);
-                return;
+                return false;
             }
             if (job.source == null) {
                 Job.Piece only = job.pieces.getFirst();
                 if (job.pieces.size() == 1 && only.serverVerified) {
                     job.complete(s.host.toString(), only.adler32);
-                    return;
+                    return false;
                 }
                 checkLater(job, s.host, localRanges(job));
-                return;
+                return true;
             }
             Long expected = job.copy.adler32();
             long limit = checksumNanos(job.copy.sizeBytes());
@@ -633,6 +637,7 @@ final class Link {
             long actual = a.quietly(limit, () -> s.adler32("destination", job.destination.path()));
             compare(job, actual, expected);
             job.complete(s.host.toString(), actual);
+            return false;
         }
     }
 
@@ -749,6 +754,7 @@ final class Link {
                                         job.destination.path(), combined, whole));
                             }
                         }
+                        windowOk.incrementAndGet(); // the attempt that wrote the file (send left it to this check)
                         job.complete(host.toString(), whole);
                     }
                 } catch (Throwable e) {
@@ -759,8 +765,13 @@ final class Link {
                                 : e instanceof TransferFailure tf ? tf // the destination has no ADLER32: said as it is
                                 : a != null && a.stalled ? new TransferFailure(Kind.STALL, "no CKSM reply in "
                                         + java.time.Duration.ofNanos(limit).toSeconds() + " s from " + host, 0, e)
+                                : job.cancelled ? new TransferFailure(Kind.CANCELLED, "cancelled", 0, e) // its connection closed by it
                                 : new TransferFailure(Failures.classify(e), "checksum: " + Failures.message(e) + " (" + host + ")", 0, e);
-                        failed(job.pieces.getFirst(), sourceChecked(job, f), true);
+                        f = sourceChecked(job, f);
+                        // counted as the same failure found inline is: before, a CKSM stall, a dropped connection or a
+                        // mismatch found here neither took the host out of rotation nor lowered the link's success rate
+                        blame(f, host);
+                        failed(job.pieces.getFirst(), f, true);
                     }
                 } finally {
                     if (slot) checkSlots.release();

@@ -154,6 +154,68 @@ class LocalSourceBlameTest {
     }
 
     /**
+     * The destination's CKSM after the put (done off the attempt's thread, on a checker connection) found the file
+     * bad: a CKSM never answered (a stall), a connection failure, the destination's bytes off the catalog's sum.
+     * Each is the destination's, counted as the same failure found inline is: the link's success rate lowered, the
+     * host out of rotation for a stall or a connection failure. Before, none of them was counted (and the put's
+     * attempt counted as a success).
+     */
+    @Test
+    void aDestinationsChecksumFailureFoundAfterThePutIsCountedAgainstTheLink(@TempDir Path dir) throws Exception {
+        Path local = dir.resolve("f");
+        byte[] bytes = new byte[64 << 10];
+        new java.util.Random(11).nextBytes(bytes);
+        Files.write(local, bytes);
+        long adler = Link.adler32(local);
+        for (String way : List.of("CKSM stalls", "CKSM's connection fails", "CKSM lies")) {
+            // CKSM after the put (no SCKS), the catalog's sum known: the file is not summed here
+            Outcome o = run(settings(Duration.ofSeconds(1)).withServerVerifyMaxBytes(0), false, d -> {
+                switch (way) {
+                    case "CKSM stalls" -> d.cksmDelayMillis = 20_000;
+                    case "CKSM's connection fails" -> d.cksmRefusal = "421 Service not available, closing control connection.";
+                    default -> d.cksm = String.format("%08x", adler ^ 0x40);
+                }
+            }, base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), bytes.length, adler));
+            switch (way) {
+                case "CKSM stalls" -> {
+                    assertThat(o.failure().kind()).as(way).isEqualTo(Kind.STALL);
+                    assertThat(o.failure().getMessage()).as(way).contains("no CKSM reply in 1 s from 127.0.0.1:");
+                    assertThat(o.link().hostsOut()).as(way + ": hosts out").isNotEmpty();
+                }
+                case "CKSM's connection fails" -> {
+                    assertThat(o.failure().kind()).as(way).isEqualTo(Kind.CONNECTION);
+                    assertThat(o.link().hostsOut()).as(way + ": hosts out").isNotEmpty();
+                }
+                default -> {
+                    assertThat(o.failure().kind()).as(way).isEqualTo(Kind.CHECKSUM_MISMATCH);
+                    assertThat(o.link().hostsOut()).as(way + ": hosts out").isEmpty(); // the host's bytes, not its connection
+                }
+            }
+            assertThat(o.failure().attempts()).as(way).isEqualTo(2); // the whole file sent again once
+            assertThat(o.link().successRate()).as(way + ": the link's success rate").isEqualTo(0.0);
+        }
+    }
+
+    /**
+     * The same check after the put finding the local source's own bytes off the catalog's sum (read once after the
+     * destination's sum differed): the source's failure, not counted against the link.
+     */
+    @Test
+    void aLocalSourceFoundOffItsSumByTheCheckAfterThePutIsNotCountedAgainstTheLink(@TempDir Path dir) throws Exception {
+        Path local = dir.resolve("rotted");
+        byte[] bytes = new byte[64 << 10];
+        new java.util.Random(13).nextBytes(bytes);
+        Files.write(local, bytes);
+        long wrong = Link.adler32(local) ^ 0x40;
+        Outcome o = run(settings(Duration.ofSeconds(5)).withServerVerifyMaxBytes(0), false,
+                d -> d.cksm = String.format("%08x", wrong ^ 0x1), // what the destination wrote: not the catalog's
+                base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), bytes.length, wrong));
+        assertThat(o.failure().kind()).isEqualTo(Kind.SOURCE_CHECKSUM_MISMATCH);
+        assertThat(o.failure().getMessage()).contains("reads as ADLER32");
+        sourcesAlone(o, "CKSM after the put");
+    }
+
+    /**
      * A read of the local file that hangs (a stuck NFS mount: read() never returns, not even when interrupted or
      * its channel closed, whose close waits for it as FileChannel's does), through the own sender and jglobus:
      * the stall is the source's, a failed read of the local file, and the destination host stays in rotation.
