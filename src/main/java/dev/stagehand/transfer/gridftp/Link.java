@@ -290,7 +290,10 @@ final class Link {
             return s;
         }
 
-        /** Sends one piece; false when the attempt failed (the connection is then closed). */
+        /**
+         * Sends one piece; false when the attempt failed and its connection was closed (a local source found
+         * bad before any connection was used fails the piece but leaves the worker's connection as it was).
+         */
         private boolean send(Job.Piece p) {
             Job job = p.job;
             if (job.finished()) return true;
@@ -301,10 +304,14 @@ final class Link {
             Endpoint.HostPort host = null;
             GridFtpSession from = null; // a third-party copy's source
             boolean verifying = false;
+            boolean connected = false; // a connection was taken for the attempt
             try {
+                // before the destination is connected to: a bad local source costs no login there (before, it
+                // was found after the session was opened, and that session closed for the source's failure)
+                if (job.local != null) checkLocalSource(job);
+                connected = true;
                 GridFtpSession s = session(a);
                 host = s.host;
-                if (job.local != null) checkLocalSource(job);
                 String path = job.destination.path();
                 // before the first write: a file there that is not this transfer's own is looked at, and the
                 // transfer is recorded as writing there (the other pieces of a split file wait for this)
@@ -440,9 +447,11 @@ final class Link {
                     scks = false;
                     log.warn("GridFTP {} refuses SCKS: files are verified with CKSM after the put", key);
                 }
-                dropSession();
-                sources.values().forEach(GridFtpSession::close);
-                sources.clear();
+                if (connected) {
+                    dropSession();
+                    sources.values().forEach(GridFtpSession::close);
+                    sources.clear();
+                }
                 if (e instanceof HostException he) host = he.host;
                 Throwable failure = e;
                 // a third-party copy that failed at its source (a command to it refused or unanswered, its
@@ -494,7 +503,7 @@ final class Link {
                 f = sourceChecked(job, f);
                 blame(f, host);
                 failed(p, f, verifying);
-                return false;
+                return !connected;
             } finally {
                 active.decrementAndGet();
                 job.running.remove(a);
@@ -536,7 +545,7 @@ final class Link {
         private static void checkLocalSource(Job job) throws LocalReadException {
             java.nio.file.Path local = job.local;
             long size;
-            try (var ch = java.nio.channels.FileChannel.open(local)) {
+            try (var ch = LocalReadException.open(local)) { // opened as the put opens it
                 if (!java.nio.file.Files.isRegularFile(local)) throw new LocalReadException("not a regular file", null);
                 size = ch.size();
             } catch (LocalReadException e) {

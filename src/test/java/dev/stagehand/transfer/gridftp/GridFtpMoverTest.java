@@ -16,6 +16,11 @@ import org.junit.jupiter.api.Test;
 /** What the mover does with a batch before any connection: a file it cannot prepare fails alone. */
 class GridFtpMoverTest {
 
+    @org.junit.jupiter.api.AfterEach
+    void localFilesOpenedAsTheyAre() {
+        LocalReadException.opener = file -> java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
+    }
+
     @Test
     void aFileThatCannotBePreparedFailsAloneAsABadRequest() throws Exception {
         FileCopy remoteHost = new FileCopy("1", URI.create("file://otherhost/cache/f"), URI.create("ftp://127.0.0.1:9/d/f1"), 10, null);
@@ -121,11 +126,12 @@ class GridFtpMoverTest {
                     var wrote = new java.util.concurrent.atomic.AtomicBoolean();
                     try (FakeGridFtpServer server = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(settings, null)) {
                         server.sizeReply = there.getKey();
-                        server.heard = line -> {
-                            if (!line.toUpperCase(java.util.Locale.ROOT).startsWith("PASS")) return;
-                            synchronized (wrote) { // once, as the first connection logs in
-                                try {
-                                    if (java.nio.file.Files.isDirectory(local) || java.nio.file.Files.size(local) < size) return;
+                        // the file goes bad as the first attempt opens it for its check: after the batch was
+                        // submitted (which looked at it), before the attempt connects to the destination
+                        LocalReadException.opener = file -> {
+                            synchronized (wrote) { // once
+                                if (file.equals(local) && java.nio.file.Files.isRegularFile(local)
+                                        && java.nio.file.Files.size(local) == size) {
                                     if (bad.equals("short")) {
                                         try (var ch = java.nio.channels.FileChannel.open(local, java.nio.file.StandardOpenOption.WRITE)) {
                                             ch.truncate((split ? 1 << 20 : size) / 2);
@@ -134,10 +140,9 @@ class GridFtpMoverTest {
                                         java.nio.file.Files.delete(local);
                                         if (bad.equals("a directory")) java.nio.file.Files.createDirectory(local);
                                     }
-                                } catch (java.io.IOException e) {
-                                    throw new java.io.UncheckedIOException(e);
                                 }
                             }
+                            return java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
                         };
                         FileCopy c = new FileCopy("1", local.toUri(), URI.create("ftp://127.0.0.1:" + server.port() + "/d/f"), size,
                                 null, there.getValue(), () -> wrote.set(true));
@@ -151,6 +156,8 @@ class GridFtpMoverTest {
                         assertThat(wrote).as(way + ": the destination taken as the transfer's").isFalse();
                         assertThat(server.commands).as(way).noneMatch(line -> line.toUpperCase(java.util.Locale.ROOT)
                                 .matches("(SIZE|STOR|ESTO|DELE|SCKS) .*"));
+                        // checked before a connection is taken: no login either (before, the check came after it)
+                        assertThat(server.count("USER")).as(way + ": logins").isZero();
                     }
                 }
             }

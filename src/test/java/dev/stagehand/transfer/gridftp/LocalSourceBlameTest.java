@@ -49,6 +49,16 @@ class LocalSourceBlameTest {
      */
     private static Outcome run(MoverSettings s, boolean jglobus, java.util.function.Consumer<FakeGridFtpServer> setUp,
                                java.util.function.Function<String, FileCopy> copy) throws Exception {
+        return run(s, jglobus, setUp, copy, base -> List.of());
+    }
+
+    /**
+     * As above, {@code before} sent first (bigger than {@code copy}, submitted with it: the link's one worker
+     * claims them all and sends the biggest first); they are to succeed.
+     */
+    private static Outcome run(MoverSettings s, boolean jglobus, java.util.function.Consumer<FakeGridFtpServer> setUp,
+                               java.util.function.Function<String, FileCopy> copy,
+                               java.util.function.Function<String, List<FileCopy>> before) throws Exception {
         GridFtpSession.jglobusPuts = jglobus;
         try (FakeGridFtpServer d1 = new FakeGridFtpServer(); FakeGridFtpServer d2 = new FakeGridFtpServer();
              GridFtpMover mover = new GridFtpMover(s, null)) {
@@ -56,10 +66,14 @@ class LocalSourceBlameTest {
                 d.sizeReply = "550 /d/f: No such file or directory."; // nothing there
                 setUp.accept(d);
             }
-            FileCopy c = copy.apply("ftp://127.0.0.1:" + d1.port() + ",127.0.0.1:" + d2.port());
+            String base = "ftp://127.0.0.1:" + d1.port() + ",127.0.0.1:" + d2.port();
+            FileCopy c = copy.apply(base);
+            List<FileCopy> first = before.apply(base);
+            var batch = mover.submit(java.util.stream.Stream.concat(first.stream(), java.util.stream.Stream.of(c)).toList());
+            for (FileCopy b : first) batch.result(b).get(30, TimeUnit.SECONDS);
             Throwable failure;
             try {
-                mover.submit(List.of(c)).result(c).get(30, TimeUnit.SECONDS);
+                batch.result(c).get(30, TimeUnit.SECONDS);
                 failure = null;
             } catch (ExecutionException e) {
                 failure = e.getCause();
@@ -91,12 +105,15 @@ class LocalSourceBlameTest {
     }
 
     /**
-     * The local source goes bad after the batch was prepared (gone, cut short, a directory in its place),
-     * found by the check before the put: a failed read of the local file like one while it is sent. Before, this
-     * check's failure lowered the link's success rate (a read's failure did not).
+     * The local source goes bad after the batch was prepared (gone, cut short, a directory in its place; here
+     * while the file sent before it logs in), found by the check before the put: a failed read of the local file
+     * like one while it is sent. Before, this check's failure lowered the link's success rate (a read's failure
+     * did not).
      */
     @Test
     void aLocalSourceFoundBadBeforeItsPutIsNotCountedAgainstTheLink(@TempDir Path dir) throws Exception {
+        Path good = dir.resolve("good");
+        Files.write(good, new byte[8192]);
         for (String bad : List.of("gone", "short", "a directory")) {
             Path local = dir.resolve(bad.replace(' ', '-'));
             Files.write(local, new byte[4096]);
@@ -108,7 +125,8 @@ class LocalSourceBlameTest {
                 } catch (IOException e) {
                     throw new java.io.UncheckedIOException(e);
                 }
-            }, base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), 4096, null));
+            }, base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), 4096, null),
+                    base -> List.of(new FileCopy("0", good.toUri(), URI.create(base + "/d/g"), 8192, null)));
             assertThat(o.failure().kind()).as(bad).isEqualTo(Kind.BAD_REQUEST);
             assertThat(o.failure().attempts()).as(bad).isEqualTo(1);
             assertThat(o.failure().getMessage()).as(bad).contains("cannot read local file " + local);
