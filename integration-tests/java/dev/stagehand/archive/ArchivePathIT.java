@@ -477,6 +477,22 @@ class ArchivePathIT {
     }
 
     /**
+     * Polls until the flusher has claimed {@code id} (its mount under way on the virtual clock), then gives the claim to
+     * another instance: what a flusher whose lease lapsed while it stalled finds.
+     */
+    void claimThenTakeOver(long id) {
+        for (int i = 0; i < 20 && !flusher.busy(); i++) flusher.poll();
+        assertThat(flusher.busy()).isTrue();
+        jdbc.update("UPDATE archive_copy SET claimed_by = 'it-taken-over', lease_until = now() + interval '1 hour' WHERE file_id = ?", id);
+    }
+
+    /** The test's clean-up: fails {@code id}'s copy and file for good, the claim given away released. */
+    void failForGood(long id) {
+        jdbc.update("UPDATE archive_copy SET state = 'failed', claimed_by = NULL, lease_until = NULL, volume_id = NULL WHERE file_id = ?", id);
+        jdbc.update("UPDATE archive_file SET state = 'failed' WHERE file_id = ?", id);
+    }
+
+    /**
      * A flusher whose claim lapsed and was taken over (it stalled past its lease: a long pause, the database away)
      * and whose write then fails leaves the new holder's claim alone: it used to put the copy back in the queue
      * under that holder, for a third instance to write it again beside it.
@@ -487,17 +503,14 @@ class ArchivePathIT {
         String writer = lib.layout().drives().get(2);
         long id = registeredOne("over/f0", "ds-over-" + tag);
         String claim = "SELECT state || ' ' || coalesce(claimed_by, '-') FROM archive_copy WHERE file_id = ?";
-        for (int i = 0; i < 20 && !flusher.busy(); i++) flusher.poll(); // claimed, its mount under way on the virtual clock
-        assertThat(flusher.busy()).isTrue();
-        jdbc.update("UPDATE archive_copy SET claimed_by = 'it-taken-over', lease_until = now() + interval '1 hour' WHERE file_id = ?", id);
+        claimThenTakeOver(id);
         faults.failDrive(writer);
         for (int i = 0; i < 100 && flusher.busy(); i++) clock.advance(Duration.ofSeconds(20));
         assertThat(flusher.busy()).as("the failed list is done with").isFalse();
         try {
             assertThat(jdbc.queryForObject(claim, String.class, id)).isEqualTo("writing it-taken-over");
         } finally {
-            jdbc.update("UPDATE archive_copy SET state = 'failed', claimed_by = NULL, lease_until = NULL, volume_id = NULL WHERE file_id = ?", id);
-            jdbc.update("UPDATE archive_file SET state = 'failed' WHERE file_id = ?", id);
+            failForGood(id);
         }
     }
 
@@ -512,9 +525,7 @@ class ArchivePathIT {
         Path p = land("overfail/f0", MB);
         long id = buffer.register(List.of(entry(p, "ds-overfail-" + tag, null))).get(0).fileId();
         String claim = "SELECT state || ' ' || coalesce(claimed_by, '-') || ' ' || attempts FROM archive_copy WHERE file_id = ?";
-        for (int i = 0; i < 20 && !flusher.busy(); i++) flusher.poll(); // claimed, its mount under way on the virtual clock
-        assertThat(flusher.busy()).isTrue();
-        jdbc.update("UPDATE archive_copy SET claimed_by = 'it-taken-over', lease_until = now() + interval '1 hour' WHERE file_id = ?", id);
+        claimThenTakeOver(id);
         byte[] other = new byte[(int) MB];
         new Random(5).nextBytes(other);
         Files.write(p, other); // the tape copy will not match, and the buffer file no longer has the registered bytes
@@ -524,8 +535,7 @@ class ArchivePathIT {
             assertThat(jdbc.queryForObject(claim, String.class, id)).isEqualTo("writing it-taken-over 0");
             assertThat(state(id)).isEqualTo("writing");
         } finally {
-            jdbc.update("UPDATE archive_copy SET state = 'failed', claimed_by = NULL, lease_until = NULL, volume_id = NULL WHERE file_id = ?", id);
-            jdbc.update("UPDATE archive_file SET state = 'failed' WHERE file_id = ?", id);
+            failForGood(id);
         }
     }
 
@@ -541,9 +551,7 @@ class ArchivePathIT {
         faults.corruptWrite(buffer.file(id).orElseThrow().name());
         jdbc.update("UPDATE archive_copy SET mismatches = ? WHERE file_id = ?", 2, id); // one short of ArchiveFlusher.MAX_MISMATCHES (3): this one would fail it for good
         String claim = "SELECT state || ' ' || coalesce(claimed_by, '-') || ' ' || mismatches FROM archive_copy WHERE file_id = ?";
-        for (int i = 0; i < 20 && !flusher.busy(); i++) flusher.poll();
-        assertThat(flusher.busy()).isTrue();
-        jdbc.update("UPDATE archive_copy SET claimed_by = 'it-taken-over', lease_until = now() + interval '1 hour' WHERE file_id = ?", id);
+        claimThenTakeOver(id);
         try {
             for (int i = 0; i < 100 && flusher.busy(); i++) clock.advance(Duration.ofSeconds(20));
             assertThat(flusher.busy()).as("the late list is done with").isFalse();
@@ -551,8 +559,7 @@ class ArchivePathIT {
             assertThat(state(id)).isEqualTo("writing");
             assertThat(buffer.volumes("ds-overmm-" + tag)).extracting(ArchiveBuffer.FamilyVolume::state).containsExactly("full");
         } finally {
-            jdbc.update("UPDATE archive_copy SET state = 'failed', claimed_by = NULL, lease_until = NULL, volume_id = NULL WHERE file_id = ?", id);
-            jdbc.update("UPDATE archive_file SET state = 'failed' WHERE file_id = ?", id);
+            failForGood(id);
         }
     }
 
@@ -569,9 +576,7 @@ class ArchivePathIT {
         flushUntil(() -> archived(List.of(first)) == 1 && !flusher.busy());
         long id = registeredOne("late/f1", "ds-late-" + tag);
         String claim = "SELECT state || ' ' || coalesce(claimed_by, '-') FROM archive_copy WHERE file_id = ?";
-        for (int i = 0; i < 20 && !flusher.busy(); i++) flusher.poll(); // claimed, its mount under way on the virtual clock
-        assertThat(flusher.busy()).isTrue();
-        jdbc.update("UPDATE archive_copy SET claimed_by = 'it-taken-over', lease_until = now() + interval '1 hour' WHERE file_id = ?", id);
+        claimThenTakeOver(id);
         for (int i = 0; i < 100 && flusher.busy(); i++) clock.advance(Duration.ofSeconds(20));
         assertThat(flusher.busy()).as("the late list is done with").isFalse();
         assertThat(jdbc.queryForObject(claim, String.class, id)).isEqualTo("writing it-taken-over");

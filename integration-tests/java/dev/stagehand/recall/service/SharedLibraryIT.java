@@ -67,27 +67,65 @@ class SharedLibraryIT {
     Path tmp;
 
     String tag, libraryName;
+    /** The test's two instances, a-{@code tag} and b-{@code tag} (set by {@link #name}). */
+    String ia, ib;
+    /** Each instance's view of the library, with shared drives, not started; the requests {@link #catalog} made (set by {@link #open}). */
+    SharedDrives libA, libB;
+    List<UUID> requests;
     final List<String> collisions = Collections.synchronizedList(new ArrayList<>());
     final List<String> mountFailures = Collections.synchronizedList(new ArrayList<>());
     final List<String> dismounts = Collections.synchronizedList(new ArrayList<>());
     /** Which instance's cartridge is in each drive of the physical library, as the instances' events tell. */
     final Map<String, String> occupant = new HashMap<>();
-    /** The physical library's drives, and seconds its mounts take (the robot's exchange; 0: at once). */
-    List<String> libraryDrives = List.of("drive01");
-    int mountSeconds;
-    /** Seconds its dismounts take (0: at once). */
-    int dismountSeconds;
+    /** The physical library the test opened. */
+    LibraryShape shape = LibraryShape.ONE_DRIVE;
     /** Mounts under way in the physical library, by any instance, now and at most; mounts ended. */
     int mountsUnderWay, mostMountsUnderWay, mountsEnded;
     /** Mounts started, by instance. */
     final Map<String, Integer> mountsStarted = new HashMap<>();
 
+    /**
+     * The physical library's drives, the seconds its mounts and dismounts take (the robot's exchange; 0: at once), and
+     * the mounts each instance's recall scheduler may have under way at once per accessor.
+     */
+    record LibraryShape(List<String> drives, int mountSeconds, int dismountSeconds, int exchangesPerAccessor) {
+        /** One drive, exchanges at once, four under way per accessor. */
+        static final LibraryShape ONE_DRIVE = new LibraryShape(List.of("drive01"), 0, 0, 4);
+        /** Two drives and one accessor, each scheduler allowed one exchange under way at it; exchanges at once. */
+        static final LibraryShape TWO_DRIVES_ONE_EXCHANGE = new LibraryShape(List.of("drive01", "drive02"), 0, 0, 1);
+
+        LibraryShape mountsTaking(int seconds) {
+            return new LibraryShape(drives, seconds, dismountSeconds, exchangesPerAccessor);
+        }
+
+        LibraryShape dismountsTaking(int seconds) {
+            return new LibraryShape(drives, mountSeconds, seconds, exchangesPerAccessor);
+        }
+    }
+
+    /** Names the test's library ({@code letter} and a random tag) and its two instances. */
+    void name(String letter) {
+        tag = letter + UUID.randomUUID().toString().substring(0, 6);
+        libraryName = "shared-" + tag;
+        ia = "a-" + tag;
+        ib = "b-" + tag;
+    }
+
+    /** Names the library, gives it {@code shape}, catalogues its volumes and builds both instances' views of it. */
+    void open(String letter, LibraryShape shape) throws Exception {
+        name(letter);
+        this.shape = shape;
+        requests = catalog();
+        libA = (SharedDrives) library(ia, true);
+        libB = (SharedDrives) library(ib, true);
+    }
+
     /** One instance's view of the physical library: its events tell the occupancy tracker. */
     TapeLibrary library(String instance, boolean shared) {
         DriveStateStore store = new DriveStateStore(db);
         List<String> base = List.of(DIRLIB.toString(), tmp.resolve("lib").toString());
-        TapeProperties.Script cfg = new TapeProperties.Script(slow(base, "mount", mountSeconds), cmd(base, "read"), cmd(base, "write"),
-                slow(base, "dismount", dismountSeconds), tmp.resolve("work-" + instance), Duration.ofSeconds(30), Duration.ofSeconds(30),
+        TapeProperties.Script cfg = new TapeProperties.Script(slow(base, "mount", shape.mountSeconds()), cmd(base, "read"), cmd(base, "write"),
+                slow(base, "dismount", shape.dismountSeconds()), tmp.resolve("work-" + instance), Duration.ofSeconds(30), Duration.ofSeconds(30),
                 Duration.ofSeconds(30), Duration.ofSeconds(30), TapeProperties.WriteChecksum.TRUST_SOURCE);
         LibraryEvents tracker = new LibraryEvents() {
             @Override
@@ -120,7 +158,7 @@ class SharedLibraryIT {
         };
         List<DriveStatus> rows = store.load(libraryName); // as TapeConfiguration builds it
         if (shared) rows = SharedDrives.rowsToRestore(db, libraryName, instance, rows);
-        ScriptLibrary script = new ScriptLibrary(new LibraryLayout(libraryName, libraryDrives, 1), cfg,
+        ScriptLibrary script = new ScriptLibrary(new LibraryLayout(libraryName, shape.drives(), 1), cfg,
                 LibraryEvents.all(List.of(store, tracker)), rows);
         return shared ? new SharedDrives(script, db, tx, store, instance, Duration.ofSeconds(2)) : script;
     }
@@ -137,13 +175,10 @@ class SharedLibraryIT {
         return c;
     }
 
-    /** Mounts under way at once per accessor, each instance's recall scheduler. */
-    int exchangesPerAccessor = 4;
-
     RecallProperties props(String instance, Duration idleDismount) {
         return new RecallProperties(true, "tape-aware", 1_000_000L, Duration.ZERO, Duration.ofSeconds(3), instance,
                 500_000_000_000L, 10_000, Duration.ofMinutes(5), Duration.ofHours(4), idleDismount,
-                2_000_000_000_000L, 20_000, exchangesPerAccessor, Map.of(), Map.of());
+                2_000_000_000_000L, 20_000, shape.exchangesPerAccessor(), Map.of(), Map.of());
     }
 
     /** Volumes {@code tag}a and {@code tag}b of three files each in dirlib's slots, catalogued; one request per volume. */
@@ -190,13 +225,9 @@ class SharedLibraryIT {
 
     @Test
     void twoInstancesSharingOneLibraryNeverMountOnEachOthersDrive() throws Exception {
-        tag = "S" + UUID.randomUUID().toString().substring(0, 6);
-        libraryName = "shared-" + tag;
-        List<UUID> requests = catalog();
-        String ia = "a-" + tag, ib = "b-" + tag;
-        TapeLibrary libA = library(ia, true), libB = library(ib, true);
-        if (libA instanceof SharedDrives s) s.start();
-        if (libB instanceof SharedDrives s) s.start();
+        open("S", LibraryShape.ONE_DRIVE);
+        libA.start();
+        libB.start();
         RecallService a = service(ia, libA, Duration.ofSeconds(1)), b = service(ib, libB, Duration.ofSeconds(1));
         a.start();
         b.start();
@@ -210,8 +241,8 @@ class SharedLibraryIT {
         } finally {
             a.stop();
             b.stop();
-            if (libA instanceof AutoCloseable c) c.close();
-            if (libB instanceof AutoCloseable c) c.close();
+            libA.close();
+            libB.close();
         }
         assertThat(collisions).as("a drive is one instance's at a time").isEmpty();
         assertThat(mountFailures).isEmpty();
@@ -228,14 +259,9 @@ class SharedLibraryIT {
      */
     @Test
     void anInstanceCountsTheMountsAnotherHasUnderWayAgainstTheAccessors() throws Exception {
-        tag = "X" + UUID.randomUUID().toString().substring(0, 6);
-        libraryName = "shared-" + tag;
-        libraryDrives = List.of("drive01", "drive02");
-        mountSeconds = 4;
-        exchangesPerAccessor = 1;
-        List<UUID> requests = catalog();
-        String ia = "a-" + tag, ib = "b-" + tag;
-        SharedDrives libA = ((SharedDrives) library(ia, true)).start(), libB = ((SharedDrives) library(ib, true)).start();
+        open("X", LibraryShape.TWO_DRIVES_ONE_EXCHANGE.mountsTaking(4));
+        libA.start();
+        libB.start();
         RecallService a = service(ia, libA, Duration.ofSeconds(1)), b = service(ib, libB, Duration.ofSeconds(1));
         a.start();
         try {
@@ -291,16 +317,9 @@ class SharedLibraryIT {
      */
     @Test
     void twoInstancesDecidingAMountAtTheSameInstantStartOneBetweenThem() throws Exception {
-        tag = "R" + UUID.randomUUID().toString().substring(0, 6);
-        libraryName = "shared-" + tag;
-        libraryDrives = List.of("drive01", "drive02");
-        mountSeconds = 2;
-        exchangesPerAccessor = 1;
-        List<UUID> requests = catalog();
-        String ia = "a-" + tag, ib = "b-" + tag;
+        open("R", LibraryShape.TWO_DRIVES_ONE_EXCHANGE.mountsTaking(2));
         // the lease rounds start once the passes are let go: held at the lock, a round would hold the library's
         // monitor, which the intake needs before it asks for a pass
-        SharedDrives libA = (SharedDrives) library(ia, true), libB = (SharedDrives) library(ib, true);
         libA.sync();
         libB.sync();
         // each instance's scheduler uses a drive of its own: they decide for different drives (on one drive the lease
@@ -361,15 +380,10 @@ class SharedLibraryIT {
      */
     @Test
     void anInstanceCountsTheDismountsAnotherHasUnderWayAgainstTheAccessors() throws Exception {
-        tag = "U" + UUID.randomUUID().toString().substring(0, 6);
-        libraryName = "shared-" + tag;
-        libraryDrives = List.of("drive01", "drive02");
-        dismountSeconds = 2;
-        exchangesPerAccessor = 1;
-        List<UUID> requests = catalog();
-        String ia = "a-" + tag, ib = "b-" + tag;
+        open("U", LibraryShape.TWO_DRIVES_ONE_EXCHANGE.dismountsTaking(2));
         Files.createDirectories(tmp.resolve("lib/slots/" + tag + "z")); // A's own cartridge, no request's
-        SharedDrives libA = ((SharedDrives) library(ia, true)).start(), libB = ((SharedDrives) library(ib, true)).start();
+        libA.start();
+        libB.start();
         RecallService b = service(ib, libB, Duration.ofSeconds(1));
         int duringDismount = 0;
         try {
@@ -407,14 +421,12 @@ class SharedLibraryIT {
     @org.junit.jupiter.api.extension.ExtendWith(org.springframework.boot.test.system.OutputCaptureExtension.class)
     void anInstanceStartingWhileAnotherMountsDoesNotTakeThatMountForOneItsStopCutOff(
             org.springframework.boot.test.system.CapturedOutput output) throws Exception {
-        tag = "M" + UUID.randomUUID().toString().substring(0, 6);
-        libraryName = "shared-" + tag;
-        String ia = "a-" + tag, ib = "b-" + tag;
+        name("M");
         // A is mounting on drive01: its lease and its row
         jdbc.update("INSERT INTO drive_lease (library, drive, instance, lease_until) VALUES (?, 'drive01', ?, now() + interval '1 minute')",
                 libraryName, ia);
         new DriveStateStore(db).save(libraryName, new DriveStatus("drive01", DriveState.MOUNTING, tag + "a", 0));
-        SharedDrives libB = (SharedDrives) library(ib, true);
+        libB = (SharedDrives) library(ib, true);
         libB.sync();
         try {
             assertThat(libB.drives().getFirst().state()).isEqualTo(DriveState.ELSEWHERE);
@@ -433,12 +445,8 @@ class SharedLibraryIT {
 
     @Test
     void aDriveWhoseInstanceDiedWithItsCartridgeInItIsTakenOverAndUsed() throws Exception {
-        tag = "D" + UUID.randomUUID().toString().substring(0, 6);
-        libraryName = "shared-" + tag;
-        List<UUID> requests = catalog();
-        String ia = "a-" + tag, ib = "b-" + tag;
+        open("D", LibraryShape.ONE_DRIVE);
         // A never dismounts by itself (a long idle time) and renews its leases only while it lives (sync by hand)
-        SharedDrives libA = (SharedDrives) library(ia, true), libB = (SharedDrives) library(ib, true);
         libA.sync();
         libB.sync();
         // A's scheduler runs on a clock only this test moves: once A is dead, nothing of it acts any more
