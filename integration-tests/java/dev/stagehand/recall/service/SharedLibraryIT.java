@@ -214,6 +214,15 @@ class SharedLibraryIT {
                 (Object) requests.toArray(UUID[]::new)) == 0;
     }
 
+    /** Polls {@code services} every 100 ms until the requests are all done or {@code within} has passed. */
+    void pollUntilAllDone(Duration within, RecallService... services) throws InterruptedException {
+        long until = System.nanoTime() + within.toNanos();
+        while (!allDone(requests) && System.nanoTime() < until) {
+            for (RecallService s : services) s.poll();
+            Thread.sleep(100);
+        }
+    }
+
     RecallService service(String instance, TapeLibrary lib, Duration idleDismount) {
         return service(instance, lib, idleDismount, ScaledClock.real());
     }
@@ -232,12 +241,7 @@ class SharedLibraryIT {
         a.start();
         b.start();
         try {
-            long until = System.nanoTime() + 60_000_000_000L;
-            while (!allDone(requests) && System.nanoTime() < until) {
-                a.poll();
-                b.poll();
-                Thread.sleep(100);
-            }
+            pollUntilAllDone(Duration.ofSeconds(60), a, b);
         } finally {
             a.stop();
             b.stop();
@@ -272,12 +276,7 @@ class SharedLibraryIT {
             }
             assertThat(mountsUnderWay()).as("A is mounting").isEqualTo(1);
             b.start();
-            until = System.nanoTime() + 60_000_000_000L;
-            while (!allDone(requests) && System.nanoTime() < until) {
-                a.poll();
-                b.poll();
-                Thread.sleep(100);
-            }
+            pollUntilAllDone(Duration.ofSeconds(60), a, b);
         } finally {
             a.stop();
             b.stop();
@@ -346,12 +345,7 @@ class SharedLibraryIT {
             }
             libA.start();
             libB.start();
-            long until = System.nanoTime() + 20_000_000_000L;
-            while (!allDone(requests) && System.nanoTime() < until) {
-                a.poll();
-                b.poll();
-                Thread.sleep(100);
-            }
+            pollUntilAllDone(Duration.ofSeconds(20), a, b);
         } finally {
             intake.shutdownNow();
             a.stop();
@@ -397,11 +391,7 @@ class SharedLibraryIT {
                 if (!out.isDone()) duringDismount = started; // started while A's dismount was still under way
             }
             out.get();
-            long until = System.nanoTime() + 20_000_000_000L;
-            while (!allDone(requests) && System.nanoTime() < until) {
-                b.poll();
-                Thread.sleep(100);
-            }
+            pollUntilAllDone(Duration.ofSeconds(20), b);
         } finally {
             b.stop();
             libA.close();
