@@ -146,6 +146,13 @@ final class Link {
         return best;
     }
 
+    /** {@code host} is out of rotation, and another of the link's hosts is in it (to go to instead). */
+    private boolean outOfRotation(Endpoint.HostPort host) {
+        long now = System.nanoTime();
+        return downUntil.getOrDefault(host, 0L) > now
+                && endpoint.hosts().stream().anyMatch(h -> downUntil.getOrDefault(h, 0L) <= now);
+    }
+
     private void quarantine(Endpoint.HostPort host) {
         if (host == null || endpoint.hosts().size() < 2) return;
         downUntil.put(host, System.nanoTime() + settings.hostQuarantine().toNanos());
@@ -246,7 +253,9 @@ final class Link {
         }
 
         private GridFtpSession session(Watchdog.Attempt a) throws Exception {
-            if (session != null && session.isClosed()) dropSession();
+            // a host taken out of rotation while this worker was connected to it (checkLater's CKSM after a put
+            // failed there) is left too: before, the worker kept it and sent the file's resend to it again
+            if (session != null && (session.isClosed() || outOfRotation(session.host))) dropSession();
             if (session == null) {
                 Endpoint.HostPort host = pickHost();
                 try {
