@@ -404,8 +404,11 @@ final class Link {
                             if (streamSum) {
                                 Long rest = src.adler32();
                                 if (rest != null && skip > 0) {
-                                    try (var file = LocalReadException.open(job.local)) {
+                                    var file = LocalReadException.open(job.local);
+                                    try {
                                         rest = combine(adler32(file, p.offset, skip, a), rest, p.length - skip);
+                                    } finally {
+                                        a.localReads.close(file); // not waiting for a read that hangs
                                     }
                                 }
                                 p.adler32 = rest;
@@ -910,8 +913,11 @@ final class Link {
 
     /** The local file's Adler32, read before a put the server is to verify (progress: not a stall). */
     private static long adler32(java.nio.file.Path file, Watchdog.Attempt a) throws java.io.IOException {
-        try (var ch = LocalReadException.open(file)) {
+        var ch = LocalReadException.open(file);
+        try {
             return adler32(ch, 0, ch.size(), a);
+        } finally {
+            a.localReads.close(ch); // not waiting for a read that hangs
         }
     }
 
@@ -927,6 +933,7 @@ final class Link {
             try {
                 r = a.localReads.read(ch, buf, offset + at);
             } catch (java.io.IOException e) {
+                SUM_BUFFER.remove(); // a read left behind (the attempt aborted) may still write into it
                 throw LocalReadException.of(e);
             }
             if (r < 0) throw LocalReadException.shrank("reading its checksum", offset + at);

@@ -2,6 +2,7 @@ package dev.stagehand.transfer.gridftp;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.FileChannel;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -14,9 +15,34 @@ import java.util.concurrent.ConcurrentHashMap;
 final class LocalReads {
 
     private final ConcurrentHashMap<Thread, Long> since = new ConcurrentHashMap<>();
+    /** The attempt's own thread (the one that made this): the one the watchdog's abort must free. */
+    private final Thread owner = Thread.currentThread();
 
-    /** {@code ch.read(dst, position)}, recorded as under way while it runs. */
+    /**
+     * {@code ch.read(dst, position)}, recorded as under way while it runs. On the attempt's own thread (the sums
+     * and the small file's preload before its put) the read is made on a thread of its own, waited for
+     * interruptibly: the watchdog's interrupt ends the wait ({@link ClosedByInterruptException}) and the read is
+     * left behind. Before, a read there that hung (a hung NFS mount: an interrupt does not end it) kept the
+     * attempt, and its copy, for ever. After that, {@code dst} may still be written by the read left behind:
+     * the caller must not use it again.
+     */
     int read(FileChannel ch, ByteBuffer dst, long position) throws IOException {
+        if (Thread.currentThread() != owner) return recorded(ch, dst, position);
+        var read = new java.util.concurrent.FutureTask<>(() -> recorded(ch, dst, position));
+        Thread.ofVirtual().name("local-read").start(read);
+        try {
+            return read.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // the attempt's: it was aborted
+            throw new ClosedByInterruptException();
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (e.getCause() instanceof IOException io) throw io;
+            if (e.getCause() instanceof RuntimeException r) throw r;
+            throw new IOException(e.getCause());
+        }
+    }
+
+    private int recorded(FileChannel ch, ByteBuffer dst, long position) throws IOException {
         Thread t = Thread.currentThread();
         since.put(t, System.nanoTime());
         try {

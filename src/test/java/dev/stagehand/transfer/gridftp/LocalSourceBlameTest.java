@@ -266,6 +266,39 @@ class LocalSourceBlameTest {
     }
 
     /**
+     * A read of the local file made on the attempt's own thread before the put hangs: the small file's preload for
+     * the server's SCKS (jglobus), its Adler32 read for SCKS (own sender). The watchdog's abort ends the attempt (the
+     * read is left behind), as the source's failure, within about two stall limits. Before, the attempt stayed in
+     * the read (an interrupt does not end a read in a hung file system) and the copy never ended.
+     */
+    @Test
+    void aLocalReadThatHangsBeforeThePutIsTheSourcesStall(@TempDir Path dir) throws Exception {
+        for (boolean jglobus : new boolean[] {true, false}) {
+            String way = jglobus ? "jglobus, preload for SCKS" : "own sender, sum for SCKS";
+            Path local = dir.resolve(jglobus ? "j" : "d");
+            Files.write(local, new byte[64 << 10]);
+            CountDownLatch release = new CountDownLatch(1);
+            LocalReadException.opener = file -> new HangingChannel(FileChannel.open(file), release);
+            try {
+                long t0 = System.nanoTime();
+                // no catalog sum: the file is read here for the server's SCKS before its STOR
+                Outcome o = run(settings(Duration.ofSeconds(1)), jglobus, d -> {},
+                        base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), 64 << 10, null));
+                long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+                assertThat(o.failure().kind()).as(way).isEqualTo(Kind.BAD_REQUEST);
+                assertThat(o.failure().attempts()).as(way).isEqualTo(1);
+                assertThat(o.failure().getMessage()).as(way).contains("cannot read local file " + local, "blocked")
+                        .doesNotContain("(127.0.0.1:");
+                assertThat(millis).as(way + ": ms to the failure (stall limit 1 s, 400 ms waited after it)").isLessThan(3_000);
+                sourcesAlone(o, way);
+            } finally {
+                LocalReadException.opener = file -> FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
+                release.countDown();
+            }
+        }
+    }
+
+    /**
      * A local file whose reads block until {@code release}, interrupts and close notwithstanding (a read in a hung
      * file system); its close waits for the reads in it to leave, as FileChannel's does.
      */
