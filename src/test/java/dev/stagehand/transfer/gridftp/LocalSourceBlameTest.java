@@ -267,23 +267,28 @@ class LocalSourceBlameTest {
 
     /**
      * A read of the local file made on the attempt's own thread before the put hangs: the small file's preload for
-     * the server's SCKS (jglobus), its Adler32 read for SCKS (own sender). The watchdog's abort ends the attempt (the
+     * the server's SCKS (jglobus), its Adler32 read for SCKS (own sender), its Adler32 read to compare with a file
+     * of its size at the destination (the look before the first write). The watchdog's abort ends the attempt (the
      * read is left behind), as the source's failure, within about two stall limits. Before, the attempt stayed in
      * the read (an interrupt does not end a read in a hung file system) and the copy never ended.
      */
     @Test
     void aLocalReadThatHangsBeforeThePutIsTheSourcesStall(@TempDir Path dir) throws Exception {
-        for (boolean jglobus : new boolean[] {true, false}) {
-            String way = jglobus ? "jglobus, preload for SCKS" : "own sender, sum for SCKS";
-            Path local = dir.resolve(jglobus ? "j" : "d");
+        for (String way : List.of("jglobus, preload for SCKS", "own sender, sum for SCKS", "sum for the look at the destination")) {
+            boolean jglobus = way.startsWith("jglobus");
+            boolean look = way.endsWith("destination");
+            Path local = dir.resolve(way.substring(0, 3));
             Files.write(local, new byte[64 << 10]);
             CountDownLatch release = new CountDownLatch(1);
             LocalReadException.opener = file -> new HangingChannel(FileChannel.open(file), release);
             try {
                 long t0 = System.nanoTime();
-                // no catalog sum: the file is read here for the server's SCKS before its STOR
-                Outcome o = run(settings(Duration.ofSeconds(1)), jglobus, d -> {},
-                        base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), 64 << 10, null));
+                // no catalog sum: the file is read here for the server's SCKS before its STOR, or (the look) to
+                // compare with the destination's CKSM of the file of its size there
+                Outcome o = run(settings(Duration.ofSeconds(1)), jglobus, d -> {
+                    if (look) d.sizeReply = "213 " + (64 << 10);
+                }, base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), 64 << 10, null,
+                        look ? FileCopy.Existing.KEEP : FileCopy.Existing.WRITE, () -> {}));
                 long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
                 assertThat(o.failure().kind()).as(way).isEqualTo(Kind.BAD_REQUEST);
                 assertThat(o.failure().attempts()).as(way).isEqualTo(1);
