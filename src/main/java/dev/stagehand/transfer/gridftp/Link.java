@@ -925,24 +925,25 @@ final class Link {
     private static long adler32(java.nio.channels.FileChannel ch, long offset, long length, Watchdog.Attempt a)
             throws java.io.IOException {
         Adler32 sum = new Adler32();
-        var buf = SUM_BUFFER.get();
-        for (long at = 0; at < length; ) {
-            buf.clear();
-            buf.limit((int) Math.min(buf.capacity(), length - at));
-            int r;
-            try {
-                r = a.localReads.read(ch, buf, offset + at);
-            } catch (java.io.IOException e) {
-                SUM_BUFFER.remove(); // a read left behind (the attempt aborted) may still write into it
-                throw LocalReadException.of(e);
-            }
-            if (r < 0) throw LocalReadException.shrank("reading its checksum", offset + at);
-            buf.flip();
-            sum.update(buf);
-            at += r;
-            a.progress();
+        var buf = SUM_BUFFER.get(); // the worker's, taken here: the reads run apart from it, whole (one thread per sum)
+        try {
+            return a.localReads.apart(() -> {
+                for (long at = 0; at < length; ) {
+                    buf.clear();
+                    buf.limit((int) Math.min(buf.capacity(), length - at));
+                    int r = a.localReads.read(ch, buf, offset + at);
+                    if (r < 0) throw LocalReadException.shrank("reading its checksum", offset + at);
+                    buf.flip();
+                    sum.update(buf);
+                    at += r;
+                    a.progress();
+                }
+                return sum.getValue();
+            });
+        } catch (java.io.IOException e) {
+            SUM_BUFFER.remove(); // a read left behind (the attempt aborted) may still write into it
+            throw LocalReadException.of(e);
         }
-        return sum.getValue();
     }
 
     // direct (read once, summed in place), one per worker thread: workers live as long as the link

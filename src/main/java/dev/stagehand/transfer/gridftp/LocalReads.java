@@ -18,20 +18,25 @@ final class LocalReads {
     /** The attempt's own thread (the one that made this): the one the watchdog's abort must free. */
     private final Thread owner = Thread.currentThread();
 
+    /** Reads of the local file, run by {@link #apart}. */
+    interface Work<T> {
+        T run() throws IOException;
+    }
+
     /**
-     * {@code ch.read(dst, position)}, recorded as under way while it runs. On the attempt's own thread (the sums
-     * and the small file's preload before its put) the read is made on a thread of its own, waited for
-     * interruptibly: the watchdog's interrupt ends the wait ({@link ClosedByInterruptException}) and the read is
-     * left behind. Before, a read there that hung (a hung NFS mount: an interrupt does not end it) kept the
-     * attempt, and its copy, for ever. After that, {@code dst} may still be written by the read left behind:
-     * the caller must not use it again.
+     * Runs {@code work} (reads of the local file: the small file's preload for SCKS, a sum) off the attempt's own
+     * thread, on one of its own, waited for interruptibly: the watchdog's interrupt ends the wait
+     * ({@link ClosedByInterruptException}) and the work is left behind. Before, a read there that hung (a hung NFS
+     * mount: an interrupt does not end it) kept the attempt, and its copy, for ever. The buffers the work fills may
+     * still be written by the work left behind: the caller must not use them again. On another thread (jglobus's,
+     * the own sender's writers), run there.
      */
-    int read(FileChannel ch, ByteBuffer dst, long position) throws IOException {
-        if (Thread.currentThread() != owner) return recorded(ch, dst, position);
-        var read = new java.util.concurrent.FutureTask<>(() -> recorded(ch, dst, position));
-        Thread.ofVirtual().name("local-read").start(read);
+    <T> T apart(Work<T> work) throws IOException {
+        if (Thread.currentThread() != owner) return work.run();
+        var task = new java.util.concurrent.FutureTask<T>(work::run);
+        Thread.ofVirtual().name("local-read").start(task);
         try {
-            return read.get();
+            return task.get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt(); // the attempt's: it was aborted
             throw new ClosedByInterruptException();
@@ -40,6 +45,15 @@ final class LocalReads {
             if (e.getCause() instanceof RuntimeException r) throw r;
             throw new IOException(e.getCause());
         }
+    }
+
+    /**
+     * {@code ch.read(dst, position)}, recorded as under way while it runs. A read on the attempt's own thread not
+     * already {@link #apart} is made apart, alone (a thread per read: the preload and the sums run whole apart).
+     */
+    int read(FileChannel ch, ByteBuffer dst, long position) throws IOException {
+        if (Thread.currentThread() != owner) return recorded(ch, dst, position);
+        return apart(() -> recorded(ch, dst, position));
     }
 
     private int recorded(FileChannel ch, ByteBuffer dst, long position) throws IOException {

@@ -53,16 +53,21 @@ final class RangeSource implements DataSource, AutoCloseable {
      */
     synchronized long preload() throws IOException {
         java.util.zip.Adler32 whole = new java.util.zip.Adler32();
-        preloaded = new java.util.ArrayDeque<>();
-        for (long at = 0; at < length; ) {
-            int n = (int) Math.min(BLOCK, length - at);
-            byte[] data = POOL.poll();
-            if (data == null) data = new byte[BLOCK];
-            fill(data, n, at);
-            whole.update(data, 0, n);
-            preloaded.add(data);
-            at += n;
-        }
+        java.util.ArrayDeque<byte[]> blocks = new java.util.ArrayDeque<>();
+        // apart from the attempt's thread, whole (one thread per file, not per block): a read that hangs is left
+        reads.apart(() -> {
+            for (long at = 0; at < length; ) {
+                int n = (int) Math.min(BLOCK, length - at);
+                byte[] data = POOL.poll();
+                if (data == null) data = new byte[BLOCK];
+                fill(data, n, at);
+                whole.update(data, 0, n);
+                blocks.add(data);
+                at += n;
+            }
+            return null;
+        });
+        preloaded = blocks;
         return whole.getValue();
     }
 
