@@ -121,6 +121,49 @@ class SlicedIntakeIT {
         down.close();
     }
 
+    /**
+     * While a request is taken in slices its ETA is not known (eta_at NULL, the reason in eta_unknown): one from the
+     * slices so far covered only their volumes and read too early. Once it is whole it has one, the reason gone.
+     */
+    @Test
+    void aRequestHasNoEtaButAReasonWhileTakenInSlicesAndAnEtaOnceWhole() throws Exception {
+        jdbc.update("DELETE FROM stage_request");
+        String tag = UUID.randomUUID().toString().substring(0, 8);
+        long size = 1_000_000;
+        UUID request = UUID.randomUUID();
+        jdbc.update("INSERT INTO stage_request (id, owner, experiment, file_count) VALUES (?, 'it', 'atlas', 6)", request);
+        for (int v = 0; v < 2; v++) {
+            long volume = jdbc.queryForObject("INSERT INTO volume (label) VALUES (?) RETURNING id", Long.class, "E" + tag + v);
+            for (int k = 0; k < 3; k++) {
+                long id = ItDb.simulatedFile(jdbc, "/it/" + tag + "/e" + v + "/" + k, size);
+                jdbc.update("INSERT INTO segment (file_id, volume_id, offset_bytes) VALUES (?, ?, ?)", id, volume, k * size);
+                jdbc.update("INSERT INTO stage_request_file (request_id, file_id, ordinal) VALUES (?, ?, ?)", request, id, v * 3 + k + 1);
+            }
+        }
+        VirtualClock clock = new VirtualClock();
+        SimulatedLibrary lib = SimulatedLibrary.builder(clock).name("e").drives(1).accessors(1).root(tmp.resolve("lib")).build();
+        DiskCache cache = TestCaches.cache(db, tx, tmp.resolve("cache"), 10_000_000_000L, "e-" + tag, clock);
+        RecallService s = new RecallService(jdbc, lib, clock, TapeModel.lto9(), RecallChangesIT.props("e-" + tag), cache);
+        s.start();
+        s.intakeSlice(2);
+        for (int round = 0; round < 3; round++) { // 2, 4, 6 files (the round after finds no more: the last)
+            s.poll();
+            clock.advance(Duration.ZERO); // the round's scheduling pass (it estimates)
+            assertThat(s.takingInSlices()).isTrue();
+            Map<String, Object> row = jdbc.queryForMap("SELECT eta_at, eta_unknown FROM stage_request WHERE id = ?", request);
+            assertThat(row.get("eta_at")).as("no ETA from a part of it, round " + round).isNull();
+            assertThat((String) row.get("eta_unknown")).as("why not").contains("still being taken in");
+        }
+        s.poll();
+        clock.advance(Duration.ZERO);
+        assertThat(s.takingInSlices()).isFalse();
+        Map<String, Object> row = jdbc.queryForMap("SELECT eta_at, eta_unknown FROM stage_request WHERE id = ?", request);
+        assertThat(row.get("eta_at")).as("estimated once whole, not a refresh interval later").isNotNull();
+        assertThat(row.get("eta_unknown")).isNull();
+        s.stop();
+        lib.close();
+    }
+
     /** A request cancelled while it is taken in slices: the engine forgets it and takes no more of it. */
     @Test
     void aRequestCancelledWhileTakenInSlicesTakesNoMoreSlices() throws Exception {

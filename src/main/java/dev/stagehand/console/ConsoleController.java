@@ -163,7 +163,9 @@ class ConsoleController {
         model.addAttribute("d", new StageRequestDetail(r, counts.byState(), counts.released(),
                 requests.files(r.id(), from, 100), from, 100));
         model.addAttribute("r", r);
-        model.addAttribute("eta", views.eta(r.id()));
+        var eta = views.eta(r.id());
+        model.addAttribute("eta", eta.at());
+        model.addAttribute("etaUnknown", eta.unknown());
         return LivePart.view("console/request", http);
     }
 

@@ -51,7 +51,7 @@ class ConsoleViews {
 
     record RequestProgress(String id, String owner, String experiment, int priority, String state, int files,
                            long queued, long staging, long onDisk, long done, long failed, long cancelled, Instant eta,
-                           Instant createdAt) {}
+                           Instant createdAt, String etaUnknown) {}
 
     /** Bytes per minute over the last hour: tape reads (files staged) and WAN out (transfers done). */
     record Throughput(Instant from, List<Long> tapeRead, List<Long> wanOut) {}
@@ -124,7 +124,7 @@ class ConsoleViews {
      */
     List<RequestProgress> openRequests(int limit) {
         return db.sql("""
-                SELECT r.id, r.owner, r.experiment, r.priority, r.state, r.eta_at, r.created_at,
+                SELECT r.id, r.owner, r.experiment, r.priority, r.state, r.eta_at, r.eta_unknown, r.created_at,
                        r.file_count AS files,
                        sum(c.files) FILTER (WHERE c.state = 'queued') AS queued,
                        sum(c.files) FILTER (WHERE c.state = 'staging') AS staging,
@@ -139,14 +139,14 @@ class ConsoleViews {
                                      UNION ALL
                                      SELECT coalesce(state, 'failed'), count(*) FROM stage_request_absent
                                       WHERE request_id = r.id GROUP BY 1) c ON true
-                 GROUP BY r.id, r.owner, r.experiment, r.priority, r.state, r.eta_at, r.created_at, r.file_count
+                 GROUP BY r.id, r.owner, r.experiment, r.priority, r.state, r.eta_at, r.eta_unknown, r.created_at, r.file_count
                  ORDER BY r.created_at DESC""")
                 .param(limit)
                 .query((rs, n) -> new RequestProgress(rs.getString("id"), rs.getString("owner"), rs.getString("experiment"),
                         rs.getInt("priority"), rs.getString("state"), rs.getInt("files"), rs.getLong("queued"),
                         rs.getLong("staging"), rs.getLong("on_disk"), rs.getLong("done"), rs.getLong("failed"),
                         rs.getLong("cancelled"), rs.getTimestamp("eta_at") == null ? null : rs.getTimestamp("eta_at").toInstant(),
-                        rs.getTimestamp("created_at").toInstant()))
+                        rs.getTimestamp("created_at").toInstant(), rs.getString("eta_unknown")))
                 .list();
     }
 
@@ -178,11 +178,14 @@ class ConsoleViews {
         return new Throughput(from, t, w);
     }
 
-    /** The scheduler's estimate for one request, or null. */
-    Instant eta(UUID request) {
-        return db.sql("SELECT eta_at FROM stage_request WHERE id = ?").param(request)
-                .query((rs, n) -> rs.getTimestamp(1) == null ? null : rs.getTimestamp(1).toInstant())
-                .optional().orElse(null);
+    /** The scheduler's estimate for a request ({@code at}), or null; without one, why it is not known, if the scheduler said. */
+    record Eta(Instant at, String unknown) {}
+
+    /** The scheduler's estimate for one request. */
+    Eta eta(UUID request) {
+        return db.sql("SELECT eta_at, eta_unknown FROM stage_request WHERE id = ?").param(request)
+                .query((rs, n) -> new Eta(rs.getTimestamp(1) == null ? null : rs.getTimestamp(1).toInstant(), rs.getString(2)))
+                .optional().orElse(new Eta(null, null));
     }
 
     private void bin(long[] bins, Instant from, String sql) {

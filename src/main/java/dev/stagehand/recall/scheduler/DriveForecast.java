@@ -55,7 +55,7 @@ final class DriveForecast {
     /**
      * ETAs from the scheduler's own model: drives finish what they hold, then take the ranked queues in
      * order (list scheduling on the earliest free drive); a request's ETA is when its last volume is done.
-     * Sets each open request's {@code eta}; the engine records them.
+     * Sets each open request's {@code eta} (NaN, not known, while it is still being taken in); the engine records them.
      */
     void etas(double now, List<VolumeQueue> ranked, Set<RequestWork> open) {
         Map<String, Double> finish = new HashMap<>();
@@ -81,6 +81,12 @@ final class DriveForecast {
             free[best] = done + cost.dismountSeconds(q.bytes());
         }
         for (RequestWork r : open) {
+            // still being taken in: its volumes so far are not the whole of it, and an ETA from them read too early
+            // (the rest's volumes are what the slices have not read yet): none until its last slice has come
+            if (r.intakePending) {
+                r.eta = Double.NaN;
+                continue;
+            }
             double eta = now;
             for (String v : r.queuedPerVolume.keySet()) eta = Math.max(eta, finish.getOrDefault(v, now));
             for (String v : r.claimedPerVolume.keySet()) eta = Math.max(eta, finish.getOrDefault(v, now));

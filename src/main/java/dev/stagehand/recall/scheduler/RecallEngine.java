@@ -240,6 +240,8 @@ public final class RecallEngine {
         RequestWork r = model.request(id);
         if (r == null || !r.intakePending()) throw new IllegalArgumentException("request " + id + " takes no more files");
         List<FileWork> added = model.addFiles(id, files, more, now(), this::isMounted);
+        // taken in whole: its first ETA at the next pass rather than up to ETA_INTERVAL_S later (it had none meanwhile)
+        if (!more) lastEta = Double.NEGATIVE_INFINITY;
         taken(r, added, now());
     }
 

@@ -65,6 +65,6 @@ public final class RequestWork {
     void resetBytes() { bytes = -1; }
     /** Completion time (seconds on the engine's time line), NaN while open. */
     public double completedAt() { return completedAt; }
-    /** Estimated completion (seconds on the engine's time line), NaN before the first estimate. */
+    /** Estimated completion (seconds on the engine's time line), NaN before the first estimate and while it is still taken in. */
     public double eta() { return eta; }
 }

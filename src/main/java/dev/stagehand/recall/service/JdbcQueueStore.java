@@ -176,16 +176,23 @@ public final class JdbcQueueStore implements QueueStore {
         // the file updates above already ended the request's row
     }
 
+    /** Why a request still being taken in has no ETA (stage_request.eta_unknown, V69). */
+    public static final String ETA_WHILE_TAKEN_IN = "not yet known: the request is still being taken into the scheduler's queue";
+
     @Override
     public void etas(Collection<RequestWork> requests) {
         List<Object[]> rows = new ArrayList<>();
         for (RequestWork r : requests) {
-            if (Double.isNaN(r.eta())) continue;
-            rows.add(new Object[] {Timestamp.from(toInstant.apply(r.eta())), UUID.fromString(r.id())});
+            if (r.intakePending()) { // not known yet, and said so: an estimate written earlier (another engine's) goes
+                rows.add(new Object[] {null, ETA_WHILE_TAKEN_IN, UUID.fromString(r.id())});
+            } else if (!Double.isNaN(r.eta())) {
+                rows.add(new Object[] {Timestamp.from(toInstant.apply(r.eta())), null, UUID.fromString(r.id())});
+            }
         }
         if (rows.isEmpty()) return;
         try {
-            jdbc.batchUpdate("UPDATE stage_request SET eta_at = ? WHERE id = ? AND state IN ('submitted', 'active')", rows);
+            jdbc.batchUpdate("UPDATE stage_request SET eta_at = ?, eta_unknown = ? WHERE id = ? AND state IN ('submitted', 'active')", rows,
+                    new int[] {java.sql.Types.TIMESTAMP, java.sql.Types.VARCHAR, java.sql.Types.OTHER});
         } catch (RuntimeException e) {
             // an estimate only: the next refresh writes it again
             if (!DatabaseRetry.noteFailure("ETA update", e)) throw e;

@@ -68,6 +68,35 @@ class RecallEngineTest {
         assertThat(h.engine.takesMore("r")).isFalse();
     }
 
+    /**
+     * A request still being taken in has no ETA: one from its slices so far covered only their volumes and read
+     * too early. Its ETA comes with its last slice, at the next pass (not a refresh interval later), and covers
+     * the volumes of every slice.
+     */
+    @Test
+    void aRequestTakenInSlicesHasNoEtaUntilItsLastSliceAndThenOneForAllOfIt() {
+        Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
+        h.clock.schedule(java.time.Duration.ZERO, () -> h.engine.submit("r", java.time.Instant.EPOCH, 0, "exp",
+                List.of(file(1, "V1", 0, GB), file(2, "V1", GB, GB)), true));
+        h.clock.run(1);
+        RequestWork r = h.engine.model().request("r");
+        assertThat(r.intakePending()).isTrue();
+        assertThat(r.eta()).as("not known while its files are still being taken in").isNaN();
+        // a slice that is not the last: still none
+        h.clock.schedule(java.time.Duration.ZERO, () -> h.engine.addFiles("r", List.of(file(3, "V2", 0, 20 * GB)), true));
+        h.clock.run(2);
+        assertThat(r.eta()).isNaN();
+        h.clock.schedule(java.time.Duration.ZERO, () -> h.engine.addFiles("r", List.of(file(4, "V3", 0, 20 * GB)), false));
+        h.clock.run(3); // within the refresh interval of the first pass
+        double whole = r.eta();
+        assertThat(whole).as("estimated as soon as it is whole").isNotNaN();
+        h.run();
+        assertThat(r.finished()).isTrue();
+        assertThat(h.mountOrder).containsExactly("V1", "V2", "V3");
+        // one drive reads V1, V2 and V3 in turn: the estimate covers V3's read, after V2's
+        assertThat(whole).as("covers every slice's volume").isGreaterThan(h.dismountStartedAt.get("V2"));
+    }
+
     @Test
     void theBacklogCountsEachQueuedFileOnceOnItsVolumeWithItsOldestRequestAndLeavesOutFilesReadElsewhere() {
         Harness h = new Harness(1, 1, SchedulerConfig.defaults(Policy.TAPE_AWARE));
