@@ -132,12 +132,16 @@ class RequestApiIT {
         assertThat(some.json().get("state").stringValue()).isEqualTo("submitted");
 
         Answer detail = api.get("/api/v1/requests/" + id);
+        assertThat(detail.json().get("request").has("etaAt")).as("the scheduler's ETA is a field of the request").isTrue();
         assertThat(detail.json().get("counts").get("cancelled").longValue()).isEqualTo(2);
         assertThat(detail.json().get("counts").get("queued").longValue()).isEqualTo(7);
 
         Answer all = api.post("/api/v1/requests/" + id + "/cancel", null);
         assertThat(all.status()).isEqualTo(200);
         assertThat(all.json().get("changed").longValue()).isEqualTo(7);
+        // a finished request has no ETA, whatever the row kept from before
+        jdbc.update("UPDATE stage_request SET eta_at = now() + interval '1 hour' WHERE id = ?::uuid", id);
+        assertThat(api.get("/api/v1/requests/" + id).json().get("request").get("etaAt").isNull()).isTrue();
         assertThat(all.json().get("state").stringValue()).isEqualTo("cancelled");
         assertThat(api.get("/api/v1/requests/" + id).json().get("counts").get("cancelled").longValue()).isEqualTo(9);
 

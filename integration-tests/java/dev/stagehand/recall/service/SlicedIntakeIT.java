@@ -42,6 +42,9 @@ class SlicedIntakeIT {
     @Autowired
     TransactionTemplate tx;
 
+    @Autowired
+    dev.stagehand.recall.StageRequests requests;
+
     @TempDir
     Path tmp;
 
@@ -153,6 +156,9 @@ class SlicedIntakeIT {
             Map<String, Object> row = jdbc.queryForMap("SELECT eta_at, eta_unknown FROM stage_request WHERE id = ?", request);
             assertThat(row.get("eta_at")).as("no ETA from a part of it, round " + round).isNull();
             assertThat((String) row.get("eta_unknown")).as("why not").contains("still being taken in");
+            var shown = requests.get(request, 0, 0).orElseThrow().request(); // what GET /api/v1/requests/{id} shows
+            assertThat(shown.etaAt()).isNull();
+            assertThat(shown.etaUnknown()).contains("still being taken in");
         }
         s.poll();
         clock.advance(Duration.ZERO);
@@ -160,6 +166,9 @@ class SlicedIntakeIT {
         Map<String, Object> row = jdbc.queryForMap("SELECT eta_at, eta_unknown FROM stage_request WHERE id = ?", request);
         assertThat(row.get("eta_at")).as("estimated once whole, not a refresh interval later").isNotNull();
         assertThat(row.get("eta_unknown")).isNull();
+        var shown = requests.get(request, 0, 0).orElseThrow().request();
+        assertThat(shown.etaAt()).as("the API shows the scheduler's ETA").isEqualTo(((java.sql.Timestamp) row.get("eta_at")).toInstant());
+        assertThat(shown.etaUnknown()).isNull();
         s.stop();
         lib.close();
     }

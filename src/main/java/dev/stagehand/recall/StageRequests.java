@@ -216,10 +216,15 @@ public interface StageRequests {
         }
     }
 
+    /**
+     * A request. {@code etaAt}: when the recall scheduler expects its last file on disk (its own model, refreshed
+     * each minute and when the request is taken in whole); null when it has none, then {@code etaUnknown} says why
+     * if the scheduler did (still being taken in); both null once the request has finished.
+     */
     record StageRequestSummary(
             UUID id, String clientRequestId, String owner, String experiment, int priority, String destination,
             long diskLifetimeSeconds, RequestState state, int fileCount,
-            Instant createdAt, Instant startedAt, Instant completedAt) {}
+            Instant createdAt, Instant startedAt, Instant completedAt, Instant etaAt, String etaUnknown) {}
 
     /** One file of a request; {@code onDisk}: a verified copy is in the disk cache now (looked up live, for files staged). */
     record RequestFile(String path, FileState state, String error, boolean released, Instant startedAt, Instant finishedAt,

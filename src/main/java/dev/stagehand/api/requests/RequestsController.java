@@ -76,10 +76,17 @@ class RequestsController {
 
     record RequestView(UUID id, String clientRequestId, String owner, String experiment, int priority, String destination,
                        long diskLifetimeSeconds, String state, int fileCount, Instant createdAt, Instant startedAt,
-                       Instant completedAt) {
+                       Instant completedAt,
+                       @Schema(description = "when the recall scheduler expects the request's last file on disk (its own "
+                               + "model, refreshed each minute); null while it has none, or once the request has finished")
+                       Instant etaAt,
+                       @Schema(description = "why there is no etaAt yet, when the scheduler says (the request is still "
+                               + "being taken into its queue); else null")
+                       String etaUnknown) {
         static RequestView of(StageRequestSummary s) {
             return new RequestView(s.id(), s.clientRequestId(), s.owner(), s.experiment(), s.priority(), s.destination(),
-                    s.diskLifetimeSeconds(), s.state().dbName(), s.fileCount(), s.createdAt(), s.startedAt(), s.completedAt());
+                    s.diskLifetimeSeconds(), s.state().dbName(), s.fileCount(), s.createdAt(), s.startedAt(), s.completedAt(),
+                    s.etaAt(), s.etaUnknown());
         }
     }
 

@@ -51,7 +51,8 @@ class JdbcStageRequests implements StageRequests {
     private static final int MAX_CLIENT_ID = 200;
     private static final int MAX_DESTINATION = 2048;
     private static final String SUMMARY_COLUMNS = "r.id, r.client_request_id, r.owner, r.experiment, r.priority, "
-            + "r.destination, r.disk_lifetime_s, r.state, r.file_count, r.created_at, r.started_at, r.completed_at";
+            + "r.destination, r.disk_lifetime_s, r.state, r.file_count, r.created_at, r.started_at, r.completed_at, "
+            + "r.eta_at, r.eta_unknown";
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
@@ -665,7 +666,9 @@ class JdbcStageRequests implements StageRequests {
 
     private static final RowMapper<StageRequestSummary> SUMMARY = (rs, i) -> new StageRequestSummary(
             rs.getObject(1, UUID.class), rs.getString(2), rs.getString(3), rs.getString(4), rs.getInt(5), rs.getString(6),
-            rs.getLong(7), RequestState.ofDb(rs.getString(8)), rs.getInt(9), instant(rs, 10), instant(rs, 11), instant(rs, 12));
+            rs.getLong(7), RequestState.ofDb(rs.getString(8)), rs.getInt(9), instant(rs, 10), instant(rs, 11), instant(rs, 12),
+            RequestState.ofDb(rs.getString(8)).finished() ? null : instant(rs, 13),
+            RequestState.ofDb(rs.getString(8)).finished() ? null : rs.getString(14));
 
     private static Instant instant(ResultSet rs, int col) throws SQLException {
         Timestamp t = rs.getTimestamp(col);
