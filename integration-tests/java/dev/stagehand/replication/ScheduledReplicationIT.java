@@ -511,6 +511,43 @@ class ScheduledReplicationIT {
     }
 
     /**
+     * A rule's trigger and job go together: Quartz's deleteJob removed the trigger in one transaction and the job
+     * in the next, and a reader in between saw the schedule gone with its job still there (a clean-clone CI run
+     * failed on it in the test below; a crash in between left the job for good). A scheduler listener, called
+     * on the deleting thread after each step, looks at both.
+     */
+    @Test
+    void aRulesTriggerAndJobAreRemovedTogether() throws Exception {
+        String ds = "together-" + tag;
+        jdbc.update("INSERT INTO site (name) VALUES (?)", "TOG-" + tag);
+        long rule = scheduledRule(ds, "TOG-" + tag, "0 0 2 * * ?");
+        List<String> seen = java.util.Collections.synchronizedList(new ArrayList<>());
+        var listener = new org.quartz.listeners.SchedulerListenerSupport() {
+            void look(String event) {
+                try {
+                    seen.add(event + ": trigger " + quartz.checkExists(ReplicationSchedules.triggerKey(rule))
+                            + ", job " + quartz.checkExists(ReplicationSchedules.jobKey(rule)));
+                } catch (org.quartz.SchedulerException e) {
+                    seen.add(event + ": " + e);
+                }
+            }
+            @Override public void jobUnscheduled(TriggerKey key) {
+                if (key.equals(ReplicationSchedules.triggerKey(rule))) look("unscheduled");
+            }
+            @Override public void jobDeleted(org.quartz.JobKey key) {
+                if (key.equals(ReplicationSchedules.jobKey(rule))) look("deleted");
+            }
+        };
+        quartz.getListenerManager().addSchedulerListener(listener);
+        try {
+            rules.delete(rule);
+        } finally {
+            quartz.getListenerManager().removeSchedulerListener(listener);
+        }
+        assertThat(seen).isNotEmpty().allSatisfy(s -> assertThat(s).endsWith("trigger false, job false"));
+    }
+
+    /**
      * A scheduled rule past its lifetime loses its schedule when it expires: it kept firing every night, each
      * run recording "rule expired", and the schedules listed it with its next firing (an expired rule never
      * becomes active again).

@@ -53,7 +53,7 @@ public class ReplicationRunJob implements Job {
         if (!engine.runScheduled(rule, scheduled, instance, bySchedule, recovering)) {
             // the rule is gone, or expired: its job goes too
             try {
-                context.getScheduler().deleteJob(context.getJobDetail().getKey());
+                ReplicationSchedules.remove(context.getScheduler(), context.getJobDetail().getKey());
             } catch (SchedulerException e) {
                 throw new JobExecutionException(e);
             }

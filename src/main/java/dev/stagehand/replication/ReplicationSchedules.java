@@ -103,18 +103,21 @@ public class ReplicationSchedules {
     public void unschedule(long ruleId) {
         Scheduler s = scheduler.getIfAvailable();
         if (s == null) return;
-        // Quartz's deleteJob lists the job's triggers before it takes its lock, then fails if one of them is gone
-        // by the time it removes it: a "run now" trigger that completes in between (the scheduler thread removes
-        // it) failed the rule's delete. Listed again under the lock the first attempt took, it is not there.
-        for (int attempt = 1; ; attempt++) {
-            try {
-                s.deleteJob(jobKey(ruleId));
-                return;
-            } catch (SchedulerException e) {
-                if (attempt == 3)
-                    throw new IllegalStateException("cannot unschedule rule " + ruleId + ": " + e.getMessage(), e);
-            }
+        try {
+            remove(s, jobKey(ruleId));
+        } catch (SchedulerException e) {
+            throw new IllegalStateException("cannot unschedule rule " + ruleId + ": " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * Removes a rule's job with its triggers in one transaction under Quartz's trigger lock. Not
+     * {@code deleteJob}: it lists the triggers unlocked and removes each in a transaction of its own before the
+     * job, so a reader saw the schedule gone with the job still there (and a crash between left the job for
+     * good), and it failed when a "run now" trigger completed between its listing and its removal.
+     */
+    static void remove(Scheduler s, JobKey job) throws SchedulerException {
+        s.deleteJobs(List.of(job));
     }
 
     public List<Schedule> list() {
