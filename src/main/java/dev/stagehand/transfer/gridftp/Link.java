@@ -870,10 +870,11 @@ final class Link {
      * null: none to blame) out of rotation for a connection failure, timeout or stall, and one failure in the
      * optimizer's window (the link's success rate, hence its concurrency). The local source's failures are not
      * counted: the host stays in rotation and the rate is not lowered. Before, a source found bad before its put,
-     * or off the catalog's sum, lowered the rate, and a read that hung took the host out of rotation.
+     * or off the catalog's sum, lowered the rate, and a read that hung took the host out of rotation. Nor is an
+     * attempt the copy's cancel ended: a bulk cancel lowered the rate and throttled the link.
      */
     private void blame(TransferFailure f, Endpoint.HostPort host) {
-        if (sourcesFault(f)) return;
+        if (sourcesFault(f) || f.kind() == Kind.CANCELLED) return;
         if (f.kind() == Kind.CONNECTION || f.kind() == Kind.STALL || f.kind() == Kind.TIMEOUT) quarantine(host);
         windowFailed.incrementAndGet();
     }

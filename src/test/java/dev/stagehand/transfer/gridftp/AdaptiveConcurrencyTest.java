@@ -73,4 +73,36 @@ class AdaptiveConcurrencyTest {
         l.optimize(false);
         assertThat(l.concurrency()).isEqualTo(3);
     }
+
+    /**
+     * A copy cancelled while it is sent (its request cancelled, its transfer withdrawn) says nothing about the
+     * link: its attempt, ended by the cancel, is not a failure in the optimizer's window. Before, each lowered
+     * the success rate and, below 0.9, the link's concurrency by two: a bulk cancel throttled the link.
+     */
+    @Test
+    void aCancelledCopyDoesNotLowerTheLinksSuccessRate(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path local = dir.resolve("f");
+        java.nio.file.Files.write(local, new byte[4096]);
+        MoverSettings s = MoverSettings.defaults().withStreams(1, 1, true).withAdaptive(1, 2, Duration.ofMillis(50));
+        try (FakeGridFtpServer d = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(s, null)) {
+            d.sizeReply = "550 /d/f: No such file or directory.";
+            d.silent = java.util.Set.of("STOR"); // the put is under way until the cancel ends it
+            var stor = new java.util.concurrent.CountDownLatch(1);
+            d.heard = line -> {
+                if (line.startsWith("STOR")) stor.countDown();
+            };
+            var copy = new dev.stagehand.transfer.FileCopy("1", local.toUri(), URI.create("ftp://127.0.0.1:" + d.port() + "/d/f"), 4096, null);
+            var batch = mover.submit(java.util.List.of(copy));
+            assertThat(stor.await(30, java.util.concurrent.TimeUnit.SECONDS)).as("the put started").isTrue();
+            batch.cancel(copy);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> batch.result(copy).get(30, java.util.concurrent.TimeUnit.SECONDS))
+                    .hasCauseInstanceOf(dev.stagehand.transfer.TransferFailure.class);
+            long until = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (mover.links().getFirst().active() > 0 && System.nanoTime() < until) Thread.sleep(10);
+            assertThat(mover.links().getFirst().active()).as("the cancelled attempt ended").isZero();
+            Thread.sleep(300); // several optimizer windows
+            assertThat(mover.links().getFirst().successRate()).isEqualTo(1.0);
+            assertThat(mover.links().getFirst().hostsOut()).isEmpty();
+        }
+    }
 }
