@@ -1104,6 +1104,94 @@ class DiskCacheIT {
         assertThat(a.outOfService()).as("a's third").containsOnlyKeys(dir);
     }
 
+    /**
+     * Another instance sharing a directory takes it out of service, and later puts it back: this instance's health
+     * check follows within the refresh interval although it neither reserves space nor reads usage. Before, it read
+     * the marks only at those (or at its own mark or put-back), so an idle instance that nothing scraped kept the
+     * directory UP (or DOWN) for ever. While this instance's database refuses connections its refreshes fail: the
+     * check keeps the marks as last read, and no round logs an ERROR (the outage is DatabaseRetry's one WARN).
+     */
+    @Test
+    void theHealthCheckFollowsAMarkAndAPutBackByAnotherInstanceWithoutTraffic() throws Exception {
+        Path dir = tmp.resolve("shared-health");
+        Refusing aDatabase = new Refusing(dataSource);
+        CacheProperties props = new CacheProperties(List.of(new CacheProperties.Directory(dir, DataSize.ofBytes(10_000), true)),
+                "health-a-" + tag());
+        DiskCache a = started(new DiskCache(JdbcClient.create(aDatabase),
+                new TransactionTemplate(new org.springframework.jdbc.datasource.DataSourceTransactionManager(aDatabase)),
+                props, clock, e -> {}));
+        DiskCache b = cache("node-b", dir, 10_000);
+        CacheHealth health = new CacheHealth(props, DataSize.ofBytes(1), a::outOfServiceAsLastRead);
+        var lifecycle = new CacheConfiguration.CacheLifecycle(a, Duration.ofMillis(200), Duration.ofMillis(200));
+        var logged = new ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent>();
+        var cacheLog = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger("dev.stagehand");
+        lifecycle.start();
+        try {
+            assertThat(health.health().getStatus()).isEqualTo(org.springframework.boot.health.contributor.Status.UP);
+            for (int i = 0; i < 3; i++) notForced(b);
+            assertThat(b.outOfService()).as("b took it out").containsOnlyKeys(dir);
+            var down = healthWithin(health, org.springframework.boot.health.contributor.Status.DOWN, Duration.ofSeconds(10));
+            assertThat(down.getDetails().get("directories").toString()).contains("3 staged copies in a row");
+
+            logged.start();
+            cacheLog.addAppender(logged);
+            aDatabase.refuse.set(true);
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (aDatabase.refused.get() < 5 && System.nanoTime() < deadline) Thread.sleep(50);
+            assertThat(aDatabase.refused.get()).as("rounds refused by the database").isGreaterThanOrEqualTo(5);
+            assertThat(health.health().getStatus()).as("the marks as last read").isEqualTo(org.springframework.boot.health.contributor.Status.DOWN);
+            cacheLog.detachAppender(logged);
+            List<ch.qos.logback.classic.spi.ILoggingEvent> lines;
+            synchronized (logged) { // appends hold the appender's lock
+                lines = List.copyOf(logged.list);
+            }
+            assertThat(lines).as("nothing logged at ERROR, nor a failed round at WARN, while the database is away")
+                    .noneMatch(e -> e.getLevel().isGreaterOrEqual(ch.qos.logback.classic.Level.ERROR)
+                            || e.getFormattedMessage().contains("cache health refresh failed"));
+            aDatabase.refuse.set(false);
+
+            assertThat(b.putInService(b.usage().getFirst().id(), "it-operator")).get()
+                    .extracting(DiskCache.CacheDirectory::inService).isEqualTo(false);
+            healthWithin(health, org.springframework.boot.health.contributor.Status.UP, Duration.ofSeconds(10));
+        } finally {
+            aDatabase.refuse.set(false);
+            lifecycle.stop();
+            cacheLog.detachAppender(logged);
+        }
+    }
+
+    /** A database that refuses new connections while {@code refuse} is set, as Hikari does when it cannot reach it. */
+    static final class Refusing extends org.springframework.jdbc.datasource.DelegatingDataSource {
+        final AtomicBoolean refuse = new AtomicBoolean();
+        final java.util.concurrent.atomic.AtomicInteger refused = new java.util.concurrent.atomic.AtomicInteger();
+
+        Refusing(DataSource target) {
+            super(target);
+        }
+
+        @Override
+        public Connection getConnection() throws java.sql.SQLException {
+            if (refuse.get()) {
+                refused.incrementAndGet();
+                throw new java.sql.SQLTransientConnectionException("Connection is not available, request timed out");
+            }
+            return super.getConnection();
+        }
+    }
+
+    /** The health once it has {@code status}; fails when it has not within {@code wait}. */
+    static org.springframework.boot.health.contributor.Health healthWithin(CacheHealth health,
+            org.springframework.boot.health.contributor.Status status, Duration wait) throws InterruptedException {
+        long deadline = System.nanoTime() + wait.toNanos();
+        var h = health.health();
+        while (!h.getStatus().equals(status) && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+            h = health.health();
+        }
+        assertThat(h.getStatus()).as("health within %s: %s", wait, h.getDetails()).isEqualTo(status);
+        return h;
+    }
+
     /** One copy reserved on {@code cache} and given up because it could not be forced to disk. */
     void notForced(DiskCache cache) {
         ReserveResult r = cache.reserve(catalogFile(100, null), 100, "t");

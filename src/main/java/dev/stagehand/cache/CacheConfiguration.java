@@ -50,22 +50,27 @@ class CacheConfiguration {
     }
 
     @Bean
-    CacheLifecycle diskCacheLifecycle(DiskCache cache, CacheProperties props) {
-        return new CacheLifecycle(cache, props.housekeepingInterval());
+    CacheLifecycle diskCacheLifecycle(DiskCache cache, CacheProperties props, CacheHealthProperties health) {
+        return new CacheLifecycle(cache, props.housekeepingInterval(), health.refreshInterval());
     }
 
     /**
      * Starts the cache before the recall scheduler (an earlier phase: its reservations must not be taken by
-     * the recovery of a late start), then purges expired pins periodically.
+     * the recovery of a late start), then purges expired pins periodically and reads the directories'
+     * out-of-service marks again for the health check (another instance sharing a directory may have taken it
+     * out or put it back; without this round the check showed it only after this instance's next reservation
+     * or usage read, with neither never).
      */
     static final class CacheLifecycle implements SmartLifecycle {
         private final DiskCache cache;
         private final Duration interval;
+        private final Duration healthRefresh;
         private ScheduledExecutorService housekeeping;
 
-        CacheLifecycle(DiskCache cache, Duration interval) {
+        CacheLifecycle(DiskCache cache, Duration interval, Duration healthRefresh) {
             this.cache = cache;
             this.interval = interval;
+            this.healthRefresh = healthRefresh;
         }
 
         @Override
@@ -77,18 +82,26 @@ class CacheConfiguration {
                 return t;
             });
             long ms = interval.toMillis();
-            housekeeping.scheduleWithFixedDelay(() -> {
-                try {
-                    cache.keepNode();
-                    int n = cache.purgeExpiredPins();
-                    if (n > 0) log.debug("purged {} expired pins", n);
-                } catch (RuntimeException e) {
-                    // a database outage is logged once (DatabaseRetry); the next round tries again
-                    if (!dev.stagehand.platform.DatabaseRetry.noteFailure("cache housekeeping", e)) {
-                        log.warn("cache housekeeping failed; retrying", e);
-                    }
+            housekeeping.scheduleWithFixedDelay(() -> round("cache housekeeping", () -> {
+                cache.keepNode();
+                int n = cache.purgeExpiredPins();
+                if (n > 0) log.debug("purged {} expired pins", n);
+            }), ms, ms, TimeUnit.MILLISECONDS);
+            long refreshMs = healthRefresh.toMillis();
+            // a failed read leaves the marks as last read (outOfService sets them only from a completed query)
+            housekeeping.scheduleWithFixedDelay(() -> round("cache health refresh", cache::outOfService),
+                    refreshMs, refreshMs, TimeUnit.MILLISECONDS);
+        }
+
+        private static void round(String what, Runnable work) {
+            try {
+                work.run();
+            } catch (RuntimeException e) {
+                // a database outage is logged once (DatabaseRetry); the next round tries again
+                if (!dev.stagehand.platform.DatabaseRetry.noteFailure(what, e)) {
+                    log.warn("{} failed; retrying", what, e);
                 }
-            }, ms, ms, TimeUnit.MILLISECONDS);
+            }
         }
 
         @Override

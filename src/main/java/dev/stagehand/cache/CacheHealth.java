@@ -13,7 +13,8 @@ import org.springframework.util.unit.DataSize;
 /**
  * Health of the cache directories (contributor {@code cacheDirectories}, part of readiness), from the disk
  * itself and not the database (so a database outage shows as {@code db} only, at once; the out-of-service marks
- * are the cache's as it last read them from their rows): each directory must exist, take
+ * are the cache's as it last read them from their rows, at most {@code stagehand.cache.health.refresh-interval} ago
+ * while the database answers): each directory must exist, take
  * a new file, and its file system must have at least {@code min-free} space left; and the cache must not have taken
  * it out of service (its staged copies could not be forced to disk, {@link DiskCache#abortNotForced}). UP while at least one
  * directory is usable (the others are named in the details); DOWN when none is. A cache whose accounting

@@ -667,7 +667,10 @@ public class DiskCache {
         return out;
     }
 
-    /** {@link #outOfService} as last read (at start, at each {@link #usage}, at a mark or a put-back): no database. */
+    /**
+     * {@link #outOfService} as last read (at start, at each {@link #usage}, at a mark or a put-back, and every
+     * {@code stagehand.cache.health.refresh-interval} by the cache's lifecycle): no database.
+     */
     public Map<Path, String> outOfServiceAsLastRead() {
         return outOfServiceAsRead;
     }

@@ -61,4 +61,15 @@ class CachePropertiesTest {
         assertThatThrownBy(() -> bind(Map.of("stagehand.cache.directories[0].capacity", "1GB")))
                 .isInstanceOf(BindException.class).rootCause().hasMessageContaining("path must be set");
     }
+
+    @Test
+    void theHealthChecksMarksAreReadAgainEveryTenSecondsUnlessSetOtherwise() {
+        Binder empty = new Binder(new MapConfigurationPropertySource(Map.of()));
+        CacheHealthProperties h = empty.bindOrCreate("stagehand.cache.health", Bindable.of(CacheHealthProperties.class));
+        assertThat(h.refreshInterval()).hasSeconds(10);
+        assertThat(h.minFree()).isEqualTo(DataSize.ofMegabytes(256));
+        assertThatThrownBy(() -> new Binder(new MapConfigurationPropertySource(Map.of("stagehand.cache.health.refresh-interval", "0s")))
+                .bindOrCreate("stagehand.cache.health", Bindable.of(CacheHealthProperties.class)))
+                .isInstanceOf(BindException.class).rootCause().hasMessageContaining("refresh-interval must be positive");
+    }
 }
