@@ -317,7 +317,7 @@ final class Link {
             try {
                 // before the destination is connected to: a bad local source costs no login there (before, it
                 // was found after the session was opened, and that session closed for the source's failure)
-                if (job.local != null) checkLocalSource(job);
+                if (job.local != null) checkLocalSource(job, a);
                 connected = true;
                 GridFtpSession s = session(a);
                 host = s.host;
@@ -490,9 +490,7 @@ final class Link {
                 if (local == null && job.local != null && a.stalled && a.localReadBlockedNanos > 0) {
                     // stalled waiting on a read of the local file (a hung NFS mount): the source's stall, not the
                     // destination host's (before, it was taken out of rotation and named)
-                    local = new LocalReadException("a read of it blocked for "
-                            + TimeUnit.NANOSECONDS.toSeconds(a.localReadBlockedNanos) + " s (no progress for "
-                            + settings.stallTimeout() + ")", e);
+                    local = hung(a, e);
                 }
                 TransferFailure f;
                 if (local != null) {
@@ -512,7 +510,7 @@ final class Link {
                         + " on " + (job.source != null && !(failure instanceof SourceException) ? "destination " : "") + at, p.attempts, cause);
                 else if (job.cancelled) f = new TransferFailure(Kind.CANCELLED, "cancelled", p.attempts, cause);
                 else f = new TransferFailure(Failures.classify(cause), Failures.message(cause) + " (" + at + ")", p.attempts, cause);
-                f = sourceChecked(job, f);
+                f = sourceChecked(job, f, a);
                 blame(f, host);
                 failed(p, f, verifying);
                 return !connected;
@@ -553,17 +551,21 @@ final class Link {
          * transfer's (its writing hook run, so the file there was deleted as the failed transfer's partial one;
          * a split file's was deleted at once), and the failure was put on the destination host. Its failure is a
          * failed read of the local file, as one while the file is sent (it used to lower the link's success rate).
+         * Looked at apart from the attempt's thread, as a read: an open or stat that hangs (a hung NFS mount) is
+         * left behind at the watchdog's abort, the source's stall (before, the attempt stayed in it for ever).
          */
-        private static void checkLocalSource(Job job) throws LocalReadException {
+        private static void checkLocalSource(Job job, Watchdog.Attempt a) throws java.io.IOException {
             java.nio.file.Path local = job.local;
             long size;
-            try (var ch = LocalReadException.open(local)) { // opened as the put opens it
-                if (!java.nio.file.Files.isRegularFile(local)) throw new LocalReadException("not a regular file", null);
-                size = ch.size();
-            } catch (LocalReadException e) {
-                throw e;
+            try {
+                size = a.localReads.apart(() -> {
+                    try (var ch = LocalReadException.open(local)) { // opened as the put opens it
+                        if (!java.nio.file.Files.isRegularFile(local)) throw new LocalReadException("not a regular file", null);
+                        return ch.size();
+                    }
+                });
             } catch (java.io.IOException e) {
-                throw new LocalReadException(String.valueOf(e), e);
+                throw LocalReadException.of(e); // the watchdog's abort (closed by interrupt) passed on as it is
             }
             if (size != job.copy.sizeBytes()) {
                 throw new LocalReadException("it is " + size + " bytes, expected " + job.copy.sizeBytes(), null);
@@ -788,7 +790,7 @@ final class Link {
                                         + java.time.Duration.ofNanos(limit).toSeconds() + " s from " + host, 0, e)
                                 : job.cancelled ? new TransferFailure(Kind.CANCELLED, "cancelled", 0, e) // its connection closed by it
                                 : new TransferFailure(Failures.classify(e), "checksum: " + Failures.message(e) + " (" + host + ")", 0, e);
-                        f = sourceChecked(job, f);
+                        f = sourceChecked(job, f, a);
                         // counted as the same failure found inline is: before, a CKSM stall, a dropped connection or a
                         // mismatch found here neither took the host out of rotation nor lowered the link's success rate
                         blame(f, host);
@@ -837,19 +839,33 @@ final class Link {
      * is sent). The source is read once to tell: every further attempt would send the same bad bytes, so a
      * source that does not match fails at once, for its owner to read it anew. Other failures are returned as
      * they are. Asked before the failure is counted ({@link #blame}): the source's mismatch is not the link's.
+     * Read in {@code a} (the failed attempt, still watched), apart from its thread: a read that hangs (a hung NFS
+     * mount) is left behind at the watchdog's abort, the source's stall as one during the put is (before, the
+     * attempt, or the check after the put, stayed in it for ever).
      */
-    private static TransferFailure sourceChecked(Job job, TransferFailure f) {
-        if (f.kind() != Kind.CHECKSUM_MISMATCH || job.local == null || job.copy.adler32() == null) return f;
+    private TransferFailure sourceChecked(Job job, TransferFailure f, Watchdog.Attempt a) {
+        if (f.kind() != Kind.CHECKSUM_MISMATCH || job.local == null || job.copy.adler32() == null || a == null) return f;
         long expected = job.copy.adler32();
         long read;
         try {
-            read = adler32(job.local);
+            a.progress(); // the stall limit counts from this read on
+            read = adler32(job.local, a);
+        } catch (LocalReadException e) {
+            return unreadable(job, e, f.attempts());
         } catch (java.io.IOException e) {
-            return unreadable(job, new LocalReadException(String.valueOf(e), e), f.attempts());
+            // the attempt was aborted while the file was read: by the watchdog, the read blocked (the source's
+            // stall); else (cancelled) the mismatch as it was
+            return a.localReadBlockedNanos > 0 ? unreadable(job, hung(a, e), f.attempts()) : f;
         }
         if (read == expected) return f;
         return new TransferFailure(Kind.SOURCE_CHECKSUM_MISMATCH, String.format("local source %s reads as ADLER32 %08x, catalog says %08x (%s)",
                 job.local, read, expected, f.getMessage().replaceFirst("^\\w+: ", "")), f.attempts(), f.getCause());
+    }
+
+    /** Why {@code a} was aborted by the watchdog while a read of its local file was blocked (a hung NFS mount). */
+    private LocalReadException hung(Watchdog.Attempt a, Throwable cause) {
+        return new LocalReadException("a read of it blocked for " + TimeUnit.NANOSECONDS.toSeconds(a.localReadBlockedNanos)
+                + " s (no progress for " + settings.stallTimeout() + ")", cause);
     }
 
     /** The local file of {@code job} could not be read as expected ({@code e}: why): the source's failure. */
@@ -912,39 +928,53 @@ final class Link {
         }
     }
 
-    /** The local file's Adler32, read before a put the server is to verify (progress: not a stall). */
+    /**
+     * The local file's Adler32, read before a put the server is to verify (progress: not a stall); opened apart
+     * with the reads (an open hangs in a hung file system as a read does).
+     */
     private static long adler32(java.nio.file.Path file, Watchdog.Attempt a) throws java.io.IOException {
-        var ch = LocalReadException.open(file);
-        try {
-            return adler32(ch, 0, ch.size(), a);
-        } finally {
-            a.localReads.close(ch); // not waiting for a read that hangs
-        }
+        return summed(a, buf -> {
+            try (var ch = LocalReadException.open(file)) { // closed here, on the thread that read it
+                return adler32(ch, 0, ch.size(), buf, a);
+            }
+        });
     }
 
     /** Adler32 of {@code length} bytes of {@code ch} from {@code offset}. */
     private static long adler32(java.nio.channels.FileChannel ch, long offset, long length, Watchdog.Attempt a)
             throws java.io.IOException {
-        Adler32 sum = new Adler32();
-        var buf = SUM_BUFFER.get(); // the worker's, taken here: the reads run apart from it, whole (one thread per sum)
+        return summed(a, buf -> adler32(ch, offset, length, buf, a));
+    }
+
+    private interface Sum {
+        long of(java.nio.ByteBuffer buf) throws java.io.IOException;
+    }
+
+    /** Runs {@code sum} apart from the attempt's thread, whole (one thread per sum), with the worker's buffer. */
+    private static long summed(Watchdog.Attempt a, Sum sum) throws java.io.IOException {
+        var buf = SUM_BUFFER.get(); // the worker's, taken here
         try {
-            return a.localReads.apart(() -> {
-                for (long at = 0; at < length; ) {
-                    buf.clear();
-                    buf.limit((int) Math.min(buf.capacity(), length - at));
-                    int r = a.localReads.read(ch, buf, offset + at);
-                    if (r < 0) throw LocalReadException.shrank("reading its checksum", offset + at);
-                    buf.flip();
-                    sum.update(buf);
-                    at += r;
-                    a.progress();
-                }
-                return sum.getValue();
-            });
+            return a.localReads.apart(() -> sum.of(buf));
         } catch (java.io.IOException e) {
             SUM_BUFFER.remove(); // a read left behind (the attempt aborted) may still write into it
             throw LocalReadException.of(e);
         }
+    }
+
+    private static long adler32(java.nio.channels.FileChannel ch, long offset, long length, java.nio.ByteBuffer buf,
+                                Watchdog.Attempt a) throws java.io.IOException {
+        Adler32 sum = new Adler32();
+        for (long at = 0; at < length; ) {
+            buf.clear();
+            buf.limit((int) Math.min(buf.capacity(), length - at));
+            int r = a.localReads.read(ch, buf, offset + at);
+            if (r < 0) throw LocalReadException.shrank("reading its checksum", offset + at);
+            buf.flip();
+            sum.update(buf);
+            at += r;
+            a.progress();
+        }
+        return sum.getValue();
     }
 
     // direct (read once, summed in place), one per worker thread: workers live as long as the link

@@ -24,16 +24,18 @@ final class LocalReads {
     }
 
     /**
-     * Runs {@code work} (reads of the local file: the small file's preload for SCKS, a sum) off the attempt's own
-     * thread, on one of its own, waited for interruptibly: the watchdog's interrupt ends the wait
-     * ({@link ClosedByInterruptException}) and the work is left behind. Before, a read there that hung (a hung NFS
+     * Runs {@code work} (reads of the local file: the small file's preload for SCKS, a sum; its open and size
+     * looked at before the put) off the attempt's own thread, on one of its own, waited for interruptibly and
+     * recorded as a read under way while it runs: the watchdog's interrupt ends the wait
+     * ({@link ClosedByInterruptException}) and the work is left behind, holding its thread until the file system
+     * answers (accepted: one thread per hung file, not the attempt). Before, a read there that hung (a hung NFS
      * mount: an interrupt does not end it) kept the attempt, and its copy, for ever. The buffers the work fills may
      * still be written by the work left behind: the caller must not use them again. On another thread (jglobus's,
      * the own sender's writers), run there.
      */
     <T> T apart(Work<T> work) throws IOException {
         if (Thread.currentThread() != owner) return work.run();
-        var task = new java.util.concurrent.FutureTask<T>(work::run);
+        var task = new java.util.concurrent.FutureTask<T>(() -> recorded(work));
         Thread.ofVirtual().name("local-read").start(task);
         try {
             return task.get();
@@ -52,17 +54,19 @@ final class LocalReads {
      * already {@link #apart} is made apart, alone (a thread per read: the preload and the sums run whole apart).
      */
     int read(FileChannel ch, ByteBuffer dst, long position) throws IOException {
-        if (Thread.currentThread() != owner) return recorded(ch, dst, position);
-        return apart(() -> recorded(ch, dst, position));
+        if (Thread.currentThread() != owner) return recorded(() -> ch.read(dst, position));
+        return apart(() -> ch.read(dst, position));
     }
 
-    private int recorded(FileChannel ch, ByteBuffer dst, long position) throws IOException {
+    /** {@code work} recorded as under way while it runs; within work apart, as a read of its own from its start. */
+    private <T> T recorded(Work<T> work) throws IOException {
         Thread t = Thread.currentThread();
-        since.put(t, System.nanoTime());
+        Long outer = since.put(t, System.nanoTime());
         try {
-            return ch.read(dst, position);
+            return work.run();
         } finally {
-            since.remove(t);
+            if (outer == null) since.remove(t);
+            else since.put(t, outer);
         }
     }
 

@@ -1,6 +1,7 @@
 package dev.stagehand.transfer.gridftp;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.stagehand.transfer.FileCopy;
 import dev.stagehand.transfer.LinkStatus;
@@ -301,6 +302,97 @@ class LocalSourceBlameTest {
                 release.countDown();
             }
         }
+    }
+
+    /**
+     * The local source's open before the put (the check that it is there, of its size, before the destination is
+     * logged in to) hangs, as an open or stat does in a hung NFS mount: the watchdog's abort ends the attempt (the
+     * open is left behind), as the source's failure, within about two stall limits. Before, the attempt stayed in
+     * the open for ever.
+     */
+    @Test
+    void aLocalSourceWhoseOpenHangsBeforeThePutIsTheSourcesStall(@TempDir Path dir) throws Exception {
+        Path local = dir.resolve("f");
+        Files.write(local, new byte[64 << 10]);
+        CountDownLatch release = new CountDownLatch(1);
+        LocalReadException.opener = file -> {
+            awaitUninterruptibly(release);
+            return FileChannel.open(file);
+        };
+        try {
+            long t0 = System.nanoTime();
+            Outcome o = assertTimeoutPreemptively(Duration.ofSeconds(60), () -> run(settings(Duration.ofSeconds(1)), false, d -> {},
+                    base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), 64 << 10, 1L)));
+            long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertThat(o.failure().kind()).isEqualTo(Kind.BAD_REQUEST);
+            assertThat(o.failure().attempts()).isEqualTo(1);
+            assertThat(o.failure().getMessage()).contains("cannot read local file " + local, "blocked").doesNotContain("(127.0.0.1:");
+            assertThat(millis).as("ms to the failure (stall limit 1 s, 400 ms waited after it)").isLessThan(3_000);
+            sourcesAlone(o, "open before the put");
+        } finally {
+            LocalReadException.opener = file -> FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
+            release.countDown();
+        }
+    }
+
+    /**
+     * The destination's sum differed from the catalog's (its SCKS check during the put, own sender; its CKSM after
+     * the put), and the local source, read again to tell whose fault that is, hangs (a hung NFS mount): the
+     * watchdog's abort ends that read's wait, as the source's failure (the destination host stays in rotation),
+     * within about two stall limits. Before, the attempt (or the check after the put) stayed in the read for ever.
+     */
+    @Test
+    void aLocalSourceWhoseReadAfterAChecksumMismatchHangsIsTheSourcesStall(@TempDir Path dir) throws Exception {
+        byte[] bytes = new byte[64 << 10];
+        new java.util.Random(17).nextBytes(bytes);
+        for (String way : List.of("own sender, SCKS refused", "CKSM after the put")) {
+            boolean after = way.startsWith("CKSM");
+            Path local = dir.resolve(after ? "a" : "s");
+            Files.write(local, bytes);
+            long adler = Link.adler32(local); // the catalog's sum is right: the destination's differs
+            CountDownLatch release = new CountDownLatch(1);
+            var stored = new java.util.concurrent.atomic.AtomicBoolean();
+            // the put's own channel is opened before its STOR; a file opened after it (to read it again) hangs
+            LocalReadException.opener = file -> stored.get() ? new HangingChannel(FileChannel.open(file), release) : FileChannel.open(file);
+            try {
+                long t0 = System.nanoTime();
+                MoverSettings s = after ? settings(Duration.ofSeconds(1)).withServerVerifyMaxBytes(0) : settings(Duration.ofSeconds(1));
+                Outcome o = assertTimeoutPreemptively(Duration.ofSeconds(60), () -> run(s, false, d -> {
+                    d.heard = line -> {
+                        if (line.toUpperCase(java.util.Locale.ROOT).startsWith("STOR")) stored.set(true);
+                    };
+                    if (after) {
+                        d.cksm = String.format("%08x", adler ^ 0x1);
+                    } else {
+                        d.storFailureAfterMillis = 1;
+                        d.storFailure = "451 INCORRECT_CHECKSUM"; // the server's SCKS check
+                    }
+                }, base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), bytes.length, adler)));
+                long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+                assertThat(o.failure().kind()).as(way).isEqualTo(Kind.BAD_REQUEST);
+                assertThat(o.failure().attempts()).as(way).isEqualTo(1);
+                assertThat(o.failure().getMessage()).as(way).contains("cannot read local file " + local, "blocked")
+                        .doesNotContain("(127.0.0.1:");
+                assertThat(millis).as(way + ": ms to the failure (stall limit 1 s, 400 ms waited after it)").isLessThan(3_000);
+                sourcesAlone(o, way);
+            } finally {
+                LocalReadException.opener = file -> FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
+                release.countDown();
+            }
+        }
+    }
+
+    private static void awaitUninterruptibly(CountDownLatch latch) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                latch.await();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true; // as an open in a hung file system: not interruptible
+            }
+        }
+        if (interrupted) Thread.currentThread().interrupt();
     }
 
     /**
