@@ -32,6 +32,8 @@ public final class GridFtpMover implements Mover {
     private final MoverSettings settings;
     private final TransferListener listener;
     private final Watchdog watchdog;
+    private final LocalReadException.Opener opener;
+    private final boolean jglobusPuts;
     private final ScheduledExecutorService timer =
             Executors.newScheduledThreadPool(1, Thread.ofPlatform().daemon().name("mover-timer").factory());
     private final Map<String, Link> links = new ConcurrentHashMap<>();
@@ -42,6 +44,14 @@ public final class GridFtpMover implements Mover {
     private static final java.util.concurrent.atomic.AtomicBoolean CHARSET_TOLD = new java.util.concurrent.atomic.AtomicBoolean();
 
     public GridFtpMover(MoverSettings settings, TransferListener listener) {
+        this(settings, listener, LocalReadException.READ, false);
+    }
+
+    /**
+     * Tests: {@code opener}, how puts open their local files (a double: a file whose reads hang); {@code jglobusPuts},
+     * puts go through jglobus (as with GSI and DCAU) though the server is plain FTP.
+     */
+    GridFtpMover(MoverSettings settings, TransferListener listener, LocalReadException.Opener opener, boolean jglobusPuts) {
         java.nio.charset.Charset jvm = java.nio.charset.Charset.defaultCharset();
         if (!jvm.equals(java.nio.charset.StandardCharsets.UTF_8) && CHARSET_TOLD.compareAndSet(false, true)) {
             // once per JVM: every file with a non-ASCII name is refused (Endpoint.charsetProblem) until this changes
@@ -51,6 +61,8 @@ public final class GridFtpMover implements Mover {
         this.settings = settings;
         this.listener = listener == null ? TransferListener.NONE : listener;
         this.watchdog = new Watchdog(settings.stallTimeout().toNanos());
+        this.opener = opener;
+        this.jglobusPuts = jglobusPuts;
     }
 
     /** The proxy's credential, read again when its file changes or it nears its end (proxies are renewed on disk). */
@@ -73,7 +85,7 @@ public final class GridFtpMover implements Mover {
                 job = prepare(copy);
                 Endpoint destination = job.destination;
                 link = links.computeIfAbsent(destination.link(),
-                        k -> new Link(destination, settings, listener, watchdog, timer, this::credential));
+                        k -> new Link(destination, settings, listener, watchdog, timer, this::credential, opener, jglobusPuts));
                 job.pieces(split(job, link.concurrency()));
             } catch (RuntimeException e) {
                 // this file only: the others of the batch go on (a throw here would leave them all unmoved)
@@ -237,7 +249,7 @@ public final class GridFtpMover implements Mover {
         Exception unreachable = null;
         for (Endpoint.HostPort h : hosts) {
             try {
-                return GridFtpSession.open(h, e.gsi(), e.gsi() ? credential() : null, settings);
+                return GridFtpSession.open(h, e.gsi(), e.gsi() ? credential() : null, settings, jglobusPuts);
             } catch (Exception x) {
                 Kind kind = Failures.classify(x);
                 if (kind != Kind.CONNECTION && kind != Kind.TIMEOUT) throw x; // refused by the site: so would the others

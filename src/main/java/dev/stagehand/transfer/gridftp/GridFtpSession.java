@@ -45,11 +45,12 @@ final class GridFtpSession implements AutoCloseable {
         return direct;
     }
 
-    /** Tests only: puts go through jglobus (as they do with GSI and DCAU) though the server is plain FTP. */
-    static volatile boolean jglobusPuts;
-
-    static GridFtpSession open(Endpoint.HostPort host, boolean gsi, GSSCredential credential, MoverSettings s)
-            throws Exception {
+    /**
+     * {@code jglobusPuts} (tests): puts go through jglobus (as they do with GSI and DCAU) though the server is plain
+     * FTP.
+     */
+    static GridFtpSession open(Endpoint.HostPort host, boolean gsi, GSSCredential credential, MoverSettings s,
+                               boolean jglobusPuts) throws Exception {
         // Set-up has no watchdog attempt to report progress to, so the control socket itself times out: jglobus
         // takes its connect and read timeout from CoGProperties at open (a server that accepts and says
         // nothing once hung a mover forever); cleared after set-up, when the stall watchdog takes over.

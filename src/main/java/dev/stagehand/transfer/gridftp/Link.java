@@ -37,6 +37,9 @@ final class Link {
     private final Watchdog watchdog;
     private final ScheduledExecutorService timer;
     private final CredentialSource credentials;
+    /** How puts open their local files, and whether they go through jglobus on plain FTP too (tests: doubles). */
+    private final LocalReadException.Opener opener;
+    private final boolean jglobusPuts;
     private final LinkedBlockingDeque<Job.Piece> queue = new LinkedBlockingDeque<>();
     private final Map<Endpoint.HostPort, Long> downUntil = new ConcurrentHashMap<>();
     private final Map<Endpoint.HostPort, AtomicInteger> load = new ConcurrentHashMap<>();
@@ -58,7 +61,7 @@ final class Link {
     }
 
     Link(Endpoint endpoint, MoverSettings settings, TransferListener listener, Watchdog watchdog,
-         ScheduledExecutorService timer, CredentialSource credentials) {
+         ScheduledExecutorService timer, CredentialSource credentials, LocalReadException.Opener opener, boolean jglobusPuts) {
         this.key = endpoint.link();
         this.endpoint = endpoint;
         this.settings = settings;
@@ -66,6 +69,8 @@ final class Link {
         this.watchdog = watchdog;
         this.timer = timer;
         this.credentials = credentials;
+        this.opener = opener;
+        this.jglobusPuts = jglobusPuts;
         this.target = new AtomicInteger(settings.concurrency());
         for (Endpoint.HostPort h : endpoint.hosts()) load.put(h, new AtomicInteger());
         if (settings.adaptive() && settings.minConcurrency() < settings.maxConcurrency()) {
@@ -259,7 +264,7 @@ final class Link {
             if (session == null) {
                 Endpoint.HostPort host = pickHost();
                 try {
-                    session = GridFtpSession.open(host, endpoint.gsi(), endpoint.gsi() ? credentials.get() : null, settings);
+                    session = GridFtpSession.open(host, endpoint.gsi(), endpoint.gsi() ? credentials.get() : null, settings, jglobusPuts);
                 } catch (Exception e) {
                     load.get(host).decrementAndGet();
                     throw new HostException(host, e);
@@ -285,7 +290,7 @@ final class Link {
                 for (int i = 0; i < hosts.size() && s == null; i++) {
                     Endpoint.HostPort host = hosts.get((first + i) % hosts.size());
                     try {
-                        s = GridFtpSession.open(host, src.gsi(), src.gsi() ? credentials.get() : null, settings);
+                        s = GridFtpSession.open(host, src.gsi(), src.gsi() ? credentials.get() : null, settings, jglobusPuts);
                     } catch (Exception e) {
                         Kind kind = Failures.classify(e);
                         if (kind != Kind.CONNECTION && kind != Kind.TIMEOUT) throw new SourceException(host, null, e);
@@ -355,7 +360,7 @@ final class Link {
                     p.adler32 = null;
                     p.serverVerified = false;
                     if (s.direct()) {
-                        var file = LocalReadException.open(job.local);
+                        var file = LocalReadException.open(opener, job.local);
                         try {
                             Long expected = null;
                             boolean sumHere = false;
@@ -377,7 +382,7 @@ final class Link {
                         } finally {
                             a.localReads.close(file); // not waiting for a read that hangs
                         }
-                    } else try (RangeSource src = new RangeSource(job.local, p.offset + skip, p.length - skip, streamSum, counted, a.localReads)) {
+                    } else try (RangeSource src = new RangeSource(opener, job.local, p.offset + skip, p.length - skip, streamSum, counted, a.localReads)) {
                         if (serverVerifies) {
                             Long expected = job.copy.adler32();
                             if (p.length <= RangeSource.PRELOAD_MAX) {
@@ -404,7 +409,7 @@ final class Link {
                             if (streamSum) {
                                 Long rest = src.adler32();
                                 if (rest != null && skip > 0) {
-                                    var file = LocalReadException.open(job.local);
+                                    var file = LocalReadException.open(opener, job.local);
                                     try {
                                         rest = combine(adler32(file, p.offset, skip, a), rest, p.length - skip);
                                     } finally {
@@ -554,12 +559,12 @@ final class Link {
          * Looked at apart from the attempt's thread, as a read: an open or stat that hangs (a hung NFS mount) is
          * left behind at the watchdog's abort, the source's stall (before, the attempt stayed in it for ever).
          */
-        private static void checkLocalSource(Job job, Watchdog.Attempt a) throws java.io.IOException {
+        private void checkLocalSource(Job job, Watchdog.Attempt a) throws java.io.IOException {
             java.nio.file.Path local = job.local;
             long size;
             try {
                 size = a.localReads.apart(() -> {
-                    try (var ch = LocalReadException.open(local)) { // opened as the put opens it
+                    try (var ch = LocalReadException.open(opener, local)) { // opened as the put opens it
                         if (!java.nio.file.Files.isRegularFile(local)) throw new LocalReadException("not a regular file", null);
                         return ch.size();
                     }
@@ -755,7 +760,7 @@ final class Link {
                     job.running.add(a);
                     s = idle.poll();
                     if (s == null || s.isClosed()) {
-                        s = GridFtpSession.open(host, endpoint.gsi(), endpoint.gsi() ? credentials.get() : null, settings);
+                        s = GridFtpSession.open(host, endpoint.gsi(), endpoint.gsi() ? credentials.get() : null, settings, jglobusPuts);
                     }
                     a.add(s);
                     GridFtpSession checker = s;
@@ -932,9 +937,9 @@ final class Link {
      * The local file's Adler32, read before a put the server is to verify (progress: not a stall); opened apart
      * with the reads (an open hangs in a hung file system as a read does).
      */
-    private static long adler32(java.nio.file.Path file, Watchdog.Attempt a) throws java.io.IOException {
+    private long adler32(java.nio.file.Path file, Watchdog.Attempt a) throws java.io.IOException {
         return summed(a, buf -> {
-            try (var ch = LocalReadException.open(file)) { // closed here, on the thread that read it
+            try (var ch = LocalReadException.open(opener, file)) { // closed here, on the thread that read it
                 return adler32(ch, 0, ch.size(), buf, a);
             }
         });

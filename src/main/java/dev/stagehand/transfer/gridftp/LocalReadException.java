@@ -24,7 +24,7 @@ final class LocalReadException extends IOException {
     }
 
     /** Opens the local file for reading; a failure (gone, unreadable since it was checked) is the source's. */
-    static FileChannel open(Path file) throws IOException {
+    static FileChannel open(Opener opener, Path file) throws IOException {
         try {
             return opener.open(file);
         } catch (IOException e) {
@@ -32,12 +32,12 @@ final class LocalReadException extends IOException {
         }
     }
 
+    /** How a put's local file is opened: {@link #READ}; tests give the mover a double (a file whose reads hang). */
     interface Opener {
         FileChannel open(Path file) throws IOException;
     }
 
-    /** Tests only: how a put's local file is opened (a test double: a file whose reads hang). */
-    static volatile Opener opener = file -> FileChannel.open(file, StandardOpenOption.READ);
+    static final Opener READ = file -> FileChannel.open(file, StandardOpenOption.READ);
 
     /** The local file ended before the bytes expected of it ({@code offset}: where). */
     static LocalReadException shrank(String doing, long offset) {

@@ -34,10 +34,11 @@ final class RangeSource implements DataSource, AutoCloseable {
      * {@code checksum}: keep the Adler32 of the bytes sent (reads are in order, one at a time); {@code reads}:
      * the attempt's, where each read of the file is recorded while under way.
      */
-    RangeSource(Path file, long start, long length, boolean checksum, LongConsumer progress, LocalReads reads) throws IOException {
+    RangeSource(LocalReadException.Opener opener, Path file, long start, long length, boolean checksum, LongConsumer progress,
+                LocalReads reads) throws IOException {
         this.sum = checksum ? new java.util.zip.Adler32() : null;
         this.reads = reads;
-        this.channel = LocalReadException.open(file);
+        this.channel = LocalReadException.open(opener, file);
         this.start = start;
         this.length = length;
         this.progress = progress;

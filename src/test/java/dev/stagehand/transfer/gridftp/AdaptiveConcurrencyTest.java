@@ -21,7 +21,8 @@ class AdaptiveConcurrencyTest {
     Link link(int start, int min, int max) {
         // the interval is long: the test drives optimize() itself
         MoverSettings s = MoverSettings.defaults().withStreams(1, start, true).withAdaptive(min, max, Duration.ofHours(1));
-        link = new Link(Endpoint.parse(URI.create("ftp://127.0.0.1:9/dst/")), s, TransferListener.NONE, watchdog, timer, () -> null);
+        link = new Link(Endpoint.parse(URI.create("ftp://127.0.0.1:9/dst/")), s, TransferListener.NONE, watchdog, timer, () -> null,
+                LocalReadException.READ, false);
         return link;
     }
 

@@ -16,11 +16,6 @@ import org.junit.jupiter.api.Test;
 /** What the mover does with a batch before any connection: a file it cannot prepare fails alone. */
 class GridFtpMoverTest {
 
-    @org.junit.jupiter.api.AfterEach
-    void localFilesOpenedAsTheyAre() {
-        LocalReadException.opener = file -> java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
-    }
-
     @Test
     void aFileThatCannotBePreparedFailsAloneAsABadRequest() throws Exception {
         FileCopy remoteHost = new FileCopy("1", URI.create("file://otherhost/cache/f"), URI.create("ftp://127.0.0.1:9/d/f1"), 10, null);
@@ -124,26 +119,27 @@ class GridFtpMoverTest {
                             .withRetry(java.time.Duration.ofSeconds(5), 2, java.time.Duration.ofMillis(20), java.time.Duration.ofSeconds(5))
                             .withChunking(split ? 1 << 20 : 64L << 20, split ? 1 << 20 : 1L << 40, 0);
                     var wrote = new java.util.concurrent.atomic.AtomicBoolean();
-                    try (FakeGridFtpServer server = new FakeGridFtpServer(); GridFtpMover mover = new GridFtpMover(settings, null)) {
-                        server.sizeReply = there.getKey();
-                        // the file goes bad as the first attempt opens it for its check: after the batch was
-                        // submitted (which looked at it), before the attempt connects to the destination
-                        LocalReadException.opener = file -> {
-                            synchronized (wrote) { // once
-                                if (file.equals(local) && java.nio.file.Files.isRegularFile(local)
-                                        && java.nio.file.Files.size(local) == size) {
-                                    if (bad.equals("short")) {
-                                        try (var ch = java.nio.channels.FileChannel.open(local, java.nio.file.StandardOpenOption.WRITE)) {
-                                            ch.truncate((split ? 1 << 20 : size) / 2);
-                                        }
-                                    } else {
-                                        java.nio.file.Files.delete(local);
-                                        if (bad.equals("a directory")) java.nio.file.Files.createDirectory(local);
+                    // the file goes bad as the first attempt opens it for its check: after the batch was
+                    // submitted (which looked at it), before the attempt connects to the destination
+                    LocalReadException.Opener opener = file -> {
+                        synchronized (wrote) { // once
+                            if (file.equals(local) && java.nio.file.Files.isRegularFile(local)
+                                    && java.nio.file.Files.size(local) == size) {
+                                if (bad.equals("short")) {
+                                    try (var ch = java.nio.channels.FileChannel.open(local, java.nio.file.StandardOpenOption.WRITE)) {
+                                        ch.truncate((split ? 1 << 20 : size) / 2);
                                     }
+                                } else {
+                                    java.nio.file.Files.delete(local);
+                                    if (bad.equals("a directory")) java.nio.file.Files.createDirectory(local);
                                 }
                             }
-                            return java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
-                        };
+                        }
+                        return java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
+                    };
+                    try (FakeGridFtpServer server = new FakeGridFtpServer();
+                         GridFtpMover mover = new GridFtpMover(settings, null, opener, false)) {
+                        server.sizeReply = there.getKey();
                         FileCopy c = new FileCopy("1", local.toUri(), URI.create("ftp://127.0.0.1:" + server.port() + "/d/f"), size,
                                 null, there.getValue(), () -> wrote.set(true));
                         Throwable put = batchFailure(mover.submit(List.of(c)), c);
@@ -175,50 +171,45 @@ class GridFtpMoverTest {
     @Test
     void aLocalSourceThatShrinksWhileSentIsTheSourcesFailureNotTheDestinationHosts(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
             throws Exception {
-        try {
-            for (boolean jglobus : new boolean[] {false, true}) {
-                GridFtpSession.jglobusPuts = jglobus;
-                for (boolean split : new boolean[] {false, true}) {
-                    String way = (jglobus ? "jglobus" : "direct") + (split ? ", split" : "");
-                    java.nio.file.Path local = dir.resolve("f" + way.hashCode());
-                    int size = split ? 4 << 20 : 64 << 10;
-                    java.nio.file.Files.write(local, new byte[size]);
-                    // one connection: a split file's first range is being sent when the file is cut short (a later
-                    // range's attempt would find it short before the destination is touched)
-                    MoverSettings settings = MoverSettings.defaults().withStreams(1, 1, false)
-                            .withRetry(java.time.Duration.ofSeconds(5), 3, java.time.Duration.ofMillis(20), java.time.Duration.ofSeconds(5))
-                            .withChunking(split ? 1 << 20 : 64L << 20, split ? 1 << 20 : 1L << 40, 0);
-                    try (FakeGridFtpServer d1 = new FakeGridFtpServer(); FakeGridFtpServer d2 = new FakeGridFtpServer();
-                         GridFtpMover mover = new GridFtpMover(settings, null)) {
-                        for (FakeGridFtpServer d : List.of(d1, d2)) {
-                            d.sizeReply = "550 /d/f: No such file or directory."; // nothing there
-                            d.heard = line -> {
-                                // the look at the destination, after the source was checked: cut short from then on
-                                if (!line.toUpperCase(java.util.Locale.ROOT).startsWith("SIZE")) return;
-                                try (var ch = java.nio.channels.FileChannel.open(local, java.nio.file.StandardOpenOption.WRITE)) {
-                                    ch.truncate((split ? 1 << 20 : size) / 2);
-                                } catch (java.io.IOException e) {
-                                    throw new java.io.UncheckedIOException(e);
-                                }
-                            };
-                        }
-                        // the catalog's Adler32 given: the file is read only as it is sent
-                        FileCopy c = new FileCopy("1", local.toUri(), URI.create("ftp://127.0.0.1:" + d1.port() + ",127.0.0.1:"
-                                + d2.port() + "/d/f"), size, 1L, FileCopy.Existing.KEEP, () -> {});
-                        Throwable put = batchFailure(mover.submit(List.of(c)), c);
-                        assertThat(put).as(way).isInstanceOfSatisfying(TransferFailure.class, f -> {
-                            assertThat(f.kind()).as(way).isEqualTo(TransferFailure.Kind.BAD_REQUEST);
-                            assertThat(f.attempts()).as(way).isEqualTo(1);
-                            assertThat(f.getMessage()).as(way).contains("local file " + local, "shrank")
-                                    .doesNotContain("(127.0.0.1:"); // not put on a destination host
-                        });
-                        assertThat(mover.links()).as(way).singleElement().satisfies(l -> assertThat(l.hostsOut()).isEmpty());
-                        assertThat(d1.count("SIZE") + d2.count("SIZE")).as(way).isEqualTo(1);
+        for (boolean jglobus : new boolean[] {false, true}) {
+            for (boolean split : new boolean[] {false, true}) {
+                String way = (jglobus ? "jglobus" : "direct") + (split ? ", split" : "");
+                java.nio.file.Path local = dir.resolve("f" + way.hashCode());
+                int size = split ? 4 << 20 : 64 << 10;
+                java.nio.file.Files.write(local, new byte[size]);
+                // one connection: a split file's first range is being sent when the file is cut short (a later
+                // range's attempt would find it short before the destination is touched)
+                MoverSettings settings = MoverSettings.defaults().withStreams(1, 1, false)
+                        .withRetry(java.time.Duration.ofSeconds(5), 3, java.time.Duration.ofMillis(20), java.time.Duration.ofSeconds(5))
+                        .withChunking(split ? 1 << 20 : 64L << 20, split ? 1 << 20 : 1L << 40, 0);
+                try (FakeGridFtpServer d1 = new FakeGridFtpServer(); FakeGridFtpServer d2 = new FakeGridFtpServer();
+                     GridFtpMover mover = new GridFtpMover(settings, null, LocalReadException.READ, jglobus)) {
+                    for (FakeGridFtpServer d : List.of(d1, d2)) {
+                        d.sizeReply = "550 /d/f: No such file or directory."; // nothing there
+                        d.heard = line -> {
+                            // the look at the destination, after the source was checked: cut short from then on
+                            if (!line.toUpperCase(java.util.Locale.ROOT).startsWith("SIZE")) return;
+                            try (var ch = java.nio.channels.FileChannel.open(local, java.nio.file.StandardOpenOption.WRITE)) {
+                                ch.truncate((split ? 1 << 20 : size) / 2);
+                            } catch (java.io.IOException e) {
+                                throw new java.io.UncheckedIOException(e);
+                            }
+                        };
                     }
+                    // the catalog's Adler32 given: the file is read only as it is sent
+                    FileCopy c = new FileCopy("1", local.toUri(), URI.create("ftp://127.0.0.1:" + d1.port() + ",127.0.0.1:"
+                            + d2.port() + "/d/f"), size, 1L, FileCopy.Existing.KEEP, () -> {});
+                    Throwable put = batchFailure(mover.submit(List.of(c)), c);
+                    assertThat(put).as(way).isInstanceOfSatisfying(TransferFailure.class, f -> {
+                        assertThat(f.kind()).as(way).isEqualTo(TransferFailure.Kind.BAD_REQUEST);
+                        assertThat(f.attempts()).as(way).isEqualTo(1);
+                        assertThat(f.getMessage()).as(way).contains("local file " + local, "shrank")
+                                .doesNotContain("(127.0.0.1:"); // not put on a destination host
+                    });
+                    assertThat(mover.links()).as(way).singleElement().satisfies(l -> assertThat(l.hostsOut()).isEmpty());
+                    assertThat(d1.count("SIZE") + d2.count("SIZE")).as(way).isEqualTo(1);
                 }
             }
-        } finally {
-            GridFtpSession.jglobusPuts = false;
         }
     }
 

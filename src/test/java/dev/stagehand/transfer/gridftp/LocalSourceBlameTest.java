@@ -43,13 +43,16 @@ class LocalSourceBlameTest {
 
     private record Outcome(TransferFailure failure, LinkStatus link) {}
 
+    /** How the movers {@link #run} makes open local files (a test's double: a file whose reads hang). */
+    private LocalReadException.Opener opener = LocalReadException.READ;
+
     /**
      * Submits the copy {@code copy} makes of the destination base URL (two hosts, fresh servers set up by
      * {@code setUp}) and returns its failure and its link a few optimizer windows later (long enough for a
      * counted failure to have lowered the success rate). {@code jglobus}: puts through jglobus, not the own sender.
      */
-    private static Outcome run(MoverSettings s, boolean jglobus, java.util.function.Consumer<FakeGridFtpServer> setUp,
-                               java.util.function.Function<String, FileCopy> copy) throws Exception {
+    private Outcome run(MoverSettings s, boolean jglobus, java.util.function.Consumer<FakeGridFtpServer> setUp,
+                        java.util.function.Function<String, FileCopy> copy) throws Exception {
         return run(s, jglobus, setUp, copy, base -> List.of());
     }
 
@@ -57,12 +60,11 @@ class LocalSourceBlameTest {
      * As above, {@code before} sent first (bigger than {@code copy}, submitted with it: the link's one worker
      * claims them all and sends the biggest first); they are to succeed.
      */
-    private static Outcome run(MoverSettings s, boolean jglobus, java.util.function.Consumer<FakeGridFtpServer> setUp,
-                               java.util.function.Function<String, FileCopy> copy,
-                               java.util.function.Function<String, List<FileCopy>> before) throws Exception {
-        GridFtpSession.jglobusPuts = jglobus;
+    private Outcome run(MoverSettings s, boolean jglobus, java.util.function.Consumer<FakeGridFtpServer> setUp,
+                        java.util.function.Function<String, FileCopy> copy,
+                        java.util.function.Function<String, List<FileCopy>> before) throws Exception {
         try (FakeGridFtpServer d1 = new FakeGridFtpServer(); FakeGridFtpServer d2 = new FakeGridFtpServer();
-             GridFtpMover mover = new GridFtpMover(s, null)) {
+             GridFtpMover mover = new GridFtpMover(s, null, opener, jglobus)) {
             for (FakeGridFtpServer d : List.of(d1, d2)) {
                 d.sizeReply = "550 /d/f: No such file or directory."; // nothing there
                 setUp.accept(d);
@@ -82,8 +84,6 @@ class LocalSourceBlameTest {
             assertThat(failure).isInstanceOf(TransferFailure.class);
             Thread.sleep(400);
             return new Outcome((TransferFailure) failure, mover.links().getFirst());
-        } finally {
-            GridFtpSession.jglobusPuts = false;
         }
     }
 
@@ -248,7 +248,7 @@ class LocalSourceBlameTest {
             Path local = dir.resolve(jglobus ? "j" : "d");
             Files.write(local, new byte[64 << 10]);
             CountDownLatch release = new CountDownLatch(1);
-            LocalReadException.opener = file -> new HangingChannel(FileChannel.open(file), release);
+            opener = file -> new HangingChannel(FileChannel.open(file), release);
             try {
                 // the catalog's sum given, CKSM after the put: the file is read only as it is sent; the server
                 // waits for the data (perf markers, nothing new), as a real one does
@@ -260,7 +260,6 @@ class LocalSourceBlameTest {
                         .doesNotContain("(127.0.0.1:");
                 sourcesAlone(o, way);
             } finally {
-                LocalReadException.opener = file -> FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
                 release.countDown();
             }
         }
@@ -281,7 +280,7 @@ class LocalSourceBlameTest {
             Path local = dir.resolve(way.substring(0, 3));
             Files.write(local, new byte[64 << 10]);
             CountDownLatch release = new CountDownLatch(1);
-            LocalReadException.opener = file -> new HangingChannel(FileChannel.open(file), release);
+            opener = file -> new HangingChannel(FileChannel.open(file), release);
             try {
                 long t0 = System.nanoTime();
                 // no catalog sum: the file is read here for the server's SCKS before its STOR, or (the look) to
@@ -298,7 +297,6 @@ class LocalSourceBlameTest {
                 assertThat(millis).as(way + ": ms to the failure (stall limit 1 s, 400 ms waited after it)").isLessThan(3_000);
                 sourcesAlone(o, way);
             } finally {
-                LocalReadException.opener = file -> FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
                 release.countDown();
             }
         }
@@ -315,7 +313,7 @@ class LocalSourceBlameTest {
         Path local = dir.resolve("f");
         Files.write(local, new byte[64 << 10]);
         CountDownLatch release = new CountDownLatch(1);
-        LocalReadException.opener = file -> {
+        opener = file -> {
             awaitUninterruptibly(release);
             return FileChannel.open(file);
         };
@@ -330,7 +328,6 @@ class LocalSourceBlameTest {
             assertThat(millis).as("ms to the failure (stall limit 1 s, 400 ms waited after it)").isLessThan(3_000);
             sourcesAlone(o, "open before the put");
         } finally {
-            LocalReadException.opener = file -> FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
             release.countDown();
         }
     }
@@ -353,7 +350,7 @@ class LocalSourceBlameTest {
             CountDownLatch release = new CountDownLatch(1);
             var stored = new java.util.concurrent.atomic.AtomicBoolean();
             // the put's own channel is opened before its STOR; a file opened after it (to read it again) hangs
-            LocalReadException.opener = file -> stored.get() ? new HangingChannel(FileChannel.open(file), release) : FileChannel.open(file);
+            opener = file -> stored.get() ? new HangingChannel(FileChannel.open(file), release) : FileChannel.open(file);
             try {
                 long t0 = System.nanoTime();
                 MoverSettings s = after ? settings(Duration.ofSeconds(1)).withServerVerifyMaxBytes(0) : settings(Duration.ofSeconds(1));
@@ -376,7 +373,6 @@ class LocalSourceBlameTest {
                 assertThat(millis).as(way + ": ms to the failure (stall limit 1 s, 400 ms waited after it)").isLessThan(3_000);
                 sourcesAlone(o, way);
             } finally {
-                LocalReadException.opener = file -> FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
                 release.countDown();
             }
         }
