@@ -87,6 +87,20 @@ class LocalSourceBlameTest {
         }
     }
 
+    /**
+     * {@code o} is the source's stall: one attempt, failed as a blocked read of {@code local}, not named on a
+     * destination host, within about two stall limits of 1 s from {@code t0} (nanoTime), nothing counted on the link.
+     */
+    private static void sourcesStall(Outcome o, Path local, String way, long t0) {
+        long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertThat(o.failure().kind()).as(way).isEqualTo(Kind.BAD_REQUEST);
+        assertThat(o.failure().attempts()).as(way).isEqualTo(1);
+        assertThat(o.failure().getMessage()).as(way).contains("cannot read local file " + local, "blocked")
+                .doesNotContain("(127.0.0.1:");
+        assertThat(millis).as(way + ": ms to the failure (stall limit 1 s, 400 ms waited after it)").isLessThan(3_000);
+        sourcesAlone(o, way);
+    }
+
     private static void sourcesAlone(Outcome o, String way) {
         assertThat(o.link().hostsOut()).as(way + ": hosts out").isEmpty();
         assertThat(o.link().successRate()).as(way + ": the link's success rate").isEqualTo(1.0);
@@ -289,13 +303,7 @@ class LocalSourceBlameTest {
                     if (look) d.sizeReply = "213 " + (64 << 10);
                 }, base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), 64 << 10, null,
                         look ? FileCopy.Existing.KEEP : FileCopy.Existing.WRITE, () -> {}));
-                long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-                assertThat(o.failure().kind()).as(way).isEqualTo(Kind.BAD_REQUEST);
-                assertThat(o.failure().attempts()).as(way).isEqualTo(1);
-                assertThat(o.failure().getMessage()).as(way).contains("cannot read local file " + local, "blocked")
-                        .doesNotContain("(127.0.0.1:");
-                assertThat(millis).as(way + ": ms to the failure (stall limit 1 s, 400 ms waited after it)").isLessThan(3_000);
-                sourcesAlone(o, way);
+                sourcesStall(o, local, way, t0);
             } finally {
                 release.countDown();
             }
@@ -321,12 +329,7 @@ class LocalSourceBlameTest {
             long t0 = System.nanoTime();
             Outcome o = assertTimeoutPreemptively(Duration.ofSeconds(60), () -> run(settings(Duration.ofSeconds(1)), false, d -> {},
                     base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), 64 << 10, 1L)));
-            long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-            assertThat(o.failure().kind()).isEqualTo(Kind.BAD_REQUEST);
-            assertThat(o.failure().attempts()).isEqualTo(1);
-            assertThat(o.failure().getMessage()).contains("cannot read local file " + local, "blocked").doesNotContain("(127.0.0.1:");
-            assertThat(millis).as("ms to the failure (stall limit 1 s, 400 ms waited after it)").isLessThan(3_000);
-            sourcesAlone(o, "open before the put");
+            sourcesStall(o, local, "open before the put", t0);
         } finally {
             release.countDown();
         }
@@ -365,13 +368,7 @@ class LocalSourceBlameTest {
                         d.storFailure = "451 INCORRECT_CHECKSUM"; // the server's SCKS check
                     }
                 }, base -> new FileCopy("1", local.toUri(), URI.create(base + "/d/f"), bytes.length, adler)));
-                long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-                assertThat(o.failure().kind()).as(way).isEqualTo(Kind.BAD_REQUEST);
-                assertThat(o.failure().attempts()).as(way).isEqualTo(1);
-                assertThat(o.failure().getMessage()).as(way).contains("cannot read local file " + local, "blocked")
-                        .doesNotContain("(127.0.0.1:");
-                assertThat(millis).as(way + ": ms to the failure (stall limit 1 s, 400 ms waited after it)").isLessThan(3_000);
-                sourcesAlone(o, way);
+                sourcesStall(o, local, way, t0);
             } finally {
                 release.countDown();
             }
