@@ -287,6 +287,16 @@ class TapeRestApiIT {
         // the request ends once its known files are on disk, failed because some of its files could not be staged
         assertThat(jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?::uuid", String.class, id)).isEqualTo("failed");
         assertThat(r.get("completedAt").isIntegralNumber()).isTrue();
+        // FTS3 aborts every file whose staging failed (gfal2_abort_files: a cancel) and cancels a job's files: on
+        // a finished request that is 200, as any cancel (it was a 409, a failed abort to gfal2); the named files'
+        // pins go, the others stay; a path the request never held is still refused, and nothing changes then
+        assertThat(pins(id, a)).isEqualTo(1);
+        assertThat(api.post("/api/v1/stage/" + id + "/cancel", paths(gone, a)).status()).isEqualTo(200);
+        assertThat(pins(id, a)).isZero();
+        assertThat(pins(id, b)).isEqualTo(1);
+        assertThat(filesOf(api.get("/api/v1/stage/" + id).json()).get(a).get("state").stringValue()).isEqualTo("COMPLETED");
+        assertProblem(api.post("/api/v1/stage/" + id + "/cancel", paths(b, "/wlcg/" + tag + "/other")), 400);
+        assertThat(pins(id, b)).isEqualTo(1);
         assertThat(api.delete("/api/v1/stage/" + id).status()).isEqualTo(200);
         assertThat(jdbc.queryForObject("SELECT count(*) FROM stage_request_absent WHERE request_id = ?::uuid", Long.class, id)).isZero();
     }

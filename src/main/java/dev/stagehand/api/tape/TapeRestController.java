@@ -8,6 +8,7 @@ import dev.stagehand.api.security.ExperimentAccess;
 import dev.stagehand.api.security.StorageScopes;
 import dev.stagehand.recall.FileLocality;
 import dev.stagehand.platform.EntryError;
+import dev.stagehand.recall.StageRequestRejected;
 import dev.stagehand.recall.StageRequests;
 import dev.stagehand.recall.StageRequests.NewStageRequest;
 import dev.stagehand.recall.StageRequests.RequestFile;
@@ -281,7 +282,16 @@ class TapeRestController {
         UUID uuid = visible(uuid(id), id);
         List<String> paths = JsonBodies.selection(JsonBodies.read(http), "paths", true);
         ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, paths, null);
-        requests.cancel(uuid, paths);
+        try {
+            requests.cancel(uuid, paths);
+        } catch (StageRequestRejected e) {
+            if (e.kind() != StageRequestRejected.Kind.CONFLICT) throw e;
+            // A finished request: its files ended already, and the client says it no longer needs them, so their
+            // pins go (the specification lets the endpoint drop staged copies on cancel); paths the request never
+            // held are still refused. It was a 409, a failed abort to gfal2: FTS3 aborts every file whose staging
+            // failed (so the last failure of a request always got it) and reports a failed abort on a cancelled job's files.
+            requests.release(uuid, paths);
+        }
         return ResponseEntity.ok().build();
     }
 
