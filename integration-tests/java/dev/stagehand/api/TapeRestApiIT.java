@@ -106,7 +106,8 @@ class TapeRestApiIT {
         ApiClient.Answer created = api.post("/api/v1/stage", ApiClient.json(body));
         assertThat(created.status()).isEqualTo(201);
         String id = created.json().get("requestId").stringValue();
-        assertThat(created.location()).isEqualTo("/api/v1/stage/" + id);
+        // absolute under discovery's endpoint, as the specification shows it (a bare path missed a proxy's prefix)
+        assertThat(created.location()).isEqualTo("http://localhost:" + port + "/api/v1/stage/" + id);
         assertThat(jdbc.queryForObject("SELECT disk_lifetime_s FROM stage_request WHERE id = ?::uuid", Long.class, id)).isEqualTo(86_400L);
 
         JsonNode r = api.get("/api/v1/stage/" + id).json();

@@ -100,11 +100,15 @@ class TapeRestController {
     @GetMapping(path = "/.well-known/wlcg-tape-rest-api", produces = MediaType.APPLICATION_JSON_VALUE)
     @Operation(summary = "WLCG Tape REST API discovery")
     Discovery discovery() {
-        String base = props.endpointUri().isBlank()
+        return new Discovery(props.sitename(), "Stagehand tape staging service",
+                List.of(new Endpoint(endpoint(), "v1", Map.of())));
+    }
+
+    /** The API's base URI as discovery announces it: the configured one (behind a proxy), else from the request. */
+    private String endpoint() {
+        return props.endpointUri().isBlank()
                 ? ServletUriComponentsBuilder.fromCurrentContextPath().path("/api/v1").build().toUriString()
                 : props.endpointUri();
-        return new Discovery(props.sitename(), "Stagehand tape staging service",
-                List.of(new Endpoint(base, "v1", Map.of())));
     }
 
     @PostMapping(path = "/api/v1/stage", consumes = MediaType.ALL_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
@@ -219,7 +223,11 @@ class TapeRestController {
                     + " and " + props.maxActiveFilesPerAccount() + "); try again later", props.retryAfter().toSeconds());
         }
         UUID id = (absent.isEmpty() ? requests.submit(who, req) : requests.submitFailingAbsent(who, req, absent)).request().id();
-        return ResponseEntity.created(URI.create("/api/v1/stage/" + id)).body(new Created(id.toString()));
+        // absolute under the endpoint discovery announces, as the specification shows it: a path alone resolved
+        // against the proxy's host, not under the configured endpoint URI
+        String base = endpoint();
+        return ResponseEntity.created(URI.create((base.endsWith("/") ? base : base + "/") + "stage/" + id))
+                .body(new Created(id.toString()));
     }
 
     /** 413 naming the limit when {@code files} is more than a limit on open files admits even with none open. */
