@@ -711,6 +711,37 @@ class ReplicationPassIT {
     }
 
     /**
+     * {@code ?file=} of a deleted file with replicas shows their removals, finding its id by its name in
+     * replica_event_file through an index (V70): that table holds every file deleted within history-keep (10^6 rows
+     * after a bulk delete) and every {@code ?file=} query, of a live file too, read it whole (200 ms at 10^6 rows).
+     */
+    @Test
+    void aDeletedFileIsFoundByItsNameThroughAnIndex() throws Exception {
+        String a = "RN-" + tag, ds = "named-" + tag;
+        siteWithoutEndpoint(a);
+        String file = dataset(ds, 1, a).getFirst();
+        jdbc.update("DELETE FROM file WHERE name = ?", file);
+        assertThat(rules.history(ds, null, file, 100)).extracting(e -> e.file() + " " + e.from() + " -> " + e.to() + " " + e.error())
+                .containsExactly(file + " verified -> null file deleted", file + " null -> verified null");
+
+        String plan = jdbc.execute((java.sql.Connection c) -> {
+            c.setAutoCommit(false);
+            try (var st = c.createStatement()) {
+                st.execute("SET LOCAL enable_seqscan = off");
+                StringBuilder out = new StringBuilder();
+                try (var rs = st.executeQuery("EXPLAIN SELECT file_id FROM replica_event_file WHERE name = '/pass/x'")) {
+                    while (rs.next()) out.append(rs.getString(1)).append('\n');
+                }
+                return out.toString();
+            } finally {
+                c.rollback();
+                c.setAutoCommit(true);
+            }
+        });
+        assertThat(plan).contains("replica_event_file_name");
+    }
+
+    /**
      * A file deleted from the catalog leaves its dataset's completeness at once: the replica rows go with the file,
      * and their triggers, which find the dataset through the file, could not mark it (it waited for the full
      * recompute, ten minutes, showing the file missing meanwhile).
