@@ -303,6 +303,36 @@ class TapeRestApiIT {
     }
 
     @Test
+    void namesWithASpaceAPercentOrUtf8AreMatchedExactlyAsSentNotPercentDecoded() {
+        // gfal2 puts the URL's raw path in the body (davix Uri::getPath does not decode) and dCache looks it up
+        // undecoded (FsPath.create of the JSON string): a name is matched as sent, "%20" is not a space
+        String vol = "E" + tag;
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", vol);
+        String space = file("run 1.dat", vol, "ok"), utf8 = file("données-ü.dat", vol, "ok"), pct = file("100%25.dat", vol, "ok");
+        ApiClient.Answer created = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(
+                Map.of("path", space), Map.of("path", utf8), Map.of("path", pct)))));
+        assertThat(created.status()).as(created.body()).isEqualTo(201);
+        String id = created.json().get("requestId").stringValue();
+        // gfal2 finds its file in the answer by comparing the path strings
+        List<String> order = new ArrayList<>();
+        for (JsonNode f : api.get("/api/v1/stage/" + id).json().get("files")) {
+            order.add(f.get("path").stringValue() + " " + f.get("state").stringValue() + " " + f.has("error"));
+        }
+        assertThat(order).containsExactly(space + " SUBMITTED false", utf8 + " SUBMITTED false", pct + " SUBMITTED false");
+
+        String encodedSpace = "/wlcg/" + tag + "/run%201.dat", decodedPct = "/wlcg/" + tag + "/100%.dat";
+        JsonNode info = api.post("/api/v1/archiveinfo", paths(space, utf8, pct, encodedSpace, decodedPct)).json();
+        List<String> got = new ArrayList<>();
+        for (JsonNode n : info) got.add(n.get("path").stringValue() + " " + (n.has("locality") ? n.get("locality").stringValue() : "error"));
+        assertThat(got).containsExactly(space + " TAPE", utf8 + " TAPE", pct + " TAPE", encodedSpace + " error", decodedPct + " error");
+
+        assertThat(api.post("/api/v1/stage/" + id + "/cancel", paths(space, utf8)).status()).isEqualTo(200);
+        assertThat(filesOf(api.get("/api/v1/stage/" + id).json()).get(utf8).get("state").stringValue()).isEqualTo("CANCELLED");
+        assertThat(api.post("/api/v1/release/" + id, paths(pct)).status()).isEqualTo(200);
+        assertThat(api.delete("/api/v1/stage/" + id).status()).isEqualTo(200);
+    }
+
+    @Test
     void badInputIsAProblemDocumentNamingEachEntryAndNothingIsStored() {
         String vol = "X" + tag;
         jdbc.update("INSERT INTO volume (label) VALUES (?)", vol);
