@@ -60,8 +60,13 @@ public class ReplicationSchedules {
         return TriggerKey.triggerKey("rule-" + ruleId, GROUP);
     }
 
+    static final int MAX_CRON_LENGTH = 120;
+
     /** Refuses a malformed Quartz cron expression (seconds minutes hours day-of-month month day-of-week [year]). */
     static void checkCron(String cron) {
+        // Quartz keeps the expression in a VARCHAR(120) (qrtz_cron_triggers, V15): a longer valid one failed there, a 500
+        if (cron.strip().length() > MAX_CRON_LENGTH)
+            throw ReplicationRejected.invalid("schedule", "at most " + MAX_CRON_LENGTH + " characters, got " + cron.strip().length());
         CronExpression parsed;
         try {
             parsed = new CronExpression(cron.strip());
