@@ -73,7 +73,8 @@ final class Body {
             JsonNode v = e.getValue();
             BadInput.noNul(field, e.getKey());
             if (v.isString()) out.put(e.getKey(), BadInput.noNul(field, v.stringValue()));
-            else if (v.isIntegralNumber()) out.put(e.getKey(), String.valueOf(v.longValue()));
+            // its digits as they are: longValue() threw beyond a long (a 500)
+            else if (v.isIntegralNumber()) out.put(e.getKey(), v.bigIntegerValue().toString());
             else throw BadInput.field(field, "value of '" + e.getKey() + "' must be a string or an integer");
         }
         return out;

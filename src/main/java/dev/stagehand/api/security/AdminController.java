@@ -152,7 +152,8 @@ class AdminController {
         JsonNode exp = body.get("expiresInSeconds");
         Instant expires = null;
         if (exp != null && !exp.isNull()) {
-            if (!exp.isIntegralNumber() || exp.longValue() < 1 || exp.longValue() > MAX_TOKEN_LIFETIME_S)
+            // beyond a long, longValue() throws (it was a 500)
+            if (!exp.isIntegralNumber() || !exp.canConvertToLong() || exp.longValue() < 1 || exp.longValue() > MAX_TOKEN_LIFETIME_S)
                 errors.add(EntryError.field("expiresInSeconds", "an integer from 1 to " + MAX_TOKEN_LIFETIME_S));
             else expires = Instant.now().plusSeconds(exp.longValue());
         }
