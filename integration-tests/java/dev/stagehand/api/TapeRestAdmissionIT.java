@@ -76,6 +76,10 @@ class TapeRestAdmissionIT {
         String four = stage(11, 12, 13, 14);
         assertProblem(idle.post("/api/v1/stage", four), 429);
         assertThat(idle.retryAfter("/api/v1/stage", four)).isEqualTo("60");
+        // bad input is a 400 however full the account is: it was checked after the limits, and a 429 is retried for ever
+        String tooLong = four.replace("\"}", "\", \"diskLifetime\": \"P1000D\"}");
+        assertProblem(idle.post("/api/v1/stage", tooLong), 400);
+        assertProblem(idle.post("/api/v1/stage", four.replace("/wlcg/admission/", "/wlcg/admission/../")), 400);
         assertThat(jdbc.queryForObject("SELECT count(*) FROM stage_request WHERE owner = ?", Long.class, "idle-" + tag))
                 .isEqualTo(1);
     }

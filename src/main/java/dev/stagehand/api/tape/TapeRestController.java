@@ -189,17 +189,16 @@ class TapeRestController {
             }
         }
         NewStageRequest req = new NewStageRequest(null, paths, null, lifetime, null, null, anyMetadata ? metadata : null);
-        if (!errors.isEmpty()) {
-            // the native rules on whatever is usable, so one answer names every offending entry
+        // the native rules on whatever is usable, so one answer names every offending entry; checked before the
+        // limits on open work, so bad input is a 400 (it could be a 429, which a client retries for ever)
+        if (files != null && files.isArray()) {
             Set<Integer> named = new java.util.HashSet<>();
             errors.forEach(e -> { if (e.index() != null) named.add(e.index()); });
-            if (files != null && files.isArray()) {
-                for (EntryError e : requests.check(who, req)) if (e.index() == null || !named.contains(e.index())) errors.add(e);
-            }
-            throw new BadInput(HttpStatus.BAD_REQUEST, JsonBodies.describe(errors), errors);
+            for (EntryError e : requests.check(who, req)) if (e.index() == null || !named.contains(e.index())) errors.add(wlcg(e));
         }
+        if (!errors.isEmpty()) throw new BadInput(HttpStatus.BAD_REQUEST, JsonBodies.describe(errors), errors);
         Set<String> absent = Set.of();
-        if (!paths.isEmpty() && requests.check(who, req).isEmpty()) {
+        if (!paths.isEmpty()) {
             // A file not in the catalog fails alone, as dCache and EOS have it: FTS3 sends many files per call and
             // wants an answer per path. When none is known there is nothing to stage: 400 naming each, as natively.
             Set<String> unknown = access.absent(user, paths);
@@ -228,6 +227,14 @@ class TapeRestController {
         String base = endpoint();
         return ResponseEntity.created(URI.create((base.endsWith("/") ? base : base + "/") + "stage/" + id))
                 .body(new Created(id.toString()));
+    }
+
+    /**
+     * A native rule's error in this API's terms: the request's lifetime is the longest diskLifetime asked for (the
+     * error named diskLifetimeSeconds, a field a WLCG client never sends).
+     */
+    private static EntryError wlcg(EntryError e) {
+        return "diskLifetimeSeconds".equals(e.field()) ? new EntryError(e.index(), e.path(), "diskLifetime", e.reason()) : e;
     }
 
     /** 413 naming the limit when {@code files} is more than a limit on open files admits even with none open. */
