@@ -84,7 +84,7 @@ public final class StagingRowsBench {
                 double clearUs = perCallMicros(jdbc, 2000, i -> jdbc.update("""
                         UPDATE tape_drive SET volume_label = NULL, updated_at = now(),
                             state = CASE WHEN state IN ('failed', 'disabled') THEN state ELSE 'empty' END
-                         WHERE library = ? AND volume_label = ? AND name <> ?""", "lib1", "R1_0", "D01"));
+                         WHERE library = ? AND volume_label = ? AND name <> ?""", "sim", "R1_0", "drive01"));
                 System.out.printf("round %d: %d files in %.2f s = %.0f files/s (%.2f ms a file); threads blocked on the engine's monitor: "
                                 + "%.0f times, %.2f s in all (%.2f ms a file); tape_drive rows written %d (%.2f a file); "
                                 + "round trip: segment-verified UPDATE %.0f us, drive-clear UPDATE %.0f us; load %s%n",
