@@ -48,6 +48,20 @@ public interface QueueStore {
     /** The volume left this instance's drives (dismounted, or its mount failed). */
     default void releaseVolume(String volume) {}
 
+    /** Where a file this engine holds as queued went in the shared queue. */
+    enum Elsewhere { CLAIMED, ON_DISK, FAILED }
+
+    /** A file taken by another instance sharing the queue: claimed (read there now), read, or failed. */
+    record Taken(long fileId, Elsewhere state, String error) {}
+
+    /**
+     * Of {@code files} (queued here), those another instance has claimed, read or failed since this engine took
+     * them in. Asked before a mount; none with a queue of its own.
+     */
+    default List<Taken> takenElsewhere(List<FileWork> files) {
+        return List.of();
+    }
+
     /** Keeps nothing: the simulation's store (one process, no restart). */
     QueueStore IN_MEMORY = new QueueStore() {
         @Override public List<FileWork> claim(String volume, List<FileWork> files) { return files; }

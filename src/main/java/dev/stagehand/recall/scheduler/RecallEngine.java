@@ -515,6 +515,11 @@ public final class RecallEngine {
                     busy.add(q.label);
                     continue;
                 }
+                if (takenElsewhere(q)) { // ranked on files another instance has taken since: ranked again
+                    store.releaseVolume(q.label);
+                    requestPass();
+                    continue;
+                }
                 // the look above and this mount's note as one step: another instance may have started one since
                 if (limit != Integer.MAX_VALUE && !library.reserveMount(empty.name, exchanging, limit - started)) {
                     store.releaseVolume(q.label);
@@ -548,6 +553,29 @@ public final class RecallEngine {
             exchanging.add(victim.name);
         }
         return ranked;
+    }
+
+    /**
+     * Takes out of {@code q} the files another instance sharing the queue has claimed, read or failed since this
+     * engine took them in (it hears of them otherwise only through its own claims): learnt at the claim after
+     * the mount, such a mount read little or nothing (bench/shared-library.sh: 6-39 empty mounts per 64
+     * volumes). True when any were.
+     */
+    private boolean takenElsewhere(VolumeQueue q) {
+        List<QueueStore.Taken> taken = store.takenElsewhere(new ArrayList<>(q.files.values()));
+        for (QueueStore.Taken x : taken) {
+            FileWork f = model.file(x.fileId());
+            if (f == null || f.state != FileWork.State.QUEUED) continue;
+            switch (x.state()) {
+                case CLAIMED -> {
+                    model.claimedElsewhere(f);
+                    seenClaimedElsewhere.add(f); // its outcome is looked for at the intake rounds
+                }
+                case ON_DISK -> finishedElsewhere(f.id, true, null);
+                case FAILED -> finishedElsewhere(f.id, false, x.error());
+            }
+        }
+        return !taken.isEmpty();
     }
 
     /**

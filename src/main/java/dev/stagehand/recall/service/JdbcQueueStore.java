@@ -96,6 +96,26 @@ public final class JdbcQueueStore implements QueueStore {
     }
 
     @Override
+    public List<Taken> takenElsewhere(List<FileWork> files) {
+        if (files.isEmpty()) return List.of();
+        Long[] ids = files.stream().map(FileWork::id).toArray(Long[]::new);
+        try {
+            return jdbc.query("""
+                    SELECT file_id, state, error FROM recall_file
+                     WHERE file_id = ANY(?) AND (state IN ('on_disk', 'failed') OR (state = 'staging' AND claimed_by <> ?))""",
+                    (rs, i) -> new Taken(rs.getLong(1), switch (rs.getString(2)) {
+                        case "staging" -> Elsewhere.CLAIMED;
+                        case "on_disk" -> Elsewhere.ON_DISK;
+                        default -> Elsewhere.FAILED;
+                    }, rs.getString(3)), ids, instance);
+        } catch (RuntimeException e) {
+            // a look only: the claim after the mount still keeps a file from being read twice
+            if (!DatabaseRetry.noteFailure("look for files taken elsewhere", e)) throw e;
+            return List.of();
+        }
+    }
+
+    @Override
     public void staged(FileWork file, String volume, long adler32, Path path) {
         // one transaction: a kill between the file's row and its requests' rows would leave a request waiting
         // for a file that is already on disk, and nothing would hand it on

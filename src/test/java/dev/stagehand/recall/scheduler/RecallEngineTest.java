@@ -151,6 +151,47 @@ class RecallEngineTest {
     }
 
     /**
+     * Files another instance sharing the queue read or claimed after this engine took them in were learnt only at
+     * the claim after the mount: a volume with nothing left was mounted for nothing. They are asked for before the
+     * mount: such a volume is not mounted and the requests waiting only on those files end; a volume with some
+     * files left is mounted for those.
+     */
+    @Test
+    void filesAnotherInstanceTookAfterTheyWereQueuedHereAreLeftOutBeforeTheMount() {
+        TestClock clock = new TestClock();
+        FakeLibrary library = new FakeLibrary(clock, 1, 1);
+        java.util.Set<Long> readElsewhere = java.util.Set.of(1L, 2L), claimedElsewhere = java.util.Set.of(4L);
+        List<Integer> looks = new ArrayList<>();
+        QueueStore store = new QuietStore() {
+            @Override public List<FileWork> claim(String volume, List<FileWork> files) {
+                return files.stream().filter(f -> !readElsewhere.contains(f.id()) && !claimedElsewhere.contains(f.id())).toList();
+            }
+            @Override public List<Taken> takenElsewhere(List<FileWork> files) {
+                looks.add(files.size());
+                List<Taken> out = new ArrayList<>();
+                for (FileWork f : files) {
+                    if (readElsewhere.contains(f.id())) out.add(new Taken(f.id(), Elsewhere.ON_DISK, null));
+                    if (claimedElsewhere.contains(f.id())) out.add(new Taken(f.id(), Elsewhere.CLAIMED, null));
+                }
+                return out;
+            }
+        };
+        RecallEngine engine = new RecallEngine(library, clock, new TestCosts(), SchedulerConfig.defaults(Policy.TAPE_AWARE),
+                store, Staging.NONE, EngineListener.NONE);
+        clock.schedule(Duration.ZERO, () -> {
+            engine.submit("r1", Instant.EPOCH, 0, "exp", List.of(file(1, "V1", 0, 40 * GB), file(2, "V1", 41 * GB, 40 * GB)));
+            engine.submit("r2", Instant.EPOCH, 0, "exp", List.of(file(3, "V2", 0, GB), file(4, "V2", 2 * GB, GB)));
+        });
+        clock.run(20_000);
+        assertThat(library.mounts).as("V1's files were all read elsewhere").containsExactly("V2");
+        assertThat(library.reads).extracting(SegmentRead::fileId).containsExactly(3L);
+        assertThat(engine.model().request("r1").finished()).as("its files are on disk").isTrue();
+        assertThat(engine.model().request("r2").finished()).as("waits for file 4's outcome").isFalse();
+        assertThat(engine.claimedElsewhere()).containsExactly(4L);
+        assertThat(looks).as("asked once per mount decision, for the volume's queued files").isNotEmpty().allMatch(n -> n <= 2);
+    }
+
+    /**
      * A drive whose volume another instance held when this engine started (state read from the shared library)
      * was marked failed and never used again, even once that lease had ended: its files waited for a restart.
      */
