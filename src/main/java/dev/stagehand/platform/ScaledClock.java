@@ -3,6 +3,7 @@ package dev.stagehand.platform;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -53,14 +54,20 @@ public final class ScaledClock implements EventClock, AutoCloseable {
     @Override
     public Scheduled schedule(Duration delay, Runnable task) {
         long wallNanos = delay.isNegative() ? 0 : (long) (delay.toNanos() / factor);
-        ScheduledFuture<?> f = executor.schedule(() -> {
-            try {
-                task.run();
-            } catch (RuntimeException | Error e) {
-                // a scheduled executor would swallow it silently
-                log.error("clock task failed", e);
-            }
-        }, wallNanos, TimeUnit.NANOSECONDS);
+        ScheduledFuture<?> f;
+        try {
+            f = executor.schedule(() -> {
+                try {
+                    task.run();
+                } catch (RuntimeException | Error e) {
+                    // a scheduled executor would swallow it silently
+                    log.error("clock task failed", e);
+                }
+            }, wallNanos, TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException closed) {
+            // closed at shutdown while a round of its users still ran (it asked for a pass): nothing runs any more
+            return () -> false;
+        }
         return () -> f.cancel(false);
     }
 
