@@ -9,7 +9,6 @@ import dev.stagehand.recall.RecallProperties;
 import dev.stagehand.recall.service.RecallService;
 import dev.stagehand.tape.DriveStateStore;
 import dev.stagehand.tape.DriveStatus;
-import dev.stagehand.tape.FileWrite;
 import dev.stagehand.tape.LibraryEvents;
 import dev.stagehand.tape.LibraryLayout;
 import dev.stagehand.tape.LibraryStats;
@@ -21,10 +20,8 @@ import dev.stagehand.tape.SharedDrives;
 import dev.stagehand.tape.SimulatedContent;
 import dev.stagehand.tape.SimulatedLibrary;
 import dev.stagehand.tape.TapeFailure;
-import dev.stagehand.tape.TapeLibrary;
 import dev.stagehand.tape.TapeModel;
 import dev.stagehand.tape.TapeProperties;
-import dev.stagehand.tape.WriteBatch;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -40,7 +37,6 @@ import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -63,9 +59,8 @@ import org.springframework.util.unit.DataSize;
  * leases in PostgreSQL), each with its own recall scheduler and cache, on one bulk workload. The physical library is
  * one simulated LTO-9 library on a scaled real clock, behind the script protocol (a small HTTP bridge, curl in the
  * scripts): its accessors are really shared, and it counts their waits. Each round runs the same workload twice, in
- * alternating order: with the other instance's dismounts counted against the accessor budget (SharedDrives notes
- * them) and not counted (the dismount goes to the script driver without its note; mounts only, as the single-instance
- * libraries count). Bytes are scaled down 1000x with the read rate and the rewind thresholds, the model's times
+ * alternating order: on two instances, and on one instance with every drive (the same driver under leases: what
+ * sharing costs). Bytes are scaled down 1000x with the read rate and the rewind thresholds, the model's times
  * unchanged: a run writes megabytes, not terabytes. The instances poll every 2 s of model time (the default).
  * Reported per run, in model seconds: makespan (start to last file read), mounts, remounts (mounts beyond the volumes),
  * empty mounts (a volume mounted, then dismounted without a file read: the other instance had read its files), the
@@ -91,7 +86,7 @@ public final class SharedLibraryBench {
         System.out.printf(Locale.ROOT, "two instances, one library: %d volumes, %d drives, %d accessor(s), %d exchanges per"
                 + " accessor, clock x%.0f, %d rounds%n", volumes, drives, accessors, 4, speed, rounds);
         System.out.println("round variant              makespan_s mounts remounts empty_mounts dismounts accessor_wait_s wait/move_s accessor_util most_mounts_under_way failures");
-        Map<Boolean, List<Result>> all = new HashMap<>();
+        Map<Integer, List<Result>> all = new HashMap<>();
         try (ConfigurableApplicationContext ctx = BenchSupport.withoutRounds()) {
             JdbcTemplate jdbc = ctx.getBean(JdbcTemplate.class);
             JdbcClient db = ctx.getBean(JdbcClient.class);
@@ -100,27 +95,27 @@ public final class SharedLibraryBench {
             jdbc.update("DELETE FROM tape_drive WHERE library LIKE 'shared-bench-%'");
             jdbc.update("DELETE FROM drive_lease WHERE library LIKE 'shared-bench-%'");
             for (int round = 1; round <= rounds; round++) {
-                for (boolean counted : round % 2 == 1 ? new boolean[] {true, false} : new boolean[] {false, true}) {
+                for (int instances : round % 2 == 1 ? new int[] {2, 1} : new int[] {1, 2}) {
                     BenchSupport.clean(jdbc);
-                    Result r = new Run(jdbc, db, tx, "shared-bench-" + round + (counted ? "c" : "u"), volumes, drives,
-                            accessors, speed, counted).run();
-                    all.computeIfAbsent(counted, k -> new ArrayList<>()).add(r);
+                    Result r = new Run(jdbc, db, tx, "shared-bench-" + round + "-" + instances, volumes, drives,
+                            accessors, speed, instances).run();
+                    all.computeIfAbsent(instances, k -> new ArrayList<>()).add(r);
                     System.out.printf(Locale.ROOT, "%5d %-21s %10.0f %6d %8d %12d %9d %15.0f %11.1f %13.2f %21d %8d%n", round,
-                            counted ? "dismounts counted" : "dismounts not counted", r.makespan, r.mounts, r.mounts - r.volumes, r.emptyMounts, r.dismounts,
+                            instances == 2 ? "two instances" : "one instance", r.makespan, r.mounts, r.mounts - r.volumes, r.emptyMounts, r.dismounts,
                             r.accessorWait, r.accessorWait / Math.max(1, r.mounts + r.dismounts),
                             r.accessorBusy / accessors / r.makespan, r.mostMountsUnderWay, r.failures);
                 }
             }
         }
-        List<Result> c = all.get(true), u = all.get(false);
+        List<Result> two = all.get(2), one = all.get(1);
         StringBuilder ratios = new StringBuilder();
-        for (int i = 0; i < c.size(); i++)
-            ratios.append(String.format(Locale.ROOT, " %.3f", u.get(i).makespan / c.get(i).makespan));
-        System.out.printf(Locale.ROOT, "makespan, not counted / counted, per round:%s; median %.0f s vs %.0f s%n", ratios,
-                median(u, Result::makespan), median(c, Result::makespan));
-        System.out.printf(Locale.ROOT, "median accessor wait %.0f s vs %.0f s; median empty mounts %.0f vs %.0f%n",
-                median(u, Result::accessorWait), median(c, Result::accessorWait), median(u, r -> r.emptyMounts),
-                median(c, r -> r.emptyMounts));
+        for (int i = 0; i < two.size(); i++)
+            ratios.append(String.format(Locale.ROOT, " %.3f", two.get(i).makespan / one.get(i).makespan));
+        System.out.printf(Locale.ROOT, "makespan, two instances / one, per round:%s; median %.0f s vs %.0f s%n", ratios,
+                median(two, Result::makespan), median(one, Result::makespan));
+        System.out.printf(Locale.ROOT, "median accessor wait %.0f s vs %.0f s; median remounts %.0f vs %.0f; median empty mounts %.0f vs %.0f%n",
+                median(two, Result::accessorWait), median(one, Result::accessorWait), median(two, r -> r.mounts - r.volumes),
+                median(one, r -> r.mounts - r.volumes), median(two, r -> r.emptyMounts), median(one, r -> r.emptyMounts));
         System.exit(0); // the scaled clocks' and the bridges' threads
     }
 
@@ -136,7 +131,7 @@ public final class SharedLibraryBench {
         final TransactionTemplate tx;
         final String name;
         final int volumes, drives, accessors;
-        final boolean counted;
+        final int instances;
         final ScaledClock clock;
         final Path work;
         final Object lock = new Object();
@@ -149,7 +144,7 @@ public final class SharedLibraryBench {
         List<String> driveNames;
 
         Run(JdbcTemplate jdbc, JdbcClient db, TransactionTemplate tx, String name, int volumes, int drives, int accessors,
-            double speed, boolean counted) throws IOException {
+            double speed, int instances) throws IOException {
             this.jdbc = jdbc;
             this.db = db;
             this.tx = tx;
@@ -157,7 +152,7 @@ public final class SharedLibraryBench {
             this.volumes = volumes;
             this.drives = drives;
             this.accessors = accessors;
-            this.counted = counted;
+            this.instances = instances;
             this.clock = new ScaledClock(speed);
             this.work = Path.of("target/bench/shared-library", name).toAbsolutePath();
             FileSystemUtils.deleteRecursively(work);
@@ -179,11 +174,15 @@ public final class SharedLibraryBench {
                     "${c[@]}" | { while IFS= read -r l; do case $l in "EXIT "*) exit "${l#EXIT }";; *) echo "$l";; esac; done; exit 3; }
                     """);
             String url = "http://127.0.0.1:" + bridge.getAddress().getPort();
-            SharedDrives sa = view("a-" + name, script, url), sb = view("b-" + name, script, url);
-            RecallService a = service("a-" + name, sa), b = service("b-" + name, sb);
+            List<SharedDrives> views = new ArrayList<>();
+            List<RecallService> services = new ArrayList<>();
+            for (int i = 0; i < instances; i++) {
+                String instance = (char) ('a' + i) + "-" + name;
+                views.add(view(instance, script, url));
+                services.add(service(instance, views.getLast()));
+            }
             t0 = clock.now();
-            a.start();
-            b.start();
+            services.forEach(RecallService::start);
             long until = System.nanoTime() + Duration.ofMinutes(30).toNanos();
             try {
                 while (!allDone(requests)) {
@@ -191,10 +190,8 @@ public final class SharedLibraryBench {
                     Thread.sleep(100);
                 }
             } finally {
-                a.stop();
-                b.stop();
-                sa.close();
-                sb.close();
+                services.forEach(RecallService::stop);
+                views.forEach(SharedDrives::close);
             }
             LibraryStats s = sim.stats();
             Result r;
@@ -314,8 +311,7 @@ public final class SharedLibraryBench {
             RecallProperties props = new RecallProperties(true, "tape-aware", 20_000_000L, poll, Duration.ofMinutes(10), instance,
                     500_000_000L, 10_000, Duration.ofMinutes(5), Duration.ofHours(4), Duration.ofMinutes(5),
                     2_000_000_000L, 20_000, 4, Map.of(), Map.of());
-            TapeLibrary lib = counted ? shared : new Unnoted(shared);
-            return new RecallService(jdbc, lib, clock, MODEL, props, cache);
+            return new RecallService(jdbc, shared, clock, MODEL, props, cache);
         }
 
         DiskCache cache(String node) {
@@ -427,24 +423,5 @@ public final class SharedLibraryBench {
             }
             return "";
         }
-    }
-
-    /**
-     * The view with dismounts not noted in the drive lease: the other instance does not count them against the
-     * accessors (mounts only, as the simulated library and the script driver count in one instance).
-     */
-    record Unnoted(SharedDrives shared) implements TapeLibrary {
-        public LibraryLayout layout() { return shared.layout(); }
-        public List<DriveStatus> drives() { return shared.drives(); }
-        public CompletableFuture<Void> mount(String drive, String volume) { return shared.mount(drive, volume); }
-        public ReadBatch read(String drive, List<SegmentRead> segments) { return shared.read(drive, segments); }
-        public boolean readsWithoutTarget() { return shared.readsWithoutTarget(); }
-        public boolean dropsCancelledReads() { return shared.dropsCancelledReads(); }
-        public int exchangesUnderWayBesides(Collection<String> drives) { return shared.exchangesUnderWayBesides(drives); }
-        public boolean reserveMount(String drive, Collection<String> drives, int budget) { return shared.reserveMount(drive, drives, budget); }
-        public WriteBatch write(String drive, List<FileWrite> files) { return shared.write(drive, files); }
-        public CompletableFuture<Void> dismount(String drive) { return shared.script().dismount(drive); }
-        public void setEnabled(String drive, boolean enabled) { shared.setEnabled(drive, enabled); }
-        public CompletableFuture<Void> recover(String drive) { return shared.recover(drive); }
     }
 }

@@ -368,13 +368,13 @@ class SharedLibraryIT {
     }
 
     /**
-     * A dismount moves its cartridge back to its slot with an accessor (the tape model): with one exchange per
-     * accessor, B starts no mount while A is dismounting, though it has work and a free drive, and mounts once A's
-     * dismount has ended. B counted only A's mounts, and mounted at once.
+     * A dismount holds an accessor only for its last move, after minutes of rewind and unthread: with one exchange
+     * per accessor, B mounts while A is dismounting, as no scheduler counts its own dismounts. Counted whole, they
+     * held B's mounts back while the robot was free (bench/shared-library.sh: makespan 0.81-0.89 of that at 16/1).
      */
     @Test
-    void anInstanceCountsTheDismountsAnotherHasUnderWayAgainstTheAccessors() throws Exception {
-        open("U", LibraryShape.TWO_DRIVES_ONE_EXCHANGE.dismountsTaking(2));
+    void anInstanceDoesNotHoldItsMountsBackForADismountAnotherHasUnderWay() throws Exception {
+        open("U", LibraryShape.TWO_DRIVES_ONE_EXCHANGE.dismountsTaking(5));
         Files.createDirectories(tmp.resolve("lib/slots/" + tag + "z")); // A's own cartridge, no request's
         libA.start();
         libB.start();
@@ -397,8 +397,8 @@ class SharedLibraryIT {
             libA.close();
             libB.close();
         }
-        assertThat(duringDismount).as("B's mounts started while A's dismount was under way").isZero();
-        assertThat(allDone(requests)).as("B mounts once A's dismount has ended").isTrue();
+        assertThat(duringDismount).as("B's mounts started while A's dismount was under way").isPositive();
+        assertThat(allDone(requests)).isTrue();
         assertThat(mountFailures).isEmpty();
     }
 
