@@ -303,6 +303,40 @@ class TapeRestApiIT {
     }
 
     @Test
+    void cancelOfAnOpenRequestReleasesItsPinsOnNamedFilesAlreadyOnDiskNotOtherRequests() {
+        String vol = "O" + tag;
+        jdbc.update("INSERT INTO volume (label) VALUES (?)", vol);
+        String a = file("oa", vol, "ok"), q = file("oq", vol, "ok");
+        // another account's request stages a first: it is in the cache, pinned for that request
+        String others = otherAccount().post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(Map.of("path", a)))))
+                .json().get("requestId").stringValue();
+        Recall recall = recall(LibraryEvents.NONE);
+        recall.until(() -> filesOf(api.get("/api/v1/stage/" + others).json()).get(a).get("state").stringValue().equals("COMPLETED"));
+        String id = api.post("/api/v1/stage", ApiClient.json(Map.of("files", List.of(Map.of("path", a, "diskLifetime", "P7D"),
+                Map.of("path", q))))).json().get("requestId").stringValue();
+        // one round on a standing clock: a is answered from the cache, q waits for its read; the request stays open
+        recall.service().start();
+        recall.service().poll();
+        recall.service().stop();
+        Map<String, JsonNode> files = filesOf(api.get("/api/v1/stage/" + id).json());
+        assertThat(files.get(a).get("onDisk").booleanValue()).as(files.toString()).isTrue();
+        assertThat(files.get(q).get("state").stringValue()).isIn("SUBMITTED", "STARTED");
+        assertThat(pins(id, a)).isEqualTo(1);
+
+        // FTS3 cancels a job's files, one of them on disk already: the client no longer wants it. The request's pin
+        // on it stayed for the request's disk lifetime (7 days here), as the cache could not evict it
+        assertThat(api.post("/api/v1/stage/" + id + "/cancel", paths(a)).status()).isEqualTo(200);
+        assertThat(pins(id, a)).isZero();
+        assertThat(pins(others, a)).as("another request's pin on the same file stays").isEqualTo(1);
+        files = filesOf(api.get("/api/v1/stage/" + id).json());
+        assertThat(files.get(a).get("state").stringValue()).isEqualTo("COMPLETED");
+        assertThat(files.get(a).get("onDisk").booleanValue()).isFalse();
+        assertThat(files.get(q).get("state").stringValue()).as("a file not named goes on").isIn("SUBMITTED", "STARTED");
+        assertThat(jdbc.queryForObject("SELECT state FROM stage_request WHERE id = ?::uuid", String.class, id)).isIn("submitted", "active");
+        assertThat(filesOf(api.get("/api/v1/stage/" + others).json()).get(a).get("onDisk").booleanValue()).isTrue();
+    }
+
+    @Test
     void namesWithASpaceAPercentOrUtf8AreMatchedExactlyAsSentNotPercentDecoded() {
         // gfal2 puts the URL's raw path in the body (davix Uri::getPath does not decode) and dCache looks it up
         // undecoded (FsPath.create of the JSON string): a name is matched as sent, "%20" is not a space

@@ -297,16 +297,21 @@ class TapeRestController {
         UUID uuid = visible(uuid(id), id);
         List<String> paths = JsonBodies.selection(JsonBodies.read(http), "paths", true);
         ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.STAGE, paths, null);
+        List<String> ended = paths;
         try {
-            requests.cancel(uuid, paths);
+            ended = requests.cancel(uuid, paths).unchanged().stream().map(StageRequests.Unchanged::path).toList();
         } catch (StageRequestRejected e) {
+            // A finished request: every named file ended already. It was a 409, a failed abort to gfal2: FTS3 aborts
+            // every file whose staging failed (so the last failure of a request always got it) and reports a failed
+            // abort on a cancelled job's files.
             if (e.kind() != StageRequestRejected.Kind.CONFLICT) throw e;
-            // A finished request: its files ended already, and the client says it no longer needs them, so their
-            // pins go (the specification lets the endpoint drop staged copies on cancel); paths the request never
-            // held are still refused. It was a 409, a failed abort to gfal2: FTS3 aborts every file whose staging
-            // failed (so the last failure of a request always got it) and reports a failed abort on a cancelled job's files.
-            requests.release(uuid, paths);
         }
+        // Named files that ended already (on disk) are not cancelled, but the client says it no longer needs them,
+        // so this request's pins on them go, whether the request is still open or not (the specification lets the
+        // endpoint drop staged copies on cancel; dCache unpins only targets still staging). Kept, they held the
+        // cache for the request's whole disk lifetime. Other requests' pins stay; a path the request never held is
+        // refused (by the cancel, or by the release on a finished request) and nothing changes.
+        if (!ended.isEmpty()) requests.release(uuid, ended);
         return ResponseEntity.ok().build();
     }
 
