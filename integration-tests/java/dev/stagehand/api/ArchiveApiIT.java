@@ -138,7 +138,7 @@ class ArchiveApiIT {
         Answer missing = api.get("/api/v1/archive/files/999999999");
         assertThat(missing.status()).isEqualTo(404);
         assertThat(missing.contentType()).contains("application/problem+json");
-        assertThat(api.get("/api/v1/archive/files/abc").status()).isEqualTo(400);
+        assertThat(api.get("/api/v1/archive/files/abc").status()).isEqualTo(404); // names no file, as an unknown id
 
         Answer usage = api.get("/api/v1/archive/buffer");
         assertThat(usage.json().get("usedBytes").asLong()).isEqualTo(2 * MB);
@@ -198,7 +198,7 @@ class ArchiveApiIT {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM file WHERE id = ? OR name = ?", Long.class, id, name)).isZero();
         assertThat(jdbc.queryForObject("SELECT count(*) FROM archive_copy WHERE file_id = ?", Long.class, id)).isZero();
         assertThat(operator.delete("/api/v1/archive/files/" + id).status()).isEqualTo(404);
-        assertThat(operator.delete("/api/v1/archive/files/abc").status()).isEqualTo(400);
+        assertThat(operator.delete("/api/v1/archive/files/abc").status()).isEqualTo(404);
 
         Answer again = operator.post("/api/v1/archive/files", body(entry));
         assertThat(again.status()).as(again.body()).isEqualTo(201);

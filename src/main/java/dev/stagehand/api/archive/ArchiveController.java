@@ -173,11 +173,12 @@ class ArchiveController {
         return readable(buffer.file(fileId), "no archived file with id " + fileId);
     }
 
+    /** An id that is not a number (or beyond a long) names no file: 404 as an unknown one, as the API answers every id. */
     private static long fileId(String id) {
         try {
             return Long.parseLong(id);
         } catch (NumberFormatException e) {
-            throw BadInput.field("id", "expected a numeric file id, got '" + id + "'");
+            throw notFound("no archived file with id " + (id.length() > 60 ? id.substring(0, 60) + "..." : id));
         }
     }
 

@@ -154,7 +154,8 @@ public class ReplicationController {
 
     /** A rule and the completeness of its dataset at each site. */
     @GetMapping("/replication/rules/{id}")
-    public Map<String, Object> rule(@PathVariable long id) {
+    public Map<String, Object> rule(@PathVariable("id") String text) {
+        long id = ruleId(text);
         visibleRule(id);
         Rule r = rules.get(id).orElseThrow(() -> ReplicationRejected.notFound("rule", "no rule " + id));
         List<Completeness> c = rules.completeness(r.dataset()).stream().filter(x -> r.chosenSites().contains(x.site())).toList();
@@ -162,7 +163,8 @@ public class ReplicationController {
     }
 
     @DeleteMapping("/replication/rules/{id}")
-    public ResponseEntity<Void> deleteRule(@PathVariable long id) {
+    public ResponseEntity<Void> deleteRule(@PathVariable("id") String text) {
+        long id = ruleId(text);
         visibleRule(id);
         if (!rules.delete(id)) throw ReplicationRejected.notFound("rule", "no rule " + id);
         return ResponseEntity.noContent().build();
@@ -245,28 +247,32 @@ public class ReplicationController {
     }
 
     @GetMapping("/replication/schedules/{ruleId}")
-    public Map<String, Object> schedule(@PathVariable long ruleId) {
+    public Map<String, Object> schedule(@PathVariable("ruleId") String text) {
+        long ruleId = ruleId(text);
         visibleRule(ruleId);
         Schedule s = schedules.get(ruleId).orElseThrow(() -> ReplicationRejected.notFound("rule", "rule " + ruleId + " has no schedule"));
         return Map.of("schedule", s, "runs", schedules.runs(ruleId, 20));
     }
 
     @PostMapping("/replication/schedules/{ruleId}/pause")
-    public ResponseEntity<Void> pause(@PathVariable long ruleId) {
+    public ResponseEntity<Void> pause(@PathVariable("ruleId") String text) {
+        long ruleId = ruleId(text);
         visibleRule(ruleId);
         schedules.pause(ruleId);
         return ResponseEntity.status(HttpStatus.NO_CONTENT).build();
     }
 
     @PostMapping("/replication/schedules/{ruleId}/resume")
-    public ResponseEntity<Void> resume(@PathVariable long ruleId) {
+    public ResponseEntity<Void> resume(@PathVariable("ruleId") String text) {
+        long ruleId = ruleId(text);
         visibleRule(ruleId);
         schedules.resume(ruleId);
         return ResponseEntity.status(HttpStatus.NO_CONTENT).build();
     }
 
     @PostMapping("/replication/schedules/{ruleId}/trigger")
-    public ResponseEntity<Void> trigger(@PathVariable long ruleId) {
+    public ResponseEntity<Void> trigger(@PathVariable("ruleId") String text) {
+        long ruleId = ruleId(text);
         visibleRule(ruleId);
         schedules.triggerNow(ruleId);
         return ResponseEntity.status(HttpStatus.ACCEPTED).build();
@@ -283,6 +289,15 @@ public class ReplicationController {
     /** A dataset of another experiment answers like an unknown one. */
     private void visible(String dataset) {
         if (dataset != null && !sees(dataset)) throw ReplicationRejected.notFound("dataset", "no dataset " + dataset);
+    }
+
+    /** A rule id that is not a number (or beyond a long) names no rule: 404 as an unknown one, as the API answers every id. */
+    private static long ruleId(String id) {
+        try {
+            return Long.parseLong(id);
+        } catch (NumberFormatException e) {
+            throw ReplicationRejected.notFound("rule", "no rule " + (id.length() > 60 ? id.substring(0, 60) + "..." : id));
+        }
     }
 
     /** A rule on another experiment's dataset answers like an unknown one (an unknown rule is left to the call). */

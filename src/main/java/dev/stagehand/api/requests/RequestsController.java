@@ -152,7 +152,7 @@ class RequestsController {
         visible(uuid); // another experiment's request is not found
         // a token limited by storage scopes reads a request only when it may read every file of it, not just this page
         ExperimentAccess.withinScopes(ApiUser.current(), StorageScopes.Op.READ, null, requests, uuid);
-        StageRequestDetail d = requests.get(uuid, offset, limit).orElseThrow(() -> notFound(uuid));
+        StageRequestDetail d = requests.get(uuid, offset, limit).orElseThrow(() -> notFound(id));
         Map<String, Long> counts = new LinkedHashMap<>();
         d.counts().forEach((k, v) -> counts.put(k.dbName(), v));
         return new DetailView(RequestView.of(d.request()), counts, d.released(), offset, limit,
@@ -251,17 +251,20 @@ class RequestsController {
     private UUID visible(UUID id) {
         ApiUser user = ApiUser.current();
         // the request row alone: its files (there may be 10^6) are not read
-        if (!user.allExperiments() && requests.summary(id).filter(r -> user.sees(r.experiment())).isEmpty()) throw notFound(id);
+        if (!user.allExperiments() && requests.summary(id).filter(r -> user.sees(r.experiment())).isEmpty()) throw notFound(id.toString());
         return id;
     }
 
+    /**
+     * Unknown ids, well-formed or not, are not found: 404, as the WLCG Tape REST API answers any id it did not give
+     * out (dCache's too). A malformed one was 400 here and 404 there.
+     */
     private static UUID uuid(String id) {
-        return RequestIds.parse(id).orElseThrow(() -> BadInput.field("id",
-                "not a request id (a UUID such as 123e4567-e89b-12d3-a456-426614174000): '"
-                        + (id.length() > 60 ? id.substring(0, 60) + "..." : id) + "'"));
+        return RequestIds.parse(id).orElseThrow(() -> notFound(id));
     }
 
-    private static BadInput notFound(UUID id) {
-        return new BadInput(HttpStatus.NOT_FOUND, "no request " + id, List.of(EntryError.field("id", "no request " + id)));
+    private static BadInput notFound(String id) {
+        String shown = id.length() > 60 ? id.substring(0, 60) + "..." : id;
+        return new BadInput(HttpStatus.NOT_FOUND, "no request " + shown, List.of(EntryError.field("id", "no request " + shown)));
     }
 }
