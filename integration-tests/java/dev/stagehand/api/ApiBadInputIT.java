@@ -114,6 +114,7 @@ class ApiBadInputIT {
                 c("link: sideA of 100 kB", "PUT", "/api/v1/replication/links/L-SITE", "{\"sideA\": \"" + LONG + "\", \"sideB\": \"SITE\"}", 400, "sideA"),
                 c("declare: files empty", "POST", "/api/v1/sites/SITE/replicas/declare", "{\"files\": []}", 400, "files"),
                 c("declare: reason a number", "POST", "/api/v1/sites/SITE/replicas/declare", "{\"files\": [\"K0\"], \"reason\": 5}", 400, "reason"),
+                c("declare: reason of 100 kB", "POST", "/api/v1/sites/SITE/replicas/declare", "{\"files\": [\"K0\"], \"reason\": \"" + LONG + "\"}", 400, "reason"),
                 c("register: an unknown file after a known one", "POST", "/api/v1/sites/SITE/replicas/register", "{\"files\": [\"K0\", \"/it/no/such\"]}", 400, "files"),
                 c("register: files an object", "POST", "/api/v1/sites/SITE/replicas/register", "{\"files\": {\"K0\": 1}}", 400, "files"),
                 // ---- archive

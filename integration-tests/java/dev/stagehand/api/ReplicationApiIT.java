@@ -178,6 +178,33 @@ class ReplicationApiIT {
         return out;
     }
 
+    /**
+     * A declaration's reason is kept on each replica it names (its last error, its history): one over the API's limit
+     * on free text is refused naming it, and the replica is left as it was; one at the limit is kept whole. Any
+     * length was taken before.
+     */
+    @Test
+    void aDeclarationsReasonOverTheLimitIsRefusedAndTheReplicaLeftAsItWas() {
+        String site = "WHY-" + tag, file = "/it/declared-" + tag;
+        assertThat(put("/api/v1/sites/" + site, "{\"endpoints\": [\"gsiftp://se.example.org:2811/data\"]}").status()).isEqualTo(200);
+        dev.stagehand.ItDb.simulatedFile(jdbc, file, 1000);
+        assertThat(api.post("/api/v1/sites/" + site + "/replicas/register", ApiClient.json(java.util.Map.of("files", java.util.List.of(file))))
+                .status()).isEqualTo(200);
+        String replica = "SELECT r.state || ' ' || coalesce(r.last_error, '-') FROM replica r JOIN file f ON f.id = r.file_id "
+                + "JOIN site s ON s.id = r.site_id WHERE f.name = ? AND s.name = ?";
+        assertThat(jdbc.queryForObject(replica, String.class, file, site)).isEqualTo("verified -");
+        String declare = "/api/v1/sites/" + site + "/replicas/declare";
+
+        assertFieldProblem(api.post(declare, ApiClient.json(java.util.Map.of("files", java.util.List.of(file), "reason", "bad: " + "x".repeat(196)))),
+                400, "reason", "at most 200 characters, got 201");
+        assertThat(jdbc.queryForObject(replica, String.class, file, site)).as("nothing changed").isEqualTo("verified -");
+
+        String why = "bad: " + "y".repeat(195);
+        assertThat(api.post(declare, ApiClient.json(java.util.Map.of("files", java.util.List.of(file), "reason", why))).status()).isEqualTo(200);
+        assertThat(jdbc.queryForObject(replica, String.class, file, site)).isEqualTo("lost declared " + why);
+        assertThat(api.delete("/api/v1/sites/" + site).status()).isEqualTo(204);
+    }
+
     /** A NUL in a body's string or a query parameter is refused naming the field; PostgreSQL refused it, a 500. */
     @Test
     void aNulInAnyNameIsRefusedNamingTheField() {

@@ -214,7 +214,11 @@ public class ReplicationController {
     @PostMapping(path = "/sites/{site}/replicas/declare", consumes = MediaType.ALL_VALUE)
     public Declared declare(@PathVariable String site, HttpServletRequest http) throws IOException {
         Body b = Body.read(http, Set.of("files", "reason"));
-        return rules.declare(site, b.strings("files", true), b.string("reason", false));
+        String reason = b.string("reason", false);
+        // kept on each replica as its last error and in its history: refused whole, not cut, so nothing is lost
+        if (reason != null && reason.length() > BadInput.MAX_TEXT)
+            throw BadInput.field("reason", "a text of at most " + BadInput.MAX_TEXT + " characters, got " + reason.length());
+        return rules.declare(site, b.strings("files", true), reason);
     }
 
     /** {@code {"files": [...]}}: these files already exist at the site (verified replicas, sources for others). */

@@ -6,6 +6,10 @@ import org.springframework.http.HttpStatus;
 
 /** Input the API refused before reaching the service (malformed JSON, wrong types, bad parameters). */
 public final class BadInput extends RuntimeException {
+
+    /** The longest free text a caller writes for people to read (a token's label, a replica declaration's reason). */
+    public static final int MAX_TEXT = 200;
+
     final HttpStatus status;
     final transient List<EntryError> errors;
 

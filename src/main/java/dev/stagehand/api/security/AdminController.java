@@ -145,8 +145,8 @@ class AdminController {
         else if (account.stringValue().indexOf('\0') >= 0) errors.add(EntryError.field("account", "contains a NUL character"));
         else if (accounts.find(account.stringValue()).isEmpty()) errors.add(EntryError.field("account", "no account '" + account.stringValue() + "'"));
         JsonNode label = body.get("label");
-        if (label != null && !label.isNull() && (!label.isString() || label.stringValue().length() > 200))
-            errors.add(EntryError.field("label", "a text of at most 200 characters"));
+        if (label != null && !label.isNull() && (!label.isString() || label.stringValue().length() > BadInput.MAX_TEXT))
+            errors.add(EntryError.field("label", "a text of at most " + BadInput.MAX_TEXT + " characters"));
         else if (label != null && label.isString() && label.stringValue().indexOf('\0') >= 0)
             errors.add(EntryError.field("label", "contains a NUL character"));
         JsonNode exp = body.get("expiresInSeconds");
