@@ -370,7 +370,7 @@ class ApiJwtIT {
         StringBuilder csv = new StringBuilder("file,volume,offset_bytes,size_bytes,experiment,dataset\n");
         for (int i = 0; i < names.size(); i++) {
             csv.append(names.get(i)).append(",JE").append(p, 4, 9).append(',').append(i * 1000).append(",1000,")
-                    .append(experiment).append(",ds-edge\n");
+                    .append(experiment).append(",ds-edge-").append(p, 4, 12).append('\n'); // a dataset per run: it keeps its experiment
         }
         importer.importStream(new java.io.ByteArrayInputStream(csv.toString().getBytes(StandardCharsets.UTF_8)), "edges");
         ApiClient prod = iamToken(null, "/jwtexp/production");
