@@ -20,6 +20,8 @@ class MountLogIT {
 
     @Autowired JdbcTemplate jdbc;
     @Autowired MountLog log;
+    @Autowired org.springframework.jdbc.core.simple.JdbcClient db;
+    @Autowired org.springframework.core.env.Environment env;
 
     final String tag = UUID.randomUUID().toString().substring(0, 6).toUpperCase();
 
@@ -54,5 +56,49 @@ class MountLogIT {
         assertThat(row.get("segments_read")).isEqualTo(201L);
         assertThat(row.get("bytes_read")).isEqualTo(200_500L);
         assertThat(row.get("dismounted_at")).isNotNull();
+    }
+
+    /**
+     * The timeline's read (on the console's thread) takes a drive's unwritten reads and writes them to the drive's open
+     * mount; the tape left and the next was mounted between the two: the old tape's reads were added to the new
+     * mount's row. The count is taken and written in one step now, and the mount's end waits for it.
+     */
+    @Test
+    void readsTakenByTheTimelineAsTheNextTapeIsMountedStayWithTheirMount() throws Exception {
+        String drive = "mlrace-" + tag, first = "MA" + tag, next = "MB" + tag;
+        java.util.concurrent.CountDownLatch taken = new java.util.concurrent.CountDownLatch(1), go = new java.util.concurrent.CountDownLatch(1);
+        Thread console = Thread.currentThread();
+        // the timeline's write of the reads, held between taking the count and writing it
+        var held = (org.springframework.jdbc.core.simple.JdbcClient) java.lang.reflect.Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {org.springframework.jdbc.core.simple.JdbcClient.class}, (proxy, m, args) -> {
+                    if (m.getName().equals("sql") && String.valueOf(args[0]).contains("segments_read = segments_read +")
+                            && Thread.currentThread() != console) {
+                        taken.countDown();
+                        go.await(10, java.util.concurrent.TimeUnit.SECONDS);
+                    }
+                    return m.invoke(db, args);
+                });
+        MountLog race = new MountLog(held, env);
+        race.mountStarted(drive, first, Instant.now());
+        race.mountFinished(drive, first, Instant.now(), null);
+        Instant t0 = Instant.now();
+        for (int i = 0; i < 3; i++) {
+            SegmentRead s = new SegmentRead(i, "/it/mlrace/" + tag + "/" + i, first, i * 1000L, 1000, null);
+            race.segmentRead(drive, new ReadResult(s, 1, 0, t0, t0.plusMillis(1)));
+        }
+        Thread timeline = Thread.ofPlatform().start(() -> race.since(t0.minusSeconds(60)));
+        assertThat(taken.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        Thread events = Thread.ofPlatform().start(() -> { // the library's event thread: the tape leaves, the next comes
+            race.dismounted(drive, first, Instant.now());
+            race.mountStarted(drive, next, Instant.now());
+        });
+        events.join(500); // before: done at once, the reads still held by the timeline
+        go.countDown();
+        timeline.join(10_000);
+        events.join(10_000);
+        assertThat(jdbc.queryForObject("SELECT segments_read FROM tape_mount_log WHERE drive = ? AND volume_label = ?", Long.class, drive, first))
+                .as("the first tape's reads").isEqualTo(3L);
+        assertThat(jdbc.queryForObject("SELECT segments_read FROM tape_mount_log WHERE drive = ? AND volume_label = ?", Long.class, drive, next))
+                .as("none on the next tape's mount").isZero();
     }
 }

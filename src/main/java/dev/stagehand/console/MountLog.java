@@ -98,22 +98,24 @@ class MountLog implements LibraryEvents {
         if (due) writeReads(drive);
     }
 
-    /** Adds the drive's reads not yet written to its open mount's row. */
+    /**
+     * Adds the drive's reads not yet written to its open mount's row. Taken and written in one step: taken by the
+     * timeline's read just as the tape left, they were written after the next mount's row was made, onto it; the
+     * mount's end and start write first, so they wait for this.
+     */
     private void writeReads(String drive) {
         Unwritten u = unwritten.get(drive);
         if (u == null) return;
-        long segments, bytes;
         synchronized (u) {
-            segments = u.segments;
-            bytes = u.bytes;
+            long segments = u.segments, bytes = u.bytes;
             u.segments = 0;
             u.bytes = 0;
             u.since = System.nanoTime();
+            if (segments == 0) return;
+            safely(() -> db.sql("UPDATE tape_mount_log SET segments_read = segments_read + ?, bytes_read = bytes_read + ? "
+                            + "WHERE library = ? AND drive = ? AND dismounted_at IS NULL AND failure IS NULL")
+                    .params(segments, bytes, library, drive).update());
         }
-        if (segments == 0) return;
-        safely(() -> db.sql("UPDATE tape_mount_log SET segments_read = segments_read + ?, bytes_read = bytes_read + ? "
-                        + "WHERE library = ? AND drive = ? AND dismounted_at IS NULL AND failure IS NULL")
-                .params(segments, bytes, library, drive).update());
     }
 
     @Override
