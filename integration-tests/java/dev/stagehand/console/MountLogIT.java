@@ -33,13 +33,7 @@ class MountLogIT {
     @Test
     void readsAreCountedOnTheirMountWithoutARowWritePerFile() {
         String drive = "mlog-" + tag, volume = "ML" + tag;
-        log.mountStarted(drive, volume, Instant.now());
-        log.mountFinished(drive, volume, Instant.now(), null);
-        Instant t0 = Instant.now();
-        for (int i = 0; i < 200; i++) {
-            SegmentRead s = new SegmentRead(i, "/it/mlog/" + tag + "/" + i, volume, i * 1000L, 1000, null);
-            log.segmentRead(drive, new ReadResult(s, 1, 0, t0, t0.plusMillis(1)));
-        }
+        Instant t0 = mountedAndRead(log, drive, volume, 200);
         long written = jdbc.queryForObject("SELECT segments_read FROM tape_mount_log WHERE drive = ?", Long.class, drive);
         assertThat(written).as("segments written to the row as the reads came (at most once a second)").isLessThan(200);
 
@@ -79,13 +73,7 @@ class MountLogIT {
                     return m.invoke(db, args);
                 });
         MountLog race = new MountLog(held, env);
-        race.mountStarted(drive, first, Instant.now());
-        race.mountFinished(drive, first, Instant.now(), null);
-        Instant t0 = Instant.now();
-        for (int i = 0; i < 3; i++) {
-            SegmentRead s = new SegmentRead(i, "/it/mlrace/" + tag + "/" + i, first, i * 1000L, 1000, null);
-            race.segmentRead(drive, new ReadResult(s, 1, 0, t0, t0.plusMillis(1)));
-        }
+        Instant t0 = mountedAndRead(race, drive, first, 3);
         Thread timeline = Thread.ofPlatform().start(() -> race.since(t0.minusSeconds(60)));
         assertThat(taken.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
         Thread events = Thread.ofPlatform().start(() -> { // the library's event thread: the tape leaves, the next comes
@@ -100,5 +88,17 @@ class MountLogIT {
                 .as("the first tape's reads").isEqualTo(3L);
         assertThat(jdbc.queryForObject("SELECT segments_read FROM tape_mount_log WHERE drive = ? AND volume_label = ?", Long.class, drive, next))
                 .as("none on the next tape's mount").isZero();
+    }
+
+    /** The volume mounted on the drive and {@code files} 1000-byte files read from it; returns when they were read. */
+    private Instant mountedAndRead(MountLog to, String drive, String volume, int files) {
+        to.mountStarted(drive, volume, Instant.now());
+        to.mountFinished(drive, volume, Instant.now(), null);
+        Instant t0 = Instant.now();
+        for (int i = 0; i < files; i++) {
+            SegmentRead s = new SegmentRead(i, "/it/mlog/" + tag + "/" + volume + "/" + i, volume, i * 1000L, 1000, null);
+            to.segmentRead(drive, new ReadResult(s, 1, 0, t0, t0.plusMillis(1)));
+        }
+        return t0;
     }
 }
