@@ -220,9 +220,9 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
             if (s.state() != DriveState.EMPTY) // its last holder left something in it: the caller sees it next time
                 return CompletableFuture.failedFuture(new TapeFailure(TapeFailure.Kind.DRIVE_FAILURE, drive, volume,
                         "drive is " + s.state() + (s.volume() == null ? "" : " with " + s.volume()) + " as its last holder left it"));
-            note(MOUNTING, drive, true);
+            noteMount(drive, true);
             CompletableFuture<Void> f = library.mount(drive, volume);
-            f.whenComplete((v, e) -> note(MOUNTING, drive, false));
+            f.whenComplete((v, e) -> noteMount(drive, false));
             return f; // the library's own: cancelling it abandons the mount
         }
     }
@@ -255,17 +255,15 @@ public final class SharedDrives implements TapeLibrary, AutoCloseable {
         }
     }
 
-    private static final String MOUNTING = "mounting_since";
-
     /**
      * Notes in the drive's lease that a mount is under way on it (or no longer): the other instances count it
      * against the robot's accessors ({@link #exchangesUnderWayBesides}). Not noted (the database did not answer),
      * the mount goes on; a note not cleared is cleared by the next lease round, which sees the drive no longer
      * mounting.
      */
-    private void note(String column, String drive, boolean underWay) {
+    private void noteMount(String drive, boolean underWay) {
         try {
-            jdbc.sql("UPDATE drive_lease SET " + column + " = CASE WHEN ? THEN now() END WHERE library = ? AND drive = ? AND instance = ?")
+            jdbc.sql("UPDATE drive_lease SET mounting_since = CASE WHEN ? THEN now() END WHERE library = ? AND drive = ? AND instance = ?")
                     .params(underWay, name, drive, instance).update();
         } catch (DataAccessException e) {
             if (!DatabaseRetry.noteFailure("drive leases", e))
