@@ -178,7 +178,7 @@ class ArchiveController {
         try {
             return Long.parseLong(id);
         } catch (NumberFormatException e) {
-            throw notFound("no archived file with id " + (id.length() > 60 ? id.substring(0, 60) + "..." : id));
+            throw notFound("no archived file with id " + BadInput.shown(id));
         }
     }
 

@@ -67,7 +67,7 @@ class CacheController {
     }
 
     private static BadInput notFound(String id) {
-        String shown = id.length() > 60 ? id.substring(0, 60) + "..." : id;
+        String shown = BadInput.shown(id);
         return new BadInput(HttpStatus.NOT_FOUND, "no cache directory " + shown,
                 List.of(EntryError.field("id", "no cache directory " + shown)));
     }

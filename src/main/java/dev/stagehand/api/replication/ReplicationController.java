@@ -300,7 +300,7 @@ public class ReplicationController {
         try {
             return Long.parseLong(id);
         } catch (NumberFormatException e) {
-            throw ReplicationRejected.notFound("rule", "no rule " + (id.length() > 60 ? id.substring(0, 60) + "..." : id));
+            throw ReplicationRejected.notFound("rule", "no rule " + BadInput.shown(id));
         }
     }
 

@@ -10,6 +10,11 @@ public final class BadInput extends RuntimeException {
     /** The longest free text a caller writes for people to read (a token's label, a replica declaration's reason). */
     public static final int MAX_TEXT = 200;
 
+    /** A caller's text as an error message quotes it: its first 60 characters (an id may be 100 kB). */
+    public static String shown(String text) {
+        return text.length() > 60 ? text.substring(0, 60) + "..." : text;
+    }
+
     final HttpStatus status;
     final transient List<EntryError> errors;
 

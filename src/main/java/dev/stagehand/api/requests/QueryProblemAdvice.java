@@ -32,7 +32,7 @@ class QueryProblemAdvice {
     @ExceptionHandler(MethodArgumentTypeMismatchException.class)
     ResponseEntity<ProblemDetail> mistyped(MethodArgumentTypeMismatchException e) {
         String value = String.valueOf(e.getValue());
-        String reason = "expected " + expected(e) + ", got '" + (value.length() > 60 ? value.substring(0, 60) + "..." : value) + "'";
+        String reason = "expected " + expected(e) + ", got '" + BadInput.shown(value) + "'";
         return ProblemAdvice.problem(HttpStatus.BAD_REQUEST, e.getName() + ": " + reason, List.of(EntryError.field(e.getName(), reason)));
     }
 

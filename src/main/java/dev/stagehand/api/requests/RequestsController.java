@@ -264,7 +264,7 @@ class RequestsController {
     }
 
     private static BadInput notFound(String id) {
-        String shown = id.length() > 60 ? id.substring(0, 60) + "..." : id;
+        String shown = BadInput.shown(id);
         return new BadInput(HttpStatus.NOT_FOUND, "no request " + shown, List.of(EntryError.field("id", "no request " + shown)));
     }
 }

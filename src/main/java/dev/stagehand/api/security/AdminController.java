@@ -177,7 +177,7 @@ class AdminController {
     }
 
     private static BadInput notFound(String what, String id) {
-        String shown = id.length() > 60 ? id.substring(0, 60) + "..." : id;
+        String shown = BadInput.shown(id);
         return new BadInput(HttpStatus.NOT_FOUND, "no " + what + " " + shown, List.of(EntryError.field("id", "no " + what + " " + shown)));
     }
 }

@@ -406,7 +406,7 @@ class TapeRestController {
     }
 
     private static BadInput notFound(String id) {
-        String shown = id.length() > 60 ? id.substring(0, 60) + "..." : id;
+        String shown = BadInput.shown(id);
         return new BadInput(HttpStatus.NOT_FOUND, "no stage request " + shown, List.of(EntryError.field("id", "no stage request " + shown)));
     }
 }
