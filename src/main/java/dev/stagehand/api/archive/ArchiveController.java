@@ -2,6 +2,7 @@ package dev.stagehand.api.archive;
 
 import dev.stagehand.api.requests.BadInput;
 import dev.stagehand.api.requests.JsonBodies;
+import dev.stagehand.api.requests.NumericIds;
 import dev.stagehand.api.security.ApiUser;
 import dev.stagehand.api.security.ExperimentAccess;
 import dev.stagehand.archive.ArchiveBuffer;
@@ -28,8 +29,10 @@ import java.util.Set;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.WebDataBinder;
 import org.springframework.web.bind.annotation.DeleteMapping;
 import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.InitBinder;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
@@ -168,18 +171,14 @@ class ArchiveController {
 
     @GetMapping("/files/{id}")
     @Operation(summary = "One registered file: state, tape copies, last failure")
-    ArchiveFileStatus file(@PathVariable String id) {
-        long fileId = fileId(id);
-        return readable(buffer.file(fileId), "no archived file with id " + fileId);
+    ArchiveFileStatus file(@PathVariable long id) {
+        return readable(buffer.file(id), "no archived file with id " + id);
     }
 
     /** An id that is not a number (or beyond a long) names no file: 404 as an unknown one, as the API answers every id. */
-    private static long fileId(String id) {
-        try {
-            return Long.parseLong(id);
-        } catch (NumberFormatException e) {
-            throw notFound("no archived file with id " + BadInput.shown(id));
-        }
+    @InitBinder("id")
+    void fileIds(WebDataBinder binder) {
+        NumericIds.register(binder, long.class, id -> notFound("no archived file with id " + BadInput.shown(id)));
     }
 
     @PostMapping(path = "/files/{id}/retry", consumes = MediaType.ALL_VALUE)
@@ -187,10 +186,9 @@ class ArchiveController {
             description = "Once the drive or media that failed it is dealt with: its copies not yet on tape are queued again, "
                     + "attempts counted from zero. 409 when the file is not failed, or when its buffer file no longer has the "
                     + "registered bytes (delete it and register it anew).")
-    ArchiveFileStatus retry(@PathVariable String id) {
-        long fileId = fileId(id);
-        readable(buffer.file(fileId), "no archived file with id " + fileId); // another experiment's file: 404
-        return buffer.retry(fileId);
+    ArchiveFileStatus retry(@PathVariable long id) {
+        readable(buffer.file(id), "no archived file with id " + id); // another experiment's file: 404
+        return buffer.retry(id);
     }
 
     @DeleteMapping("/files/{id}")
@@ -203,10 +201,9 @@ class ArchiveController {
                     + "or the file pinned on disk for it and not released). Requests keep the file in their file list under "
                     + "its name, with the state it ended in: finished ones, and open ones whose row of it failed or was "
                     + "cancelled (such a request ends with its other files).")
-    ArchiveFileStatus delete(@PathVariable String id) {
-        long fileId = fileId(id);
-        readable(buffer.file(fileId), "no archived file with id " + fileId); // another experiment's file: 404
-        return buffer.delete(fileId);
+    ArchiveFileStatus delete(@PathVariable long id) {
+        readable(buffer.file(id), "no archived file with id " + id); // another experiment's file: 404
+        return buffer.delete(id);
     }
 
     @GetMapping("/files")

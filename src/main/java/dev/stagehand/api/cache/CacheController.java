@@ -1,6 +1,7 @@
 package dev.stagehand.api.cache;
 
 import dev.stagehand.api.requests.BadInput;
+import dev.stagehand.api.requests.NumericIds;
 import dev.stagehand.api.security.ApiUser;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.cache.DiskCache.CacheDirectory;
@@ -12,7 +13,9 @@ import java.time.Instant;
 import java.util.List;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
+import org.springframework.web.bind.WebDataBinder;
 import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.InitBinder;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
@@ -54,16 +57,16 @@ class CacheController {
                     + "service: it gets no new reservations, across restarts, until this. Answers the directory as it is "
                     + "now; one already in service stays so. Either way every instance sharing it counts its copies not "
                     + "forced to disk from none again.")
-    DirectoryView inService(@PathVariable("id") String id) {
-        int dir;
-        try {
-            dir = Integer.parseInt(id);
-        } catch (NumberFormatException e) {
-            throw notFound(id);
-        }
-        CacheDirectory before = cache.putInService(dir, ApiUser.current().account()).orElseThrow(() -> notFound(id));
+    DirectoryView inService(@PathVariable int id) {
+        CacheDirectory before = cache.putInService(id, ApiUser.current().account()).orElseThrow(() -> notFound(Integer.toString(id)));
         return DirectoryView.of(new CacheDirectory(before.id(), before.path(), before.capacityBytes(), before.usedBytes(),
                 before.reservedBytes(), null, null));
+    }
+
+    /** An id that is not a number (or beyond an int) names no directory: 404 as an unknown one, as the API answers every id. */
+    @InitBinder("id")
+    void directoryIds(WebDataBinder binder) {
+        NumericIds.register(binder, int.class, CacheController::notFound);
     }
 
     private static BadInput notFound(String id) {

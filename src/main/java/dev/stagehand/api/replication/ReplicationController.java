@@ -2,6 +2,7 @@ package dev.stagehand.api.replication;
 
 import dev.stagehand.api.security.ApiUser;
 import dev.stagehand.api.requests.BadInput;
+import dev.stagehand.api.requests.NumericIds;
 import dev.stagehand.replication.ReplicationRules;
 import dev.stagehand.replication.ReplicationRules.BottleneckLink;
 import dev.stagehand.replication.ReplicationRules.Completeness;
@@ -25,8 +26,10 @@ import java.util.Set;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.WebDataBinder;
 import org.springframework.web.bind.annotation.DeleteMapping;
 import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.InitBinder;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.PutMapping;
@@ -154,8 +157,7 @@ public class ReplicationController {
 
     /** A rule and the completeness of its dataset at each site. */
     @GetMapping("/replication/rules/{id}")
-    public Map<String, Object> rule(@PathVariable("id") String text) {
-        long id = ruleId(text);
+    public Map<String, Object> rule(@PathVariable long id) {
         visibleRule(id);
         Rule r = rules.get(id).orElseThrow(() -> ReplicationRejected.notFound("rule", "no rule " + id));
         List<Completeness> c = rules.completeness(r.dataset()).stream().filter(x -> r.chosenSites().contains(x.site())).toList();
@@ -163,8 +165,7 @@ public class ReplicationController {
     }
 
     @DeleteMapping("/replication/rules/{id}")
-    public ResponseEntity<Void> deleteRule(@PathVariable("id") String text) {
-        long id = ruleId(text);
+    public ResponseEntity<Void> deleteRule(@PathVariable long id) {
         visibleRule(id);
         if (!rules.delete(id)) throw ReplicationRejected.notFound("rule", "no rule " + id);
         return ResponseEntity.noContent().build();
@@ -251,32 +252,28 @@ public class ReplicationController {
     }
 
     @GetMapping("/replication/schedules/{ruleId}")
-    public Map<String, Object> schedule(@PathVariable("ruleId") String text) {
-        long ruleId = ruleId(text);
+    public Map<String, Object> schedule(@PathVariable long ruleId) {
         visibleRule(ruleId);
         Schedule s = schedules.get(ruleId).orElseThrow(() -> ReplicationRejected.notFound("rule", "rule " + ruleId + " has no schedule"));
         return Map.of("schedule", s, "runs", schedules.runs(ruleId, 20));
     }
 
     @PostMapping("/replication/schedules/{ruleId}/pause")
-    public ResponseEntity<Void> pause(@PathVariable("ruleId") String text) {
-        long ruleId = ruleId(text);
+    public ResponseEntity<Void> pause(@PathVariable long ruleId) {
         visibleRule(ruleId);
         schedules.pause(ruleId);
         return ResponseEntity.status(HttpStatus.NO_CONTENT).build();
     }
 
     @PostMapping("/replication/schedules/{ruleId}/resume")
-    public ResponseEntity<Void> resume(@PathVariable("ruleId") String text) {
-        long ruleId = ruleId(text);
+    public ResponseEntity<Void> resume(@PathVariable long ruleId) {
         visibleRule(ruleId);
         schedules.resume(ruleId);
         return ResponseEntity.status(HttpStatus.NO_CONTENT).build();
     }
 
     @PostMapping("/replication/schedules/{ruleId}/trigger")
-    public ResponseEntity<Void> trigger(@PathVariable("ruleId") String text) {
-        long ruleId = ruleId(text);
+    public ResponseEntity<Void> trigger(@PathVariable long ruleId) {
         visibleRule(ruleId);
         schedules.triggerNow(ruleId);
         return ResponseEntity.status(HttpStatus.ACCEPTED).build();
@@ -296,12 +293,9 @@ public class ReplicationController {
     }
 
     /** A rule id that is not a number (or beyond a long) names no rule: 404 as an unknown one, as the API answers every id. */
-    private static long ruleId(String id) {
-        try {
-            return Long.parseLong(id);
-        } catch (NumberFormatException e) {
-            throw ReplicationRejected.notFound("rule", "no rule " + BadInput.shown(id));
-        }
+    @InitBinder({"id", "ruleId"})
+    void ruleIds(WebDataBinder binder) {
+        NumericIds.register(binder, long.class, id -> ReplicationRejected.notFound("rule", "no rule " + BadInput.shown(id)));
     }
 
     /** A rule on another experiment's dataset answers like an unknown one (an unknown rule is left to the call). */

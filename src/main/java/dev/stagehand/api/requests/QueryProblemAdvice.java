@@ -15,9 +15,9 @@ import org.springframework.web.method.annotation.MethodArgumentTypeMismatchExcep
 /**
  * URL parameters the API cannot read, as its problem documents. A query string Tomcat cannot decode (a bad %-escape)
  * fails when a controller reads a parameter: it was logged as an error and answered with Spring Boot's error body. A
- * path or query parameter Spring converts to a number ({@code /replication/rules/abc}, {@code ?limit=ten}) was
- * answered by Spring Boot's handler, without the {@code errors} array naming it; this advice comes before that one
- * (order 0), and no other advice of the API handles these exceptions.
+ * query parameter Spring converts to a number ({@code ?limit=ten}) was answered by Spring Boot's handler, without the
+ * {@code errors} array naming it; this advice comes before that one (order 0), and no other advice of the API handles
+ * these exceptions. (The numeric ids in paths never get here: their controllers parse them, see {@link NumericIds}.)
  */
 @RestControllerAdvice(basePackages = "dev.stagehand.api")
 @Order(Ordered.HIGHEST_PRECEDENCE)
