@@ -400,22 +400,35 @@ public class ReplicationRules {
      * removals, with the reason, and their earlier events; a removed site may be asked for by its name.
      */
     public List<ReplicaEvent> history(String dataset, String site, String file, int limit) {
-        requireDataset(dataset);
-        if (site != null && jdbc.queryForList("SELECT 1 FROM site WHERE name = ? UNION ALL SELECT 1 FROM replica_event_site WHERE name = ?",
-                site, site).isEmpty()) throw ReplicationRejected.notFound("site", "no site " + site);
+        List<Object> args = new ArrayList<>(List.of(requireDataset(dataset)));
+        StringBuilder where = new StringBuilder("e.dataset_id = ?");
+        // the names' ids first (a live one, a removed one's: V68), then a query of this case's conditions only: under
+        // "? IS NULL OR", a file's ids were a filter on a walk of all the dataset's events; now their index (V73)
+        if (site != null) {
+            Long[] ids = ids("SELECT id FROM site WHERE name = ? UNION SELECT site_id FROM replica_event_site WHERE name = ?", site);
+            if (ids.length == 0) throw ReplicationRejected.notFound("site", "no site " + site);
+            where.append(" AND e.site_id = ANY (?)");
+            args.add(ids);
+        }
+        if (file != null) {
+            Long[] ids = ids("SELECT id FROM file WHERE name = ? UNION SELECT file_id FROM replica_event_file WHERE name = ?", file);
+            if (ids.length == 0) return List.of();
+            where.append(" AND e.file_id = ANY (?)");
+            args.add(ids);
+        }
+        args.add(limit);
         return jdbc.query("""
                 SELECT e.*, coalesce(f.name, rf.name) AS file, coalesce(s.name, rs.name) AS site FROM replica_event e
                   LEFT JOIN file f ON f.id = e.file_id LEFT JOIN replica_event_file rf ON f.id IS NULL AND rf.file_id = e.file_id
                   LEFT JOIN site s ON s.id = e.site_id LEFT JOIN replica_event_site rs ON s.id IS NULL AND rs.site_id = e.site_id
-                 WHERE e.dataset_id = (SELECT id FROM dataset WHERE name = ?)
-                   AND (?::text IS NULL OR e.site_id IN (SELECT id FROM site WHERE name = ?
-                                                         UNION ALL SELECT site_id FROM replica_event_site WHERE name = ?))
-                   AND (?::text IS NULL OR e.file_id IN (SELECT id FROM file WHERE name = ?
-                                                         UNION ALL SELECT file_id FROM replica_event_file WHERE name = ?))
-                 ORDER BY e.id DESC LIMIT ?""",
+                 WHERE\s""" + where + " ORDER BY e.id DESC LIMIT ?",
                 (rs, i) -> new ReplicaEvent(rs.getLong("id"), rs.getString("file"), rs.getString("site"), instant(rs.getTimestamp("at")),
                         rs.getString("from_state"), rs.getString("to_state"), (Integer) rs.getObject("attempts"), rs.getString("error")),
-                dataset, site, site, site, file, file, file, limit);
+                args.toArray());
+    }
+
+    private Long[] ids(String sql, String name) {
+        return jdbc.queryForList(sql, Long.class, name, name).toArray(Long[]::new);
     }
 
     /**
@@ -540,9 +553,10 @@ public class ReplicationRules {
     /** Replica states, as the replica table's check constraint has them. */
     static final List<String> REPLICA_STATES = List.of("pending", "staging", "transferring", "done", "verified", "failed", "lost");
 
-    private void requireDataset(String dataset) {
-        if (jdbc.queryForList("SELECT 1 FROM dataset WHERE name = ?", dataset).isEmpty())
-            throw ReplicationRejected.notFound("dataset", "no dataset " + dataset);
+    private long requireDataset(String dataset) {
+        List<Long> id = jdbc.queryForList("SELECT id FROM dataset WHERE name = ?", Long.class, dataset);
+        if (id.isEmpty()) throw ReplicationRejected.notFound("dataset", "no dataset " + dataset);
+        return id.getFirst();
     }
 
     private long siteId(String site) {

@@ -1,0 +1,12 @@
+-- The replica history's ?file= (module replication) read all of the dataset's events to find one file's: the only
+-- index was (dataset_id, id) (V61), and the query's "? IS NULL OR file_id IN (...)" could not use another, so it
+-- walked the events newest first keeping the file's (0.1-0.8 s at 4*10^5-10^6 events in one dataset, an unknown
+-- file's the same; it grows with history-keep). Now ReplicationRules.history looks the file's ids up first and reads
+-- their events by this index: 2-5 ms (bench/replica-history.sh file). On file_id alone, not (file_id, id): a file
+-- has few events (sorted after), and btree deduplication keeps them in one entry, so the index is smaller (56 vs
+-- 94 MB at 3*10^6 events) and cheaper to write (an update of 2*10^5 replicas: its events' trigger +4-8% with it,
+-- +38-47% with (file_id, id)). Its cost: the row trigger recording a change ~6-12 us more an event (2*10^5 changed
+-- by one update: 7.3-7.8 -> 9.2-9.9 s, the trigger 3.8-4.6 -> 5.8-6.2 s, on the bench's fresh replicas), a bulk
+-- registration's 2*10^5 events 1.3-1.6 -> 1.7-2.2 s of a 5.6-6.8 s statement; the pruning's delete unchanged, its
+-- VACUUM 0-0.1 s more (1.5-3.8*10^5 events pruned).
+CREATE INDEX replica_event_file_id ON replica_event (file_id);
