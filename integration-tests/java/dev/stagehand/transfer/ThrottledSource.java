@@ -7,6 +7,8 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * A mover listener that slows the sender to about {@code bytesPerSecond}, so a test can stop the server
  * after part of a file was acknowledged by a restart marker; it counts what was sent and keeps the retries.
+ * The slowing ends with the first retry: only the attempt that hangs needs it, and the resumed one need not
+ * take seconds more to send the rest (what it sends is counted all the same).
  */
 final class ThrottledSource implements TransferListener {
 
@@ -14,6 +16,7 @@ final class ThrottledSource implements TransferListener {
     final AtomicLong firstByte = new AtomicLong();
     final List<TransferFailure> retries = new CopyOnWriteArrayList<>();
     private final long bytesPerSecond;
+    private volatile boolean retried;
 
     ThrottledSource(long bytesPerSecond) {
         this.bytesPerSecond = bytesPerSecond;
@@ -29,6 +32,7 @@ final class ThrottledSource implements TransferListener {
     public void bytes(FileCopy copy, long delta) {
         firstByte.compareAndSet(0, System.nanoTime());
         sent.addAndGet(delta);
+        if (retried) return;
         try {
             Thread.sleep(delta * 1000 / bytesPerSecond);
         } catch (InterruptedException e) {
@@ -39,5 +43,6 @@ final class ThrottledSource implements TransferListener {
     @Override
     public void retrying(FileCopy copy, TransferFailure failure) {
         retries.add(failure);
+        retried = true;
     }
 }
