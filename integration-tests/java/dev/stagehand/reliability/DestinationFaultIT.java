@@ -28,7 +28,7 @@ class DestinationFaultIT {
             stopped.add(0, rig.destination.pid());
             for (long pid : stopped) GridFtpServer.signal(pid, "STOP");
             rig.faults++;
-            Thread.sleep(10_000); // longer than the stall timeout (4 s)
+            Thread.sleep(7_000); // longer than the stall timeout (4 s), with seconds to spare
             for (long pid : stopped) GridFtpServer.signal(pid, "CONT");
             rig.awaitFilesDone(atStop + 10, Duration.ofSeconds(60));
             int atKill = rig.filesDone();
@@ -38,7 +38,7 @@ class DestinationFaultIT {
             rig.restartDestination();
             boolean ended = rig.awaitEnd(Duration.ofSeconds(300));
             s.checkAlive();
-            FaultRig.Report r = rig.report("gridftp-destination", "destination SIGSTOPped 10 s after " + atStop
+            FaultRig.Report r = rig.report("gridftp-destination", "destination SIGSTOPped 7 s after " + atStop
                     + " files and resumed; killed after " + atKill + " files and restarted 5 s later");
             FaultRig.assertNothingLost(ended, r);
         }

@@ -21,8 +21,11 @@ class TwoInstancesFaultIT {
     void twoInstancesShareTheQueuesAndTakeOver() throws Exception {
         try (FaultRig rig = new FaultRig("TwoInstances")) {
             rig.catalog(6, 15, false, 19);
-            ServiceProcess a = rig.service("node-a", Map.of("stagehand.tape.drive-prefix", "a-drive")).start();
-            ServiceProcess b = rig.service("node-b", Map.of("stagehand.tape.drive-prefix", "b-drive")).start();
+            // leases shorter than the rig's (20 s / 30 s), which a waits out after b's kill: still renewed with
+            // seconds to spare (a recall claim once less than half is left, at 500 ms polls; a transfer's every 5 s)
+            Map<String, String> leases = Map.of("stagehand.recall.lease", "12s", "stagehand.transfer.queue.lease", "15s");
+            ServiceProcess a = rig.service("node-a", with(leases, "stagehand.tape.drive-prefix", "a-drive")).start();
+            ServiceProcess b = rig.service("node-b", with(leases, "stagehand.tape.drive-prefix", "b-drive")).start();
             List<String> files = rig.files;
             int half = files.size() / 2;
             // first phase: both alive, requests through both
@@ -33,7 +36,7 @@ class TwoInstancesFaultIT {
             List<Integer> attempts = rig.jdbc.queryForList("SELECT attempts FROM transfer_job", Integer.class);
             Integer staging = rig.jdbc.queryForObject("SELECT count(*) FROM recall_file WHERE state = 'staging'", Integer.class);
             long readers = java.nio.file.Files.readAllLines(rig.readLog).stream().map(l -> l.split(" ")[1]).distinct().count();
-            // second phase: b dies with work claimed; a takes it over after the leases (20 s / 30 s)
+            // second phase: b dies with work claimed; a takes it over after the leases (12 s / 15 s)
             rig.submit(a, files.subList(half, files.size() - 10));
             rig.submit(b, files.subList(files.size() - 10, files.size()));
             // kill b while it holds claims (files it is reading from tape), so that a must take them over
@@ -65,5 +68,11 @@ class TwoInstancesFaultIT {
             assertThat(takenOver).as("a took b's lapsed claims back").isPositive();
             FaultRig.assertNothingLost(ended, r);
         }
+    }
+
+    static Map<String, String> with(Map<String, String> settings, String key, String value) {
+        Map<String, String> all = new java.util.HashMap<>(settings);
+        all.put(key, value);
+        return all;
     }
 }
