@@ -23,9 +23,10 @@ class TwoInstancesFaultIT {
             rig.catalog(6, 15, false, 19);
             // leases shorter than the rig's (20 s / 30 s), which a waits out after b's kill: still renewed with
             // seconds to spare (a recall claim once less than half is left, at 500 ms polls; a transfer's every 5 s)
-            Map<String, String> leases = Map.of("stagehand.recall.lease", "12s", "stagehand.transfer.queue.lease", "15s");
-            ServiceProcess a = rig.service("node-a", with(leases, "stagehand.tape.drive-prefix", "a-drive")).start();
-            ServiceProcess b = rig.service("node-b", with(leases, "stagehand.tape.drive-prefix", "b-drive")).start();
+            ServiceProcess a = rig.service("node-a", Map.of("stagehand.tape.drive-prefix", "a-drive",
+                    "stagehand.recall.lease", "12s", "stagehand.transfer.queue.lease", "15s")).start();
+            ServiceProcess b = rig.service("node-b", Map.of("stagehand.tape.drive-prefix", "b-drive",
+                    "stagehand.recall.lease", "12s", "stagehand.transfer.queue.lease", "15s")).start();
             List<String> files = rig.files;
             int half = files.size() / 2;
             // first phase: both alive, requests through both
@@ -68,11 +69,5 @@ class TwoInstancesFaultIT {
             assertThat(takenOver).as("a took b's lapsed claims back").isPositive();
             FaultRig.assertNothingLost(ended, r);
         }
-    }
-
-    static Map<String, String> with(Map<String, String> settings, String key, String value) {
-        Map<String, String> all = new java.util.HashMap<>(settings);
-        all.put(key, value);
-        return all;
     }
 }
