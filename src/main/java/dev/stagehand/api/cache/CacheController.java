@@ -5,13 +5,11 @@ import dev.stagehand.api.requests.NumericIds;
 import dev.stagehand.api.security.ApiUser;
 import dev.stagehand.cache.DiskCache;
 import dev.stagehand.cache.DiskCache.CacheDirectory;
-import dev.stagehand.platform.EntryError;
 import io.swagger.v3.oas.annotations.Operation;
 import io.swagger.v3.oas.annotations.media.Schema;
 import io.swagger.v3.oas.annotations.tags.Tag;
 import java.time.Instant;
 import java.util.List;
-import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.web.bind.WebDataBinder;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -70,8 +68,6 @@ class CacheController {
     }
 
     private static BadInput notFound(String id) {
-        String shown = BadInput.shown(id);
-        return new BadInput(HttpStatus.NOT_FOUND, "no cache directory " + shown,
-                List.of(EntryError.field("id", "no cache directory " + shown)));
+        return BadInput.notFound("cache directory", id);
     }
 }

@@ -32,6 +32,12 @@ public final class BadInput extends RuntimeException {
         return errors;
     }
 
+    /** An unknown id, or one that does not parse, of a {@code what} ("request", "token"): 404 naming the {@code id} field. */
+    public static BadInput notFound(String what, String id) {
+        String message = "no " + what + " " + shown(id);
+        return new BadInput(HttpStatus.NOT_FOUND, message, List.of(EntryError.field("id", message)));
+    }
+
     public static BadInput field(String field, String reason) {
         return new BadInput(HttpStatus.BAD_REQUEST, field + ": " + reason, List.of(EntryError.field(field, reason)));
     }

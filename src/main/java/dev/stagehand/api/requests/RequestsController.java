@@ -264,7 +264,6 @@ class RequestsController {
     }
 
     private static BadInput notFound(String id) {
-        String shown = BadInput.shown(id);
-        return new BadInput(HttpStatus.NOT_FOUND, "no request " + shown, List.of(EntryError.field("id", "no request " + shown)));
+        return BadInput.notFound("request", id);
     }
 }

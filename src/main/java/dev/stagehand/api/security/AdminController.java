@@ -118,7 +118,7 @@ class AdminController {
     @Operation(summary = "Delete an account and its tokens (admin)")
     ResponseEntity<Void> deleteAccount(@PathVariable("name") String name) {
         try {
-            if (!accounts.delete(name)) throw notFound("account", name);
+            if (!accounts.delete(name)) throw BadInput.notFound("account", name);
         } catch (IllegalArgumentException e) {
             throw BadInput.field("name", e.getMessage());
         }
@@ -170,14 +170,10 @@ class AdminController {
         try {
             uuid = UUID.fromString(id);
         } catch (IllegalArgumentException e) {
-            throw notFound("token", id);
+            throw BadInput.notFound("token", id);
         }
-        if (!tokens.revoke(uuid)) throw notFound("token", id);
+        if (!tokens.revoke(uuid)) throw BadInput.notFound("token", id);
         return ResponseEntity.noContent().build();
     }
 
-    private static BadInput notFound(String what, String id) {
-        String shown = BadInput.shown(id);
-        return new BadInput(HttpStatus.NOT_FOUND, "no " + what + " " + shown, List.of(EntryError.field("id", "no " + what + " " + shown)));
-    }
 }

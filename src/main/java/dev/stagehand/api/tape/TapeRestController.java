@@ -406,7 +406,6 @@ class TapeRestController {
     }
 
     private static BadInput notFound(String id) {
-        String shown = BadInput.shown(id);
-        return new BadInput(HttpStatus.NOT_FOUND, "no stage request " + shown, List.of(EntryError.field("id", "no stage request " + shown)));
+        return BadInput.notFound("stage request", id);
     }
 }
